@@ -1,0 +1,61 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.Stop()
+	os.Exit(code)
+}
+
+// Order is the domain object the tests lock.
+type Order struct{ N int64 }
+
+func (o Order) ID() int64 { return o.N }
+
+// mustNew returns the Mutex of obj or fails the test.
+func mustNew(t testing.TB, c *uncomplicated.Client, obj Order, opts ...uncomplicated.Option) *uncomplicated.Mutex {
+	t.Helper()
+	m, err := uncomplicated.New(c, obj, opts...)
+	if err != nil {
+		t.Fatalf("New(%v) = %v", obj, err)
+	}
+	return m
+}
+
+// mustLock locks m or fails the test.
+func mustLock(t testing.TB, m *uncomplicated.Mutex) {
+	t.Helper()
+	if err := m.Lock(context.Background()); err != nil {
+		t.Fatalf("Lock(%s) = %v", m.Name(), err)
+	}
+}
+
+// lockAsync runs m.Lock(ctx) in a goroutine and delivers its error.
+func lockAsync(ctx context.Context, m *uncomplicated.Mutex) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(ctx) }()
+	return done
+}
+
+// Code is a domain object with a string ID.
+type Code string
+
+func (c Code) ID() string { return string(c) }
+
+// nilID has an ID that is a nil pointer.
+type nilID struct{}
+
+func (nilID) ID() *int { return nil }
+
+// panicky has an ID method that panics.
+type panicky struct{}
+
+func (panicky) ID() int { panic("no id") }

@@ -1,0 +1,116 @@
+package uncomplicated
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// Lock names.
+//
+// An object's lock is named prefix:Type:ID, where Type is the object's type
+// as reflect prints it ("orders.Order"; a pointer names the same as its
+// element) and ID is fmt's %v of obj.ID(). A plain name gives prefix:name.
+//
+// Type, ID and plain name are escaped: ASCII letters, digits, '-', '_' and
+// '.' stand for themselves and every other byte becomes %XX. The escape is
+// injective and never writes ':', '{' or '}', so distinct IDs of one type
+// never share a name, and a name holds no Redis Cluster hash tag. The lock's
+// other keys wrap the whole name in braces ("{lock:orders.Order:42}:fence"),
+// which makes Redis Cluster hash them exactly as it hashes the name itself:
+// every key of one lock lives in one slot.
+
+// objectName names obj's lock, or returns an error wrapping ErrInvalidID
+// when obj is nil, its ID method panics, or the ID is nil or prints empty.
+func objectName[K any](prefix string, obj Identifier[K]) (name string, err error) {
+	t := reflect.TypeOf(obj)
+	if t == nil {
+		return "", fmt.Errorf("%w: nil object", ErrInvalidID)
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	id, err := callID(obj)
+	if err != nil {
+		return "", err
+	}
+	return prefix + ":" + escape(t.String()) + ":" + escape(id), nil
+}
+
+// callID returns obj.ID() as %v prints it, turning a panic into an error.
+func callID[K any](obj Identifier[K]) (id string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %T.ID() panicked: %v", ErrInvalidID, obj, r)
+		}
+	}()
+	v := obj.ID()
+	if isNil(v) {
+		return "", fmt.Errorf("%w: %T.ID() returned nil", ErrInvalidID, obj)
+	}
+	id = fmt.Sprintf("%v", v)
+	if id == "" {
+		return "", fmt.Errorf("%w: %T.ID() is empty", ErrInvalidID, obj)
+	}
+	return id, nil
+}
+
+// isNil reports whether v is nil or a nil pointer, map, slice, func, chan
+// or interface.
+func isNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Invalid:
+		return true
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan,
+		reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// plainName names the lock of Client.Named.
+func plainName(prefix, name string) (string, error) {
+	if name == "" {
+		return "", fmt.Errorf("%w: empty name", ErrInvalidID)
+	}
+	return prefix + ":" + escape(name), nil
+}
+
+// fenceKey names the counter of a lock's fencing tokens.
+func fenceKey(name string) string {
+	return "{" + name + "}:fence"
+}
+
+// escape keeps ASCII letters, digits, '-', '_' and '.' and writes every
+// other byte as %XX (upper-case hex).
+func escape(s string) string {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if !simple(s[i]) {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if simple(c) {
+			b.WriteByte(c)
+			continue
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	return b.String()
+}
+
+func simple(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '_' || c == '.'
+}

@@ -1,0 +1,213 @@
+package uncomplicated
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	shop "github.com/uncomplicated-mutex/uncomplicated/internal/shop/orders"
+)
+
+// strID is an object whose ID is any string.
+type strID string
+
+func (s strID) ID() string { return string(s) }
+
+// nameOf is the lock name of obj under the default prefix.
+func nameOf[K any](t testing.TB, obj Identifier[K], opts ...Option) string {
+	t.Helper()
+	m, err := New(NewClient(&redis.Pool{}, opts...), obj)
+	if err != nil {
+		t.Fatalf("New(%v) = %v", obj, err)
+	}
+	return m.Name()
+}
+
+func TestLockName(t *testing.T) {
+	big := strings.Repeat("x", 64<<10)
+	cases := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"object", nameOf(t, orders.Order{N: 42}), "lock:orders.Order:42"},
+		{"pointer", nameOf(t, &orders.Order{N: 42}), "lock:orders.Order:42"},
+		{"prefix", nameOf(t, orders.Order{N: 42}, WithPrefix("app")), "app:orders.Order:42"},
+		{"negative", nameOf(t, orders.Order{N: -7}), "lock:orders.Order:-7"},
+		{"uuid", nameOf(t, strID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")), "lock:uncomplicated.strID:6ba7b810-9dad-11d1-80b4-00c04fd430c8"},
+		{"simple", nameOf(t, strID("Az09-_.")), "lock:uncomplicated.strID:Az09-_."},
+		{"colon", nameOf(t, strID("a:b")), "lock:uncomplicated.strID:a%3Ab"},
+		{"percent", nameOf(t, strID("a%3Ab")), "lock:uncomplicated.strID:a%253Ab"},
+		{"space and newline", nameOf(t, strID("a b\n")), "lock:uncomplicated.strID:a%20b%0A"},
+		{"braces", nameOf(t, strID("{x}")), "lock:uncomplicated.strID:%7Bx%7D"},
+		{"unicode", nameOf(t, strID("é")), "lock:uncomplicated.strID:%C3%A9"},
+		{"64 KiB", nameOf(t, strID(big)), "lock:uncomplicated.strID:" + big},
+		{"named", namedOf(t, "nightly-report"), "lock:nightly-report"},
+		{"named escaped", namedOf(t, "reports:{nightly}"), "lock:reports%3A%7Bnightly%7D"},
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s: name = %.80q; want %.80q", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func namedOf(t *testing.T, name string) string {
+	t.Helper()
+	m, err := NewClient(&redis.Pool{}).Named(name)
+	if err != nil {
+		t.Fatalf("Named(%q) = %v", name, err)
+	}
+	return m.Name()
+}
+
+// Lock names use the package name, not its path: two packages named orders
+// share names for types of one name, and WithPrefix tells them apart.
+func TestLockName_samePackageName(t *testing.T) {
+	a := nameOf(t, orders.Order{N: 1})
+	b := nameOf(t, shop.Order{Code: "1"})
+	if a != b {
+		t.Errorf("names = %q, %q; want them equal, as the README warns", a, b)
+	}
+	if c := nameOf(t, shop.Order{Code: "1"}, WithPrefix("shop")); c == a {
+		t.Errorf("name with WithPrefix = %q; want it to differ from %q", c, a)
+	}
+}
+
+func FuzzLockName(f *testing.F) {
+	for _, s := range []string{"42", "a:b", "a%3Ab", "{x}", "é", "a b\n", "", "%", "lock:x"} {
+		f.Add(s, s+"x")
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		if a == "" || b == "" {
+			return
+		}
+		na, nb := nameOf(t, strID(a)), nameOf(t, strID(b))
+		if (a == b) != (na == nb) {
+			t.Fatalf("ids %q, %q have names %q, %q", a, b, na, nb)
+		}
+		id := strings.TrimPrefix(na, "lock:uncomplicated.strID:")
+		if strings.ContainsAny(id, ":{}") {
+			t.Errorf("escaped id %q holds ':', '{' or '}'", id)
+		}
+		if got := unescape(t, id); got != a {
+			t.Errorf("unescape(%q) = %q; want %q", id, got, a)
+		}
+		if isSimple(a) && id != a {
+			t.Errorf("simple id %q became %q", a, id)
+		}
+		if s, fs := keySlot(na), keySlot(fenceKey(na)); s != fs {
+			t.Errorf("slots of %q and its fence = %d, %d", na, s, fs)
+		}
+	})
+}
+
+func isSimple(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !simple(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unescape inverts escape, failing on anything escape cannot write.
+func unescape(t *testing.T, s string) string {
+	t.Helper()
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			t.Fatalf("truncated escape in %q", s)
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil || strings.ToUpper(s[i+1:i+3]) != s[i+1:i+3] {
+			t.Fatalf("bad escape %q in %q", s[i:i+3], s)
+		}
+		b.WriteByte(byte(v))
+		i += 2
+	}
+	return b.String()
+}
+
+// keySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of the key, or of
+// its hash tag (the text inside the first {...} when not empty), mod 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
+
+// The values in the Redis Cluster specification.
+func TestKeySlot_spec(t *testing.T) {
+	for key, want := range map[string]int{"123456789": 0x31C3 % 16384, "somekey": 11058, "foo{hash_tag}": 2515, "bar{hash_tag}": 2515} {
+		if got := keySlot(key); got != want {
+			t.Errorf("keySlot(%q) = %d; want %d", key, got, want)
+		}
+	}
+}
+
+// keySlot agrees with CLUSTER KEYSLOT of a real server, and every key of
+// one lock is in one slot.
+func TestKeySlot_realCluster(t *testing.T) {
+	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	conn, err := srv.Pool(t).GetContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("ab:{}% \n\xc3\xa9x")
+	var keys []string
+	for i := range 300 {
+		raw := make([]byte, r.IntN(12))
+		for j := range raw {
+			raw[j] = alphabet[r.IntN(len(alphabet))]
+		}
+		keys = append(keys, string(raw))
+		if len(raw) > 0 {
+			name := nameOf(t, strID(raw))
+			keys = append(keys, name, fenceKey(name))
+		}
+		keys = append(keys, fmt.Sprintf("k%d{t%d}", i, i%7))
+	}
+	for _, k := range keys {
+		want, err := redis.Int(conn.Do("CLUSTER", "KEYSLOT", k))
+		if err != nil {
+			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
+		}
+		if got := keySlot(k); got != want {
+			t.Errorf("keySlot(%q) = %d; CLUSTER KEYSLOT says %d", k, got, want)
+		}
+	}
+	for _, name := range []string{nameOf(t, orders.Order{N: 42}), nameOf(t, strID("a{b}c"))} {
+		if a, b := keySlot(name), keySlot(fenceKey(name)); a != b {
+			t.Errorf("slots of %q and %q = %d, %d", name, fenceKey(name), a, b)
+		}
+	}
+}

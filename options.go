@@ -1,0 +1,179 @@
+package uncomplicated
+
+import (
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// Defaults used when no option says otherwise.
+const (
+	DefaultTimeout = 5 * time.Minute
+	DefaultTicks   = 100
+	DefaultPrefix  = "lock"
+)
+
+// maxTick caps the random sleep between two attempts, whatever timeout and
+// ticks say, so that a waiter never sleeps a second or more at a time.
+const maxTick = time.Second
+
+// StalePolicy says what a waiter does when the holder of a lock has been
+// stuck, showing the same token, for a whole timeout.
+type StalePolicy int
+
+const (
+	// Fail makes Lock return an error wrapping ErrStale. It is the default:
+	// a stuck holder may only be slow, and taking its lock breaks exclusion.
+	Fail StalePolicy = iota
+	// TakeOver makes Lock replace the stuck holder's token with its own,
+	// atomically and only if the token is still the one it watched. The new
+	// hold gets a higher fence, which lets a protected store reject the old
+	// holder's late writes.
+	TakeOver
+)
+
+// String returns "Fail" or "TakeOver".
+func (p StalePolicy) String() string {
+	switch p {
+	case Fail:
+		return "Fail"
+	case TakeOver:
+		return "TakeOver"
+	}
+	return fmt.Sprintf("StalePolicy(%d)", int(p))
+}
+
+// An Option configures a Client (as defaults for all its mutexes) or a
+// single Mutex. Options are checked by New and Named, which return an error
+// wrapping ErrInvalidArgument for a value out of range.
+type Option func(*config)
+
+// config is what the options fill, starting from defaults().
+type config struct {
+	timeout  time.Duration
+	ticks    int
+	policy   StalePolicy
+	lease    time.Duration
+	leaseSet bool // lease was given; otherwise it follows timeout
+	clock    clock.Clock
+	logger   *slog.Logger
+	prefix   string
+}
+
+func defaults() config {
+	return config{
+		timeout: DefaultTimeout,
+		ticks:   DefaultTicks,
+		policy:  Fail,
+		clock:   clock.New(),
+		logger:  slog.New(slog.DiscardHandler),
+		prefix:  DefaultPrefix,
+	}
+}
+
+// WithTimeout sets the patience of a waiter: how long one unchanged holder
+// token may sit on the lock before the holder counts as stuck and the stale
+// policy applies. Unless WithLease says otherwise it is also the lease.
+// Default 5 minutes; must be positive.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout = d }
+}
+
+// WithTicks sets how finely a waiter divides the timeout: between attempts it
+// sleeps a random time below min(timeout/ticks, 1s). Default 100; must be
+// positive.
+func WithTicks(n int) Option {
+	return func(c *config) { c.ticks = n }
+}
+
+// WithStalePolicy sets what a waiter does about a stuck holder: Fail (the
+// default) or TakeOver.
+func WithStalePolicy(p StalePolicy) Option {
+	return func(c *config) { c.policy = p }
+}
+
+// WithLease sets the time to live of the lock key, counted from acquisition
+// and from each Refresh. By default the lease equals the timeout. Zero means
+// no expiry: only Unlock or a take-over frees the lock. Must not be negative;
+// a positive lease is rounded up to whole milliseconds.
+func WithLease(d time.Duration) Option {
+	return func(c *config) { c.lease, c.leaseSet = d, true }
+}
+
+// WithClock sets the clock used for every sleep, deadline and age, so that
+// tests can drive time with clock.NewMock (see package uncomplicatedtest).
+// Default, or nil: the real clock.
+func WithClock(clk clock.Clock) Option {
+	return func(c *config) {
+		if clk == nil {
+			clk = clock.New()
+		}
+		c.clock = clk
+	}
+}
+
+// WithLogger sets where debug records go: acquired, waiting, stale, taken
+// over, released, each with the lock name. Default, or nil: nowhere.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l == nil {
+			l = slog.New(slog.DiscardHandler)
+		}
+		c.logger = l
+	}
+}
+
+// WithPrefix replaces "lock", the first part of every lock name. Use it to
+// keep apart applications sharing one Redis, or two packages with the same
+// name and type name. It must not be empty nor hold '{' or '}', which would
+// move the lock's keys to different Redis Cluster slots.
+func WithPrefix(s string) Option {
+	return func(c *config) { c.prefix = s }
+}
+
+// build applies opts over the defaults and checks the result.
+func build(opts []Option) (config, error) {
+	cfg := defaults()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&cfg)
+		}
+	}
+	if !cfg.leaseSet {
+		cfg.lease = cfg.timeout
+	}
+	return cfg, cfg.validate()
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.timeout <= 0:
+		return fmt.Errorf("%w: timeout must be positive, got %v", ErrInvalidArgument, c.timeout)
+	case c.ticks <= 0:
+		return fmt.Errorf("%w: ticks must be positive, got %d", ErrInvalidArgument, c.ticks)
+	case c.lease < 0:
+		return fmt.Errorf("%w: lease must not be negative, got %v", ErrInvalidArgument, c.lease)
+	case c.policy != Fail && c.policy != TakeOver:
+		return fmt.Errorf("%w: unknown stale policy %v", ErrInvalidArgument, c.policy)
+	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
+		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
+	}
+	return nil
+}
+
+// tick is the bound of the random sleep between two attempts.
+func (c *config) tick() time.Duration {
+	return min(c.timeout/time.Duration(c.ticks), maxTick)
+}
+
+// leaseMillis is the lease as Redis's PX wants it; 0 means no expiry.
+func (c *config) leaseMillis() int64 {
+	ms := int64(c.lease / time.Millisecond)
+	if c.lease%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}

@@ -1,0 +1,436 @@
+// Package uncomplicated provides a mutex for domain objects, kept in Redis,
+// that tolerates stale locks.
+//
+// Processes that must not work on the same object at once (charge an order,
+// send an email, rebuild a report) lock it by its ID:
+//
+//	m, err := uncomplicated.New(client, order) // lock:orders.Order:42
+//	err = m.Do(ctx, func(ctx context.Context) error { return charge(ctx, order) })
+//
+// A waiter sleeps random sub-second ticks between attempts. While the
+// holder's secret token keeps changing (new holders, or a holder calling
+// Refresh) the lock is busy, not stuck, and the waiter's patience starts
+// over. When one token has sat on the lock for the whole timeout, the holder
+// is stuck: the waiter fails with ErrStale, or with the TakeOver policy
+// replaces the holder atomically under a higher fencing token.
+//
+// Safety rests on the lease, as with every Redis lock: a holder paused past
+// its lease, or taken over while it was only slow, may still be running. Pass
+// Mutex.Fence to the store you protect and have it refuse writes carrying a
+// fence lower than one it has seen.
+package uncomplicated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Errors returned by this package, matched with errors.Is. Returned errors
+// add the lock name and the cause.
+var (
+	// ErrNotObtained: Lock gave up waiting: its ctx ended, its Client was
+	// closed, or the holder was stale and the policy is Fail (then the error
+	// matches ErrStale too).
+	ErrNotObtained = errors.New("uncomplicated: lock not obtained")
+	// ErrStale: the holder kept one token for the whole timeout.
+	ErrStale = errors.New("uncomplicated: stale lock")
+	// ErrNotHeld: Unlock or Refresh found that the lock is not ours: never
+	// locked, already unlocked, expired, taken over or overwritten.
+	ErrNotHeld = errors.New("uncomplicated: lock not held")
+	// ErrInvalidID: the object is nil, its ID method panics, or the ID is
+	// nil or prints empty; or Named was given "".
+	ErrInvalidID = errors.New("uncomplicated: invalid lock id")
+	// ErrInvalidArgument: an option out of range, a nil Client, Pool,
+	// Mutex, context or function.
+	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("uncomplicated: client closed")
+)
+
+// lockError is an error with its own message that matches several others.
+type lockError struct {
+	msg  string
+	errs []error
+}
+
+func (e *lockError) Error() string   { return e.msg }
+func (e *lockError) Unwrap() []error { return e.errs }
+
+// An Identifier is any domain object with an ID: ID() int64, string,
+// uuid.UUID... The ID's fmt %v form names the lock.
+type Identifier[K any] interface{ ID() K }
+
+// A Pool hands out Redis connections; *redis.Pool is one. Its connections
+// must implement redis.ConnWithContext (redigo's do) so that every call
+// ends when its ctx does.
+type Pool interface {
+	GetContext(context.Context) (redis.Conn, error)
+}
+
+var _ Pool = (*redis.Pool)(nil)
+
+// A Client holds what the mutexes of one process share: the pool and
+// default options. It is safe for concurrent use.
+type Client struct {
+	pool      Pool
+	opts      []Option
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+// NewClient returns a Client using pool, with opts as the defaults of every
+// mutex it makes. Options are checked, and a nil pool reported, by New and
+// Named.
+func NewClient(pool Pool, opts ...Option) *Client {
+	return &Client{pool: pool, opts: slices.Clone(opts), done: make(chan struct{})}
+}
+
+// Close makes later calls on the Client and its mutexes return ErrClosed,
+// and wakes every Lock waiting in them. It does not release held locks
+// (Unlock them first) and does not close the pool. Close is idempotent.
+func (c *Client) Close() error {
+	if c == nil || c.done == nil {
+		return fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+	}
+	c.closeOnce.Do(func() { close(c.done) })
+	return nil
+}
+
+func (c *Client) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// config merges the Client's options with opts and checks the result.
+func (c *Client) config(opts []Option) (config, error) {
+	switch {
+	case c == nil || c.done == nil:
+		return config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+	case isNil(c.pool):
+		return config{}, fmt.Errorf("%w: nil Pool", ErrInvalidArgument)
+	case c.closed():
+		return config{}, ErrClosed
+	}
+	return build(append(slices.Clone(c.opts), opts...))
+}
+
+// New returns the Mutex of obj's lock, named lock:<package>.<Type>:<ID>;
+// opts override the Client's. It returns an error wrapping ErrInvalidID or
+// ErrInvalidArgument for bad input; nothing is sent to Redis.
+func New[K any](c *Client, obj Identifier[K], opts ...Option) (*Mutex, error) {
+	cfg, err := c.config(opts)
+	if err != nil {
+		return nil, err
+	}
+	name, err := objectName(cfg.prefix, obj)
+	if err != nil {
+		return nil, err
+	}
+	return newMutex(c, cfg, name), nil
+}
+
+// Named returns the Mutex of a lock with a plain name, lock:<name>. It
+// returns an error wrapping ErrInvalidID for "" or ErrInvalidArgument for
+// a bad option; nothing is sent to Redis.
+func (c *Client) Named(name string, opts ...Option) (*Mutex, error) {
+	cfg, err := c.config(opts)
+	if err != nil {
+		return nil, err
+	}
+	key, err := plainName(cfg.prefix, name)
+	if err != nil {
+		return nil, err
+	}
+	return newMutex(c, cfg, key), nil
+}
+
+// A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
+// sharing a Mutex take turns as with sync.Mutex, and across processes one
+// holder at a time has the lock, as long as its lease lasts. Make one with
+// New or Client.Named; the zero value returns ErrInvalidArgument.
+type Mutex struct {
+	c        *Client
+	cfg      config
+	name     string
+	fenceKey string
+	// sem holds a value while a goroutine of this process holds the lock or
+	// is acquiring it, so that one Mutex has one holder in its process.
+	sem chan struct{}
+
+	// mu guards token; Unlock and Refresh hold it across their round trip
+	// to Redis so that they never interleave.
+	mu    sync.Mutex
+	token string // our token in Redis; "" when not held
+
+	fence atomic.Uint64 // fence of the current hold; 0 when not held
+}
+
+func newMutex(c *Client, cfg config, name string) *Mutex {
+	return &Mutex{c: c, cfg: cfg, name: name, fenceKey: fenceKey(name), sem: make(chan struct{}, 1)}
+}
+
+// Name returns the Redis key of the lock, such as lock:orders.Order:42.
+func (m *Mutex) Name() string {
+	if m == nil {
+		return ""
+	}
+	return m.name
+}
+
+// Fence returns the fencing token of the current hold: it is higher than
+// that of every earlier hold of this lock name, for as long as the Redis
+// data lives. It returns 0 when the lock is not held.
+func (m *Mutex) Fence() uint64 {
+	if m == nil {
+		return 0
+	}
+	return m.fence.Load()
+}
+
+// Lock acquires the lock, waiting while another holder has it: first within
+// this process, then in Redis, trying again after random sub-second ticks.
+// A holder that keeps one token for the whole timeout is stale: Lock then
+// returns an error wrapping ErrStale and ErrNotObtained, or with TakeOver
+// replaces the holder. When ctx ends or the Client closes first, Lock returns
+// an error wrapping ErrNotObtained and ctx.Err() or ErrClosed. A Redis error
+// ends Lock at once. On failure Lock leaves the lock as it found it.
+func (m *Mutex) Lock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return m.notObtained(err.Error(), err)
+	}
+	select {
+	case m.sem <- struct{}{}:
+	case <-ctx.Done():
+		return m.notObtained(ctx.Err().Error(), ctx.Err())
+	case <-m.c.done:
+		return m.notObtained("client closed", ErrClosed)
+	}
+	if err := m.wait(ctx); err != nil {
+		<-m.sem
+		return err
+	}
+	return nil
+}
+
+// TryLock makes one attempt and never waits nor takes over. It returns
+// (false, nil) when the lock is held, here or elsewhere, and an error only
+// when Redis fails or the input is invalid.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	select {
+	case m.sem <- struct{}{}:
+	default:
+		return false, nil
+	}
+	token := newToken()
+	out, err := m.acquire(ctx, token)
+	if err != nil || out.fence == 0 {
+		<-m.sem
+		return false, m.gaveUp(ctx, err)
+	}
+	m.hold(ctx, token, out.fence)
+	return true, nil
+}
+
+// Unlock releases the lock if Redis still holds our token. It returns an
+// error wrapping ErrNotHeld when the lock is not ours: never locked here,
+// expired, taken over or overwritten; the other holder's key is left alone.
+// Unlock ends the hold in this process whatever Redis answers; when Redis
+// cannot be reached, the key stays until its lease ends or a waiter takes it
+// over.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	token := m.token
+	m.token = ""
+	m.mu.Unlock()
+	if token == "" {
+		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
+	}
+	m.fence.Store(0)
+	err := m.release(ctx, token)
+	<-m.sem
+	return err
+}
+
+// release deletes the lock in Redis if it holds token.
+func (m *Mutex) release(ctx context.Context, token string) error {
+	reply, err := m.c.eval(ctx, releaseScript, m.name, token)
+	if err != nil {
+		return m.redisError(ctx, err)
+	}
+	released, err := parseFlag(reply)
+	if err != nil {
+		return m.redisError(ctx, err)
+	}
+	if !released {
+		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
+	}
+	if m.logs(ctx) {
+		m.debug(ctx, "lock released")
+	}
+	return nil
+}
+
+// Refresh proves the holder alive: if Redis still holds our token, it
+// replaces it with a new one, which tells waiters the lock is busy rather
+// than stuck, and restarts the lease. The fence does not change. It returns
+// an error wrapping ErrNotHeld when the lock is not ours any more; the hold
+// stays until Unlock. When Redis fails the outcome is unknown.
+func (m *Mutex) Refresh(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.token == "" {
+		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
+	}
+	next := newToken()
+	reply, err := m.c.eval(ctx, refreshScript, m.name, m.token, next, m.cfg.leaseMillis())
+	if err != nil {
+		return m.redisError(ctx, err)
+	}
+	ok, err := parseFlag(reply)
+	if err != nil {
+		return m.redisError(ctx, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
+	}
+	m.token = next
+	return nil
+}
+
+// releaseTimeout bounds the Unlock that ends Do, which runs even when the
+// caller's ctx has ended.
+const releaseTimeout = 5 * time.Second
+
+// Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
+// fn panics (the panic then goes on). The Unlock ignores ctx's cancellation,
+// so that a lock is released even when fn returned because ctx ended. Do
+// returns Lock's error without running fn, or fn's error joined with
+// Unlock's; an Unlock error wrapping ErrNotHeld means the lock was lost
+// while fn ran.
+func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err error) {
+	if fn == nil {
+		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
+	}
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		uctx, cancel := m.cfg.clock.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		if uerr := m.Unlock(uctx); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+	}()
+	return fn(ctx)
+}
+
+// check reports a nil or zero Mutex, a nil ctx and a closed Client.
+func (m *Mutex) check(ctx context.Context) error {
+	switch {
+	case m == nil || m.c == nil:
+		return fmt.Errorf("%w: nil or zero *Mutex", ErrInvalidArgument)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	case m.c.closed():
+		return fmt.Errorf("%w: %s", ErrClosed, m.name)
+	}
+	return nil
+}
+
+// acquire makes one attempt in Redis.
+func (m *Mutex) acquire(ctx context.Context, token string) (outcome, error) {
+	reply, err := m.c.eval(ctx, acquireScript, m.name, m.fenceKey, token, m.cfg.leaseMillis())
+	if err != nil {
+		return outcome{}, m.redisError(ctx, err)
+	}
+	out, err := parseOutcome(reply)
+	if err != nil {
+		return outcome{}, m.redisError(ctx, err)
+	}
+	return out, nil
+}
+
+// takeOver replaces the stale holder's token with ours.
+func (m *Mutex) takeOver(ctx context.Context, stale, token string) (outcome, error) {
+	reply, err := m.c.eval(ctx, takeOverScript, m.name, m.fenceKey, stale, token, m.cfg.leaseMillis())
+	if err != nil {
+		return outcome{}, m.redisError(ctx, err)
+	}
+	out, err := parseOutcome(reply)
+	if err != nil {
+		return outcome{}, m.redisError(ctx, err)
+	}
+	return out, nil
+}
+
+// hold records a hold that Redis granted.
+func (m *Mutex) hold(ctx context.Context, token string, fence uint64) {
+	m.mu.Lock()
+	m.token = token
+	m.mu.Unlock()
+	m.fence.Store(fence)
+	if m.logs(ctx) {
+		m.debug(ctx, "lock acquired", slog.Uint64("fence", fence))
+	}
+}
+
+// redisError wraps a failed call with the lock name; when ctx has ended,
+// the cause is ctx's error rather than what the connection made of it.
+func (m *Mutex) redisError(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		err = cerr
+	}
+	return fmt.Errorf("uncomplicated: %s: %w", m.name, err)
+}
+
+// gaveUp turns the error of an acquisition attempt that ctx cut short into
+// an ErrNotObtained; other errors, and nil, pass.
+func (m *Mutex) gaveUp(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		return m.notObtained(cerr.Error(), cerr)
+	}
+	return err
+}
+
+// notObtained is the error of a Lock that gave up; it matches
+// ErrNotObtained and cause.
+func (m *Mutex) notObtained(why string, cause error) error {
+	return &lockError{
+		msg:  ErrNotObtained.Error() + ": " + m.name + ": " + why,
+		errs: []error{ErrNotObtained, cause},
+	}
+}
+
+func (m *Mutex) logs(ctx context.Context) bool {
+	return m.cfg.logger.Enabled(ctx, slog.LevelDebug)
+}
+
+// debug logs msg at Debug with the lock name; callers check logs first, so
+// that a silent logger costs nothing.
+func (m *Mutex) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
+	m.cfg.logger.LogAttrs(ctx, slog.LevelDebug, msg, append([]slog.Attr{slog.String("lock", m.name)}, attrs...)...)
+}

@@ -1,0 +1,198 @@
+// Package uncomplicatedtest runs uncomplicated's locks on an in-memory Redis
+// (miniredis) and a mock clock, so that a test of code that locks, such as
+// "the second worker takes over after the timeout", runs in milliseconds and
+// never sleeps.
+//
+// Start the goroutines that lock, wait until they wait (AwaitWaiters), then
+// move time with Advance: it moves the clock and the Redis TTLs together,
+// stopping at every instant a waiter wakes and letting it finish its work
+// before moving on.
+package uncomplicatedtest
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/benbjohnson/clock"
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+)
+
+// settleLimit bounds, in real time, how long Advance and AwaitWaiters wait
+// for goroutines before failing the test.
+const settleLimit = 10 * time.Second
+
+// An Env is an in-memory Redis and a mock clock with a Client using both.
+// Its methods must be called from the test's goroutine.
+type Env struct {
+	Client *uncomplicated.Client // uses Redis and Clock; closed at cleanup
+	Clock  *clock.Mock           // starts near the current time
+	Redis  *miniredis.Miniredis  // its TTLs follow Clock as Advance moves it
+
+	t     testing.TB
+	pool  *redis.Pool
+	clock *observedClock // Clock, watching the waiters of Env's clients
+}
+
+// New starts an Env whose Client has opts. The Client, its pool and the
+// server stop when the test ends.
+func New(t testing.TB, opts ...uncomplicated.Option) *Env {
+	t.Helper()
+	mr := miniredis.NewMiniRedis()
+	if err := mr.Start(); err != nil {
+		t.Fatalf("uncomplicatedtest: start miniredis: %v", err)
+	}
+	t.Cleanup(mr.Close)
+	mock := clock.NewMock()
+	mock.Set(time.Now().Round(0))
+	mr.SetTime(mock.Now())
+	mr.ClockTTL(true)
+
+	pool := &redis.Pool{
+		MaxIdle: 16,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", mr.Addr())
+		},
+	}
+	t.Cleanup(func() { _ = pool.Close() })
+
+	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mock, parked: map[*parking]struct{}{}}}
+	e.Client = e.NewClient(opts...)
+	return e
+}
+
+// NewClient returns another Client on Env's Redis and clock, as a second
+// process would have, with opts; it is closed when the test ends. A
+// WithClock in opts would hide its waiters from Advance.
+func (e *Env) NewClient(opts ...uncomplicated.Option) *uncomplicated.Client {
+	c := uncomplicated.NewClient(e.pool, append([]uncomplicated.Option{uncomplicated.WithClock(e.clock)}, opts...)...)
+	e.t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// Advance moves Clock and the Redis TTLs forward by d. It stops at each
+// instant a waiter is due to wake and lets every waiter run until it sleeps
+// again or returns, so that the outcome does not depend on scheduling.
+func (e *Env) Advance(d time.Duration) {
+	e.t.Helper()
+	target := e.Clock.Now().Add(d)
+	for {
+		next, ok := e.settle()
+		if !ok || next.After(target) {
+			break
+		}
+		e.set(next)
+	}
+	e.set(target)
+	e.settle()
+}
+
+// AwaitWaiters returns once at least n Lock calls on Env's clock sleep
+// between attempts, failing the test if that takes more than ten seconds.
+func (e *Env) AwaitWaiters(n int) {
+	e.t.Helper()
+	deadline := time.Now().Add(settleLimit)
+	for {
+		ok, parked, _ := e.clock.state()
+		if ok && parked >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("uncomplicatedtest: %d waiters after %v; want %d", parked, settleLimit, n)
+		}
+		pause()
+	}
+}
+
+// Waiters returns how many Lock calls on Env's clock are waiting, once
+// every one of them has settled into its sleep.
+func (e *Env) Waiters() int {
+	e.t.Helper()
+	e.settle()
+	_, parked, _ := e.clock.state()
+	return parked
+}
+
+// settle waits until every waiter sleeps on a timer in the future and
+// returns the earliest wake-up, if any.
+func (e *Env) settle() (time.Time, bool) {
+	e.t.Helper()
+	deadline := time.Now().Add(settleLimit)
+	for i := 0; ; i++ {
+		ok, parked, next := e.clock.state()
+		if ok {
+			return next, parked > 0
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("uncomplicatedtest: waiters still running after %v", settleLimit)
+		}
+		if i < 100 {
+			runtime.Gosched() // a waiter's Redis round trip takes microseconds
+		} else {
+			pause()
+		}
+	}
+}
+
+func pause() { time.Sleep(50 * time.Microsecond) }
+
+// set moves Redis's time, then the clock, to t.
+func (e *Env) set(t time.Time) {
+	e.Redis.SetTime(t)
+	e.Clock.Set(t)
+}
+
+// observedClock is the mock clock as the Client sees it: it also counts the
+// Client's waiters and where they sleep.
+type observedClock struct {
+	*clock.Mock
+	mu      sync.Mutex            // guards the fields below
+	waiting int                   // Lock calls trying Redis
+	parked  map[*parking]struct{} // those sleeping between attempts
+}
+
+type parking struct{ until time.Time }
+
+var _ settle.Observer = (*observedClock)(nil)
+
+func (c *observedClock) Waiting(delta int) {
+	c.mu.Lock()
+	c.waiting += delta
+	c.mu.Unlock()
+}
+
+func (c *observedClock) Park(until time.Time) func() {
+	p := &parking{until: until}
+	c.mu.Lock()
+	c.parked[p] = struct{}{}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.parked, p)
+		c.mu.Unlock()
+	}
+}
+
+// state reports whether every waiter sleeps until after now, how many
+// sleep, and the earliest wake-up.
+func (c *observedClock) state() (settled bool, parked int, next time.Time) {
+	now := c.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	settled = c.waiting == len(c.parked)
+	for p := range c.parked {
+		if !p.until.After(now) {
+			settled = false
+		}
+		if next.IsZero() || p.until.Before(next) {
+			next = p.until
+		}
+	}
+	return settled, len(c.parked), next
+}
