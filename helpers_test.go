@@ -15,11 +15,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Order is the domain object the tests lock.
-type Order struct{ N int64 }
-
-func (o Order) ID() int64 { return o.N }
-
 // mustNew returns the Mutex of obj or fails the test.
 func mustNew(t testing.TB, c *uncomplicated.Client, obj Order, opts ...uncomplicated.Option) *uncomplicated.Mutex {
 	t.Helper()

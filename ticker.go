@@ -29,7 +29,7 @@ func (m *Mutex) wait(ctx context.Context) error {
 			return m.gaveUp(ctx, err)
 		}
 		if out.fence > 0 {
-			m.hold(ctx, token, out.fence)
+			m.acquired(ctx, token, out.fence)
 			return nil
 		}
 		now := m.cfg.clock.Now()
@@ -45,7 +45,7 @@ func (m *Mutex) wait(ctx context.Context) error {
 				return m.gaveUp(ctx, err)
 			}
 			if out.fence > 0 {
-				m.hold(ctx, token, out.fence)
+				m.hold(token, out.fence)
 				if m.logs(ctx) {
 					m.debug(ctx, "lock taken over", slog.Duration("age", age), slog.Uint64("fence", out.fence))
 				}
@@ -65,7 +65,7 @@ func (m *Mutex) stale(ctx context.Context, age time.Duration) error {
 	if m.logs(ctx) {
 		m.debug(ctx, "lock stale", slog.Duration("age", age))
 	}
-	return m.notObtained(fmt.Sprintf("stale: one holder token for %v", age), ErrStale)
+	return m.notObtained(fmt.Sprintf("stale: one holder token for %v", age.Round(time.Millisecond)), ErrStale)
 }
 
 // sleep waits a random time below the tick, but not past left, the rest of

@@ -245,7 +245,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		<-m.sem
 		return false, m.gaveUp(ctx, err)
 	}
-	m.hold(ctx, token, out.fence)
+	m.acquired(ctx, token, out.fence)
 	return true, nil
 }
 
@@ -388,11 +388,16 @@ func (m *Mutex) takeOver(ctx context.Context, stale, token string) (outcome, err
 }
 
 // hold records a hold that Redis granted.
-func (m *Mutex) hold(ctx context.Context, token string, fence uint64) {
+func (m *Mutex) hold(token string, fence uint64) {
 	m.mu.Lock()
 	m.token = token
 	m.mu.Unlock()
 	m.fence.Store(fence)
+}
+
+// acquired records and logs a hold granted by acquireScript.
+func (m *Mutex) acquired(ctx context.Context, token string, fence uint64) {
+	m.hold(token, fence)
 	if m.logs(ctx) {
 		m.debug(ctx, "lock acquired", slog.Uint64("fence", fence))
 	}
@@ -401,7 +406,7 @@ func (m *Mutex) hold(ctx context.Context, token string, fence uint64) {
 // redisError wraps a failed call with the lock name; when ctx has ended,
 // the cause is ctx's error rather than what the connection made of it.
 func (m *Mutex) redisError(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
+	if cerr := m.ctxErr(ctx); cerr != nil {
 		err = cerr
 	}
 	return fmt.Errorf("uncomplicated: %s: %w", m.name, err)
@@ -410,10 +415,23 @@ func (m *Mutex) redisError(ctx context.Context, err error) error {
 // gaveUp turns the error of an acquisition attempt that ctx cut short into
 // an ErrNotObtained; other errors, and nil, pass.
 func (m *Mutex) gaveUp(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); err != nil && cerr != nil {
+	if cerr := m.ctxErr(ctx); err != nil && cerr != nil {
 		return m.notObtained(cerr.Error(), cerr)
 	}
 	return err
+}
+
+// ctxErr is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed:
+// redigo sets the connection's deadline to ctx's, so its i/o timeout can
+// come a moment before ctx's own timer fires.
+func (m *Mutex) ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !m.cfg.clock.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // notObtained is the error of a Lock that gave up; it matches

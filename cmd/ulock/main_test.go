@@ -1,0 +1,74 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	redistest.Stop()
+	os.Exit(code)
+}
+
+// quick makes the demo take about a second.
+var quick = []string{"-timeout", "300ms", "-work", "40ms"}
+
+func runDemoT(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errs bytes.Buffer
+	if code := run(context.Background(), append([]string{"demo"}, args...), &out, &errs); code != 0 {
+		t.Fatalf("ulock demo %v: exit %d, stderr:\n%s\nstdout:\n%s", args, code, &errs, &out)
+	}
+	return out.String()
+}
+
+func wantLines(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestDemo_takeOver(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	out := runDemoT(t, quick...)
+	wantLines(t, out, "embedded in-memory Redis", "hangs for", "taken over", "store REJECTED the write of order 2: fence 1",
+		"lock not held", "1 rejected by their fence")
+}
+
+func TestDemo_fail(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	out := runDemoT(t, append(quick, "-policy", "fail")...)
+	wantLines(t, out, "stale policy Fail", "gave up on order 2", "stale: one holder token for 30", "0 rejected by their fence")
+	if strings.Contains(out, "taken over") {
+		t.Errorf("Fail policy took a lock over:\n%s", out)
+	}
+}
+
+func TestDemo_realRedis(t *testing.T) {
+	srv := redistest.Shared(t)
+	t.Setenv("REDIS_URL", "redis://"+srv.Addr+"/0")
+	out := runDemoT(t, quick...)
+	wantLines(t, out, "Redis at redis://"+srv.Addr, "taken over", "store REJECTED")
+}
+
+func TestRun_usage(t *testing.T) {
+	var out, errs bytes.Buffer
+	cases := []struct {
+		args []string
+		code int
+	}{{nil, 2}, {[]string{"nope"}, 2}, {[]string{"help"}, 0}, {[]string{"demo", "-policy", "maybe"}, 2}, {[]string{"demo", "-h"}, 0}}
+	for _, tc := range cases {
+		if code := run(context.Background(), tc.args, &out, &errs); code != tc.code {
+			t.Errorf("run(%q) = %d; want %d", tc.args, code, tc.code)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+)
+
+// Order is a domain object: anything with an ID method can be locked.
+type Order struct{ N int64 }
+
+func (o Order) ID() int64 { return o.N }
+
+func Example() {
+	srv, err := miniredis.Run() // or your Redis server
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	pool := &redis.Pool{
+		MaxIdle: 16,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", srv.Addr())
+		},
+	}
+	defer pool.Close()
+
+	client := uncomplicated.NewClient(pool) // one per process
+	defer client.Close()
+
+	ctx := context.Background()
+	order := Order{N: 42}
+	m, err := uncomplicated.New(client, order)
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = m.Do(ctx, func(ctx context.Context) error {
+		fmt.Println("charging order", order.N, "under", m.Name(), "with fence", m.Fence())
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// charging order 42 under lock:uncomplicated_test.Order:42 with fence 1
+}
+
+// exampleClient returns a Client on a fresh in-memory Redis, and a func
+// that stops both.
+func exampleClient(opts ...uncomplicated.Option) (*uncomplicated.Client, func()) {
+	srv, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", srv.Addr())
+	}}
+	client := uncomplicated.NewClient(pool, opts...)
+	return client, func() { client.Close(); pool.Close(); srv.Close() }
+}
+
+// Do holds the lock while fn runs and releases it after, also when fn fails
+// or panics. Its error tells a failed fn from a lock lost while fn ran.
+func ExampleMutex_Do() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	for _, n := range []int64{1, 1, 2} {
+		m, err := uncomplicated.New(client, Order{N: n})
+		if err != nil {
+			log.Fatal(err)
+		}
+		err = m.Do(ctx, func(ctx context.Context) error {
+			fmt.Printf("order %d, fence %d\n", n, m.Fence())
+			return nil
+		})
+		if errors.Is(err, uncomplicated.ErrNotHeld) {
+			fmt.Println("the lock expired or was taken over while we worked")
+		} else if err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// order 1, fence 1
+	// order 1, fence 2
+	// order 2, fence 1
+}
+
+// TryLock answers at once: a job that finds its order locked skips it.
+func ExampleMutex_TryLock() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	first, _ := uncomplicated.New(client, Order{N: 7})
+	second, _ := uncomplicated.New(client, Order{N: 7})
+	ok, err := first.TryLock(ctx)
+	fmt.Println(ok, err)
+	ok, err = second.TryLock(ctx)
+	fmt.Println(ok, err)
+	// Output:
+	// true <nil>
+	// false <nil>
+}
+
+// A worker that hangs holding a lock with no lease is stale once nobody has
+// seen its token change for the timeout; with TakeOver the next worker
+// replaces it under a higher fence, and the hung worker finds out when it
+// tries to unlock.
+func Example_takeOver() {
+	client, stop := exampleClient(uncomplicated.WithTimeout(100 * time.Millisecond))
+	defer stop()
+	ctx := context.Background()
+
+	hung, _ := uncomplicated.New(client, Order{N: 42}, uncomplicated.WithLease(0))
+	if err := hung.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("hung worker holds fence", hung.Fence())
+
+	patient, _ := uncomplicated.New(client, Order{N: 42}) // the default policy, Fail
+	err := patient.Lock(ctx)
+	fmt.Println("Fail:", errors.Is(err, uncomplicated.ErrStale))
+
+	next, _ := uncomplicated.New(client, Order{N: 42}, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	if err := next.Lock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("TakeOver: next worker holds fence", next.Fence())
+
+	err = hung.Unlock(ctx)
+	fmt.Println("hung worker's Unlock:", err)
+	// Output:
+	// hung worker holds fence 1
+	// Fail: true
+	// TakeOver: next worker holds fence 2
+	// hung worker's Unlock: uncomplicated: lock not held: lock:uncomplicated_test.Order:42: expired or taken over
+}

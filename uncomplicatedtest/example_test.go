@@ -1,0 +1,62 @@
+package uncomplicatedtest_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+type Order struct{ N int64 }
+
+func (o Order) ID() int64 { return o.N }
+
+// A user's test of "a second worker takes over from a hung one after the
+// timeout": a minute passes on the mock clock in milliseconds. In a real
+// test, t is the test's *testing.T.
+func Example() {
+	t := &standIn{}
+	defer t.finish()
+
+	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(time.Minute),
+		uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	ctx := context.Background()
+
+	hung, _ := uncomplicated.New(env.Client, Order{N: 7}, uncomplicated.WithLease(0))
+	if err := hung.Lock(ctx); err != nil {
+		t.Fatalf("Lock() = %v", err)
+	}
+
+	second, _ := uncomplicated.New(env.Client, Order{N: 7})
+	done := make(chan error, 1)
+	go func() { done <- second.Lock(ctx) }()
+	env.AwaitWaiters(1)
+
+	env.Advance(time.Minute - time.Second)
+	fmt.Println("waiting after 59s:", env.Waiters())
+	env.Advance(time.Second)
+	fmt.Println("Lock:", <-done, "fence:", second.Fence())
+	// Output:
+	// waiting after 59s: 1
+	// Lock: <nil> fence: 2
+}
+
+// standIn is the *testing.T of Example, which has none: just the methods
+// that New and Env call.
+type standIn struct {
+	testing.TB // nil; the methods below are all that is used
+	cleanups   []func()
+}
+
+func (*standIn) Helper()                           {}
+func (t *standIn) Cleanup(f func())                { t.cleanups = append(t.cleanups, f) }
+func (*standIn) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+func (t *standIn) finish() {
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		t.cleanups[i]()
+	}
+}
