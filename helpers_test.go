@@ -2,18 +2,13 @@ package uncomplicated_test
 
 import (
 	"context"
-	"os"
 	"testing"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // mustNew returns the Mutex of obj or fails the test.
 func mustNew(t testing.TB, c *uncomplicated.Client, obj Order, opts ...uncomplicated.Option) *uncomplicated.Mutex {

@@ -130,30 +130,27 @@ func (c *Client) config(opts []Option) (config, error) {
 // opts override the Client's. It returns an error wrapping ErrInvalidID or
 // ErrInvalidArgument for bad input; nothing is sent to Redis.
 func New[K any](c *Client, obj Identifier[K], opts ...Option) (*Mutex, error) {
-	cfg, err := c.config(opts)
-	if err != nil {
-		return nil, err
-	}
-	name, err := objectName(cfg.prefix, obj)
-	if err != nil {
-		return nil, err
-	}
-	return newMutex(c, cfg, name), nil
+	return c.mutex(opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
 }
 
 // Named returns the Mutex of a lock with a plain name, lock:<name>. It
 // returns an error wrapping ErrInvalidID for "" or ErrInvalidArgument for
 // a bad option; nothing is sent to Redis.
 func (c *Client) Named(name string, opts ...Option) (*Mutex, error) {
+	return c.mutex(opts, func(prefix string) (string, error) { return plainName(prefix, name) })
+}
+
+// mutex checks opts, names the lock and makes its Mutex.
+func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) (*Mutex, error) {
 	cfg, err := c.config(opts)
 	if err != nil {
 		return nil, err
 	}
-	key, err := plainName(cfg.prefix, name)
+	key, err := name(cfg.prefix)
 	if err != nil {
 		return nil, err
 	}
-	return newMutex(c, cfg, key), nil
+	return &Mutex{c: c, cfg: cfg, name: key, fenceKey: fenceKey(key), sem: make(chan struct{}, 1)}, nil
 }
 
 // A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
@@ -175,10 +172,6 @@ type Mutex struct {
 	token string // our token in Redis; "" when not held
 
 	fence atomic.Uint64 // fence of the current hold; 0 when not held
-}
-
-func newMutex(c *Client, cfg config, name string) *Mutex {
-	return &Mutex{c: c, cfg: cfg, name: name, fenceKey: fenceKey(name), sem: make(chan struct{}, 1)}
 }
 
 // Name returns the Redis key of the lock, such as lock:orders.Order:42.
@@ -274,13 +267,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 
 // release deletes the lock in Redis if it holds token.
 func (m *Mutex) release(ctx context.Context, token string) error {
-	reply, err := m.c.eval(ctx, releaseScript, m.name, token)
+	released, err := m.flag(ctx, releaseScript, m.name, token)
 	if err != nil {
-		return m.redisError(ctx, err)
-	}
-	released, err := parseFlag(reply)
-	if err != nil {
-		return m.redisError(ctx, err)
+		return err
 	}
 	if !released {
 		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
@@ -306,13 +295,9 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
 	}
 	next := newToken()
-	reply, err := m.c.eval(ctx, refreshScript, m.name, m.token, next, m.cfg.leaseMillis())
+	ok, err := m.flag(ctx, refreshScript, m.name, m.token, next, m.cfg.leaseMillis())
 	if err != nil {
-		return m.redisError(ctx, err)
-	}
-	ok, err := parseFlag(reply)
-	if err != nil {
-		return m.redisError(ctx, err)
+		return err
 	}
 	if !ok {
 		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
@@ -363,28 +348,36 @@ func (m *Mutex) check(ctx context.Context) error {
 
 // acquire makes one attempt in Redis.
 func (m *Mutex) acquire(ctx context.Context, token string) (outcome, error) {
-	reply, err := m.c.eval(ctx, acquireScript, m.name, m.fenceKey, token, m.cfg.leaseMillis())
-	if err != nil {
-		return outcome{}, m.redisError(ctx, err)
-	}
-	out, err := parseOutcome(reply)
-	if err != nil {
-		return outcome{}, m.redisError(ctx, err)
-	}
-	return out, nil
+	return m.outcome(ctx, acquireScript, m.name, m.fenceKey, token, m.cfg.leaseMillis())
 }
 
 // takeOver replaces the stale holder's token with ours.
 func (m *Mutex) takeOver(ctx context.Context, stale, token string) (outcome, error) {
-	reply, err := m.c.eval(ctx, takeOverScript, m.name, m.fenceKey, stale, token, m.cfg.leaseMillis())
-	if err != nil {
-		return outcome{}, m.redisError(ctx, err)
+	return m.outcome(ctx, takeOverScript, m.name, m.fenceKey, stale, token, m.cfg.leaseMillis())
+}
+
+// outcome runs acquireScript or takeOverScript.
+func (m *Mutex) outcome(ctx context.Context, s *redis.Script, keysAndArgs ...any) (outcome, error) {
+	reply, err := m.c.eval(ctx, s, keysAndArgs...)
+	if err == nil {
+		var out outcome
+		if out, err = parseOutcome(reply); err == nil {
+			return out, nil
+		}
 	}
-	out, err := parseOutcome(reply)
-	if err != nil {
-		return outcome{}, m.redisError(ctx, err)
+	return outcome{}, m.redisError(ctx, err)
+}
+
+// flag runs releaseScript or refreshScript.
+func (m *Mutex) flag(ctx context.Context, s *redis.Script, keysAndArgs ...any) (bool, error) {
+	reply, err := m.c.eval(ctx, s, keysAndArgs...)
+	if err == nil {
+		var ok bool
+		if ok, err = parseFlag(reply); err == nil {
+			return ok, nil
+		}
 	}
-	return out, nil
+	return false, m.redisError(ctx, err)
 }
 
 // hold records a hold that Redis granted.

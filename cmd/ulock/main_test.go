@@ -3,18 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	redistest.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // quick makes the demo take about a second.
 var quick = []string{"-timeout", "300ms", "-work", "40ms"}

@@ -4,7 +4,7 @@
 // A test that needs Redis calls Shared (one server per test binary) or
 // Start (a server of its own). When redis-server is not on PATH the test is
 // skipped, or fails when UNCOMPLICATED_REQUIRE_REDIS=1. Test binaries call
-// Stop from TestMain so that no server outlives them.
+// Main from TestMain so that no server outlives them.
 package redistest
 
 import (
@@ -66,6 +66,14 @@ func Start(tb testing.TB, args ...string) *Server {
 	}
 	tb.Cleanup(s.Stop)
 	return s
+}
+
+// Main runs a test binary's tests and then stops its servers: call it from
+// TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	Stop()
+	os.Exit(code)
 }
 
 // Stop stops every server this process started.
