@@ -90,7 +90,7 @@ func Stop() {
 func fail(tb testing.TB, err error) {
 	tb.Helper()
 	if _, missing := err.(*exec.Error); missing && os.Getenv(RequireEnv) != "1" {
-		tb.Skipf("redistest: redis-server not on PATH (%v); install it, or set %s=1 to make this a failure", err, RequireEnv)
+		tb.Skipf("redistest: skipped, redis-server is not on PATH (Debian: apt-get install redis-server); %s=1 makes this a failure", RequireEnv)
 	}
 	tb.Fatalf("redistest: %v", err)
 }
