@@ -50,7 +50,7 @@ func TestWait_staleAfterExactlyTheTimeout(t *testing.T) {
 				t.Fatalf("Waiters() = %d a nanosecond before the timeout; want 1", n)
 			}
 			env.Advance(time.Nanosecond)
-			err := <-done
+			err := recv(t, done)
 			if got := env.Clock.Since(start); got != patience {
 				t.Errorf("Lock returned after %v; want %v", got, patience)
 			}
@@ -125,7 +125,7 @@ func TestWait_newTokenResetsPatience(t *testing.T) {
 				t.Fatalf("Waiters() = %d a timeout after the token changed; want 1", n)
 			}
 			env.Advance(tick + time.Nanosecond)
-			checkStale(t, <-done, waiter.Name())
+			checkStale(t, recv(t, done), waiter.Name())
 		})
 	}
 }
@@ -146,6 +146,8 @@ func TestWait_lostTakeOverRace(t *testing.T) {
 	}
 	winner, loser, doneLoser := b, c, doneC
 	select {
+	case <-time.After(10 * time.Second):
+		t.Fatal("neither waiter returned")
 	case err := <-doneB:
 		if err != nil {
 			t.Fatalf("b.Lock() = %v", err)
@@ -167,7 +169,7 @@ func TestWait_lostTakeOverRace(t *testing.T) {
 		t.Fatalf("winner's Unlock() = %v", err)
 	}
 	env.Advance(tick)
-	if err := <-doneLoser; err != nil {
+	if err := recv(t, doneLoser); err != nil {
 		t.Fatalf("loser's Lock() = %v; want nil once the winner unlocked", err)
 	}
 	if f := loser.Fence(); f != 3 {
@@ -200,7 +202,7 @@ func TestWait_contextEnds(t *testing.T) {
 			} else {
 				env.Advance(patience / 2)
 			}
-			err := <-done
+			err := recv(t, done)
 			if !errors.Is(err, uncomplicated.ErrNotObtained) || !errors.Is(err, tc.want) {
 				t.Fatalf("Lock() = %v; want ErrNotObtained and %v", err, tc.want)
 			}
@@ -211,9 +213,11 @@ func TestWait_contextEnds(t *testing.T) {
 	}
 }
 
-// Between attempts a waiter sleeps less than min(timeout/ticks, 1s): in
-// every window of that length it tries Redis at least once. The 5m/100 case
-// fails if the 1s cap is missing, the 10s/100 one if ticks is ignored.
+// Between attempts a waiter sleeps a random time below min(timeout/ticks,
+// 1s): in every window of that length it tries Redis at least once, and on
+// average about twice (a mean sleep of half the bound), never like a busy
+// loop. The 5m/100 case fails if the 1s cap is missing, the 1m/1000 one if
+// ticks is ignored; a jitter test in ticker_test.go checks the randomness.
 func TestWait_tickBounds(t *testing.T) {
 	cases := []struct {
 		timeout time.Duration
@@ -234,7 +238,10 @@ func TestWait_tickBounds(t *testing.T) {
 			done := lockAsync(ctx, waiter)
 			env.AwaitWaiters(1)
 
+			// One attempt is three commands: the script's EVALSHA, GET and SET.
+			const perAttempt = 3
 			windows := min(int(tc.timeout/tc.bound)-1, 50)
+			start := env.Redis.CommandCount()
 			for i := range windows {
 				before := env.Redis.CommandCount()
 				env.Advance(tc.bound)
@@ -242,8 +249,12 @@ func TestWait_tickBounds(t *testing.T) {
 					t.Fatalf("no attempt in window %d of %v", i, tc.bound)
 				}
 			}
+			attempts := (env.Redis.CommandCount() - start) / perAttempt
+			if windows >= 20 && attempts > 4*windows {
+				t.Errorf("%d attempts in %d windows; want about %d, as a mean sleep of half the bound gives", attempts, windows, 2*windows)
+			}
 			cancel()
-			if err := <-done; !errors.Is(err, context.Canceled) {
+			if err := recv(t, done); !errors.Is(err, context.Canceled) {
 				t.Fatalf("Lock() = %v; want context.Canceled", err)
 			}
 		})
@@ -265,7 +276,7 @@ func TestWait_leaseExpires(t *testing.T) {
 		t.Fatalf("Waiters() before the lease ends = %d; want 1", n)
 	}
 	env.Advance(time.Millisecond + tick)
-	if err := <-done; err != nil {
+	if err := recv(t, done); err != nil {
 		t.Fatalf("Lock() = %v; want nil after the holder's lease", err)
 	}
 	if f := waiter.Fence(); f != 2 {
@@ -289,7 +300,7 @@ func TestClient_Close(t *testing.T) {
 	if err := client.Close(); err != nil {
 		t.Fatalf("Close() = %v", err)
 	}
-	err := <-done
+	err := recv(t, done)
 	if !errors.Is(err, uncomplicated.ErrClosed) || !errors.Is(err, uncomplicated.ErrNotObtained) {
 		t.Fatalf("waiting Lock() after Close = %v; want ErrClosed and ErrNotObtained", err)
 	}
@@ -307,6 +318,9 @@ func TestClient_Close(t *testing.T) {
 	for name, err := range calls {
 		if want := name != "Close"; errors.Is(err, uncomplicated.ErrClosed) != want {
 			t.Errorf("%s() after Close = %v; want ErrClosed: %v", name, err, want)
+		}
+		if want := name == "Lock" || name == "TryLock" || name == "Do"; errors.Is(err, uncomplicated.ErrNotObtained) != want {
+			t.Errorf("%s() after Close = %v; want ErrNotObtained: %v", name, err, want)
 		}
 	}
 	if err := holder.Unlock(ctx); err != nil {

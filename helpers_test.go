@@ -49,3 +49,13 @@ func (nilID) ID() *int { return nil }
 type panicky struct{}
 
 func (panicky) ID() int { panic("no id") }
+
+// fenceKeyOf is the key of the fence counter of m, a lock under prefix.
+func fenceKeyOf(prefix string, m *uncomplicated.Mutex) string {
+	return prefix + ":fence:{" + m.Name() + "}"
+}
+
+// funcID has an ID that prints as an address.
+type funcID struct{}
+
+func (funcID) ID() func() { return func() {} }

@@ -16,9 +16,10 @@ import (
 // '.' stand for themselves and every other byte becomes %XX. The escape is
 // injective and never writes ':', '{' or '}', so distinct IDs of one type
 // never share a name, and a name holds no Redis Cluster hash tag. The lock's
-// other keys wrap the whole name in braces ("{lock:orders.Order:42}:fence"),
-// which makes Redis Cluster hash them exactly as it hashes the name itself:
-// every key of one lock lives in one slot.
+// other keys start with the prefix and end with the whole name in braces
+// ("lock:fence:{lock:orders.Order:42}"): Redis Cluster hashes them exactly
+// as it hashes the name itself, so every key of one lock lives in one slot,
+// and no lock name can be one of them.
 
 // objectName names obj's lock, or returns an error wrapping ErrInvalidID
 // when obj is nil, its ID method panics, or the ID is nil or prints empty.
@@ -38,21 +39,45 @@ func objectName[K any](prefix string, obj Identifier[K]) (name string, err error
 }
 
 // callID returns obj.ID() as %v prints it, turning a panic into an error.
+// An ID must print the same in every process: a pointer is followed to
+// what it points at (unless it has a String or Error method), and an ID
+// that prints as an address (a func, chan or unsafe.Pointer) is refused.
 func callID[K any](obj Identifier[K]) (id string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %T.ID() panicked: %v", ErrInvalidID, obj, r)
 		}
 	}()
-	v := obj.ID()
-	if isNil(v) {
-		return "", fmt.Errorf("%w: %T.ID() returned nil", ErrInvalidID, obj)
+	v := any(obj.ID())
+	for {
+		if isNil(v) {
+			return "", fmt.Errorf("%w: %T.ID() is nil", ErrInvalidID, obj)
+		}
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+			return "", fmt.Errorf("%w: %T.ID() is a %v, which prints as an address", ErrInvalidID, obj, rv.Kind())
+		case reflect.Pointer:
+			if !printsItself(v) {
+				v = rv.Elem().Interface()
+				continue
+			}
+		}
+		break
 	}
 	id = fmt.Sprintf("%v", v)
 	if id == "" {
 		return "", fmt.Errorf("%w: %T.ID() is empty", ErrInvalidID, obj)
 	}
 	return id, nil
+}
+
+func printsItself(v any) bool {
+	switch v.(type) {
+	case fmt.Stringer, error, fmt.Formatter:
+		return true
+	}
+	return false
 }
 
 // isNil reports whether v is nil or a nil pointer, map, slice, func, chan
@@ -77,9 +102,9 @@ func plainName(prefix, name string) (string, error) {
 	return prefix + ":" + escape(name), nil
 }
 
-// fenceKey names the counter of a lock's fencing tokens.
-func fenceKey(name string) string {
-	return "{" + name + "}:fence"
+// fenceKey names the counter of the fencing tokens of lock name.
+func fenceKey(prefix, name string) string {
+	return prefix + ":fence:{" + name + "}"
 }
 
 // escape keeps ASCII letters, digits, '-', '_' and '.' and writes every

@@ -20,6 +20,11 @@ type strID string
 
 func (s strID) ID() string { return string(s) }
 
+// ptrID has an ID that is a pointer to its number.
+type ptrID struct{ n int64 }
+
+func (p ptrID) ID() *int64 { return &p.n }
+
 // nameOf is the lock name of obj under the default prefix.
 func nameOf[K any](t testing.TB, obj Identifier[K], opts ...Option) string {
 	t.Helper()
@@ -49,6 +54,7 @@ func TestLockName(t *testing.T) {
 		{"braces", nameOf(t, strID("{x}")), "lock:uncomplicated.strID:%7Bx%7D"},
 		{"unicode", nameOf(t, strID("é")), "lock:uncomplicated.strID:%C3%A9"},
 		{"64 KiB", nameOf(t, strID(big)), "lock:uncomplicated.strID:" + big},
+		{"pointer ID", nameOf(t, ptrID{n: 42}), "lock:uncomplicated.ptrID:42"},
 		{"named", namedOf(t, "nightly-report"), "lock:nightly-report"},
 		{"named escaped", namedOf(t, "reports:{nightly}"), "lock:reports%3A%7Bnightly%7D"},
 	}
@@ -103,7 +109,7 @@ func FuzzLockName(f *testing.F) {
 		if isSimple(a) && id != a {
 			t.Errorf("simple id %q became %q", a, id)
 		}
-		if s, fs := keySlot(na), keySlot(fenceKey(na)); s != fs {
+		if s, fs := keySlot(na), keySlot(fenceKey("lock", na)); s != fs {
 			t.Errorf("slots of %q and its fence = %d, %d", na, s, fs)
 		}
 	})
@@ -192,7 +198,7 @@ func TestKeySlot_realCluster(t *testing.T) {
 		keys = append(keys, string(raw))
 		if len(raw) > 0 {
 			name := nameOf(t, strID(raw))
-			keys = append(keys, name, fenceKey(name))
+			keys = append(keys, name, fenceKey("lock", name))
 		}
 		keys = append(keys, fmt.Sprintf("k%d{t%d}", i, i%7))
 	}
@@ -206,8 +212,8 @@ func TestKeySlot_realCluster(t *testing.T) {
 		}
 	}
 	for _, name := range []string{nameOf(t, orders.Order{N: 42}), nameOf(t, strID("a{b}c"))} {
-		if a, b := keySlot(name), keySlot(fenceKey(name)); a != b {
-			t.Errorf("slots of %q and %q = %d, %d", name, fenceKey(name), a, b)
+		if a, b := keySlot(name), keySlot(fenceKey("lock", name)); a != b {
+			t.Errorf("slots of %q and %q = %d, %d", name, fenceKey("lock", name), a, b)
 		}
 	}
 }

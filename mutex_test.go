@@ -32,6 +32,7 @@ func TestNew_invalid(t *testing.T) {
 		{"empty ID", func() error { _, err := uncomplicated.New(c, Code("")); return err }, uncomplicated.ErrInvalidID},
 		{"nil ID", func() error { _, err := uncomplicated.New(c, nilID{}); return err }, uncomplicated.ErrInvalidID},
 		{"ID panics", func() error { _, err := uncomplicated.New(c, panicky{}); return err }, uncomplicated.ErrInvalidID},
+		{"ID is a func", func() error { _, err := uncomplicated.New(c, funcID{}); return err }, uncomplicated.ErrInvalidID},
 		{"empty name", func() error { _, err := c.Named(""); return err }, uncomplicated.ErrInvalidID},
 		{"zero timeout", func() error { _, err := c.Named("x", uncomplicated.WithTimeout(0)); return err }, U},
 		{"negative timeout", func() error { _, err := c.Named("x", uncomplicated.WithTimeout(-time.Second)); return err }, U},
@@ -266,16 +267,51 @@ func TestMutex_sharedByGoroutines(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	blocked := lockAsync(ctx, m)
+	env.AwaitWaiters(1)
 	cancel()
-	if err := <-blocked; !errors.Is(err, context.Canceled) || !errors.Is(err, uncomplicated.ErrNotObtained) {
+	if err := recv(t, blocked); !errors.Is(err, context.Canceled) || !errors.Is(err, uncomplicated.ErrNotObtained) {
 		t.Errorf("Lock() behind another goroutine, ctx cancelled = %v; want ErrNotObtained and context.Canceled", err)
 	}
+
+	before := env.Redis.CommandCount()
 	done := lockAsync(context.Background(), m)
+	env.AwaitWaiters(1)
+	if n := env.Redis.CommandCount(); n != before {
+		t.Errorf("a goroutine waiting behind another of its process sent %d commands to Redis; want none", n-before)
+	}
 	if err := m.Unlock(context.Background()); err != nil {
 		t.Fatalf("Unlock() = %v", err)
 	}
-	if err := <-done; err != nil || m.Fence() != 2 {
+	if err := recv(t, done); err != nil || m.Fence() != 2 {
 		t.Errorf("second goroutine's Lock() = %v, fence %d; want nil, 2", err, m.Fence())
+	}
+}
+
+// A Mutex whose hold ended badly is usable again: after an Unlock that
+// found the lock lost, and after a TryLock that Redis failed.
+func TestMutex_usableAfterFailures(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	ctx := context.Background()
+	m := mustNew(t, env.Client, Order{1})
+	mustLock(t, m)
+	env.Redis.Del(m.Name())
+	if err := m.Unlock(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Fatalf("Unlock() of a lost lock = %v; want ErrNotHeld", err)
+	}
+	if ok, err := m.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock() after a lost hold = %v, %v; want true, nil", ok, err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	env.Redis.Set(fenceKeyOf("lock", m), "not a number")
+	if ok, err := m.TryLock(ctx); ok || err == nil {
+		t.Fatalf("TryLock() with a broken fence counter = %v, %v; want false and an error", ok, err)
+	}
+	env.Redis.Del(fenceKeyOf("lock", m))
+	if ok, err := m.TryLock(ctx); !ok || err != nil {
+		t.Errorf("TryLock() after a Redis error = %v, %v; want true, nil", ok, err)
 	}
 }
 
@@ -298,7 +334,7 @@ func TestMutex_Fence(t *testing.T) {
 	done := lockAsync(ctx, b)
 	env.AwaitWaiters(1)
 	env.Advance(patience)
-	if err := <-done; err != nil {
+	if err := recv(t, done); err != nil {
 		t.Fatalf("take-over Lock() = %v", err)
 	}
 	fences = append(fences, b.Fence())
@@ -315,7 +351,7 @@ func TestMutex_Fence(t *testing.T) {
 func TestMutex_brokenFence(t *testing.T) {
 	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
 	m := mustNew(t, env.Client, Order{1})
-	fenceKey := "{" + m.Name() + "}:fence"
+	fenceKey := fenceKeyOf("lock", m)
 	env.Redis.Set(fenceKey, "not a number")
 	if err := m.Lock(context.Background()); err == nil {
 		t.Fatal("Lock() = nil; want an error from the fence counter")
@@ -328,7 +364,7 @@ func TestMutex_brokenFence(t *testing.T) {
 	done := lockAsync(context.Background(), m)
 	env.AwaitWaiters(1)
 	env.Advance(patience)
-	if err := <-done; err == nil {
+	if err := recv(t, done); err == nil {
 		t.Fatal("take-over Lock() = nil; want an error from the fence counter")
 	}
 	if v, _ := env.Redis.Get(m.Name()); v != "stuck holder" {
@@ -371,7 +407,7 @@ func TestMutex_logs(t *testing.T) {
 		done := lockAsync(ctx, b)
 		env.AwaitWaiters(1)
 		env.Advance(patience)
-		if err := <-done; err == nil {
+		if err := recv(t, done); err == nil {
 			if err := b.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}

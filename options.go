@@ -16,9 +16,13 @@ const (
 	DefaultPrefix  = "lock"
 )
 
-// maxTick caps the random sleep between two attempts, whatever timeout and
-// ticks say, so that a waiter never sleeps a second or more at a time.
-const maxTick = time.Second
+// The bound of the random sleep between two attempts is timeout/ticks, but
+// at most maxTick, so that a waiter never sleeps a second or more at a time,
+// and at least minTick, so that no waiter spins on Redis.
+const (
+	maxTick = time.Second
+	minTick = time.Millisecond
+)
 
 // StalePolicy says what a waiter does when the holder of a lock has been
 // stuck, showing the same token, for a whole timeout.
@@ -83,8 +87,8 @@ func WithTimeout(d time.Duration) Option {
 }
 
 // WithTicks sets how finely a waiter divides the timeout: between attempts it
-// sleeps a random time below min(timeout/ticks, 1s). Default 100; must be
-// positive.
+// sleeps a random time below min(timeout/ticks, 1s), a bound raised to 1ms
+// if smaller. Default 100; must be positive.
 func WithTicks(n int) Option {
 	return func(c *config) { c.ticks = n }
 }
@@ -166,7 +170,7 @@ func (c *config) validate() error {
 
 // tick is the bound of the random sleep between two attempts.
 func (c *config) tick() time.Duration {
-	return min(c.timeout/time.Duration(c.ticks), maxTick)
+	return max(min(c.timeout/time.Duration(c.ticks), maxTick), minTick)
 }
 
 // leaseMillis is the lease as Redis's PX wants it; 0 means no expiry.

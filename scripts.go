@@ -53,41 +53,65 @@ end
 return {1, fence}
 `)
 
-// releaseScript deletes the lock only if it holds our token ARGV[1].
-// Replies 1 when deleted, 0 when the token was not ours.
+// releaseScript deletes the lock only if it holds one of our tokens,
+// ARGV[1..]: usually one, more after a Refresh whose reply was lost.
+// Replies 1 when deleted, 0 when no token was ours.
 var releaseScript = redis.NewScript(1, `
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
+local cur = redis.call('GET', KEYS[1])
+for i = 1, #ARGV do
+  if cur == ARGV[i] then
+    return redis.call('DEL', KEYS[1])
+  end
 end
 return 0
 `)
 
-// refreshScript, if the lock holds our token ARGV[1], replaces it with
-// ARGV[2] and restarts the lease ARGV[3]. Replies 1, or 0 when not ours.
+// refreshScript, if the lock holds one of our tokens ARGV[3..], replaces it
+// with ARGV[2] and restarts the lease ARGV[1]. Replies 1, or 0 when no
+// token was ours.
 var refreshScript = redis.NewScript(1, `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then
-  return 0
+local cur = redis.call('GET', KEYS[1])
+for i = 3, #ARGV do
+  if cur == ARGV[i] then
+    if ARGV[1] == '0' then
+      redis.call('SET', KEYS[1], ARGV[2])
+    else
+      redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1])
+    end
+    return 1
+  end
 end
-if ARGV[3] == '0' then
-  redis.call('SET', KEYS[1], ARGV[2])
-else
-  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-end
-return 1
+return 0
 `)
 
 // errReply reports a reply the scripts cannot give: a Redis that is not
 // Redis, or a proxy that mangles replies.
 var errReply = errors.New("uncomplicated: unexpected reply from Redis")
 
-// eval runs s on a connection from the pool.
-func (c *Client) eval(ctx context.Context, s *redis.Script, keysAndArgs ...any) (any, error) {
+// eval runs s on a connection from the pool. sent reports whether the
+// script may have reached Redis, even when err says the reply did not come.
+func (c *Client) eval(ctx context.Context, s *redis.Script, keysAndArgs ...any) (reply any, sent bool, err error) {
 	conn, err := c.pool.GetContext(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if conn == nil {
+		return nil, false, errNilConn
 	}
 	defer conn.Close()
-	return s.DoContext(ctx, conn, keysAndArgs...)
+	reply, err = s.DoContext(ctx, conn, keysAndArgs...)
+	return reply, true, err
+}
+
+var errNilConn = errors.New("uncomplicated: Pool returned a nil connection")
+
+// anys converts tokens to script arguments.
+func anys(tokens []string) []any {
+	args := make([]any, len(tokens))
+	for i, t := range tokens {
+		args[i] = t
+	}
+	return args
 }
 
 // outcome is the reply of acquireScript and takeOverScript: a fence when

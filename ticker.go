@@ -15,12 +15,7 @@ import (
 // token restarts it, and one token seen for the whole timeout is stale.
 
 // wait acquires the lock in Redis for a caller that holds m.sem.
-func (m *Mutex) wait(ctx context.Context) error {
-	obs, _ := m.cfg.clock.(settle.Observer)
-	if obs != nil {
-		obs.Waiting(1)
-		defer obs.Waiting(-1)
-	}
+func (m *Mutex) wait(ctx context.Context, obs settle.Observer) error {
 	token := newToken()
 	var p patience
 	for {

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
 // Errors returned by this package, matched with errors.Is. Returned errors
@@ -80,10 +82,13 @@ var _ Pool = (*redis.Pool)(nil)
 // A Client holds what the mutexes of one process share: the pool and
 // default options. It is safe for concurrent use.
 type Client struct {
-	pool      Pool
-	opts      []Option
-	done      chan struct{} // closed by Close
-	closeOnce sync.Once
+	pool Pool
+	opts []Option
+	done chan struct{} // closed by Close
+
+	mu       sync.Mutex     // guards closing and the Adds to cleanups
+	closing  bool           // Close has begun
+	cleanups sync.WaitGroup // background deletions of abandoned acquisitions
 }
 
 // NewClient returns a Client using pool, with opts as the defaults of every
@@ -93,14 +98,23 @@ func NewClient(pool Pool, opts ...Option) *Client {
 	return &Client{pool: pool, opts: slices.Clone(opts), done: make(chan struct{})}
 }
 
-// Close makes later calls on the Client and its mutexes return ErrClosed,
-// and wakes every Lock waiting in them. It does not release held locks
-// (Unlock them first) and does not close the pool. Close is idempotent.
+// Close wakes every Lock waiting on the Client's mutexes and makes them
+// return ErrClosed, as every later Lock, TryLock, Refresh, New and Named
+// does. Unlock still releases, and then reports ErrClosed too. Close does
+// not close the pool. It waits, up to a few seconds when Redis does not
+// answer, for the clean-up of acquisitions whose reply was lost. Close is
+// idempotent.
 func (c *Client) Close() error {
 	if c == nil || c.done == nil {
 		return fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
 	}
-	c.closeOnce.Do(func() { close(c.done) })
+	c.mu.Lock()
+	if !c.closing {
+		c.closing = true
+		close(c.done)
+	}
+	c.mu.Unlock()
+	c.cleanups.Wait()
 	return nil
 }
 
@@ -150,7 +164,10 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{c: c, cfg: cfg, name: key, fenceKey: fenceKey(key), sem: make(chan struct{}, 1)}, nil
+	return &Mutex{
+		c: c, cfg: cfg, name: key, fenceKey: fenceKey(cfg.prefix, key),
+		sem: make(chan struct{}, 1), op: make(chan struct{}, 1),
+	}, nil
 }
 
 // A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
@@ -165,14 +182,20 @@ type Mutex struct {
 	// sem holds a value while a goroutine of this process holds the lock or
 	// is acquiring it, so that one Mutex has one holder in its process.
 	sem chan struct{}
+	// op holds a value while Unlock or Refresh talks to Redis, so that they
+	// never interleave; unlike a sync.Mutex, waiting for it ends with ctx.
+	op chan struct{}
 
-	// mu guards token; Unlock and Refresh hold it across their round trip
-	// to Redis so that they never interleave.
-	mu    sync.Mutex
-	token string // our token in Redis; "" when not held
+	mu sync.Mutex // guards tokens
+	// tokens are those Redis may hold for the current hold, newest first:
+	// one, or more after a Refresh whose reply was lost. nil when not held.
+	tokens []string
 
 	fence atomic.Uint64 // fence of the current hold; 0 when not held
 }
+
+// maxTokens bounds the tokens kept for one hold after lost Refresh replies.
+const maxTokens = 4
 
 // Name returns the Redis key of the lock, such as lock:orders.Order:42.
 func (m *Mutex) Name() string {
@@ -203,39 +226,75 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
+	if m.c.closed() {
+		return m.notObtained("client closed", ErrClosed)
+	}
 	if err := ctx.Err(); err != nil {
 		return m.notObtained(err.Error(), err)
 	}
+	obs, _ := m.cfg.clock.(settle.Observer)
+	if obs != nil {
+		obs.Waiting(1)
+		defer obs.Waiting(-1)
+	}
+	if err := m.enter(ctx, obs); err != nil {
+		return err
+	}
+	held := false
+	defer func() {
+		if !held { // also when a Pool or logger panics
+			<-m.sem
+		}
+	}()
+	err := m.wait(ctx, obs)
+	held = err == nil
+	return err
+}
+
+// enter takes m.sem, waiting while another goroutine of this process holds
+// the Mutex.
+func (m *Mutex) enter(ctx context.Context, obs settle.Observer) error {
 	select {
 	case m.sem <- struct{}{}:
+		return nil
+	default:
+	}
+	if obs != nil {
+		defer obs.Park(time.Time{})() // no timer: only an Unlock wakes it
+	}
+	select {
+	case m.sem <- struct{}{}:
+		return nil
 	case <-ctx.Done():
 		return m.notObtained(ctx.Err().Error(), ctx.Err())
 	case <-m.c.done:
 		return m.notObtained("client closed", ErrClosed)
 	}
-	if err := m.wait(ctx); err != nil {
-		<-m.sem
-		return err
-	}
-	return nil
 }
 
 // TryLock makes one attempt and never waits nor takes over. It returns
 // (false, nil) when the lock is held, here or elsewhere, and an error only
 // when Redis fails or the input is invalid.
-func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if err := m.check(ctx); err != nil {
 		return false, err
+	}
+	if m.c.closed() {
+		return false, m.notObtained("client closed", ErrClosed)
 	}
 	select {
 	case m.sem <- struct{}{}:
 	default:
 		return false, nil
 	}
+	defer func() {
+		if !ok {
+			<-m.sem
+		}
+	}()
 	token := newToken()
 	out, err := m.acquire(ctx, token)
 	if err != nil || out.fence == 0 {
-		<-m.sem
 		return false, m.gaveUp(ctx, err)
 	}
 	m.acquired(ctx, token, out.fence)
@@ -246,28 +305,43 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // error wrapping ErrNotHeld when the lock is not ours: never locked here,
 // expired, taken over or overwritten; the other holder's key is left alone.
 // Unlock ends the hold in this process whatever Redis answers; when Redis
-// cannot be reached, the key stays until its lease ends or a waiter takes it
-// over.
+// cannot be reached, or ctx ends while a Refresh is under way, the key stays
+// until its lease ends or a waiter takes it over. After Client.Close it
+// still releases, and reports ErrClosed as well.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	token := m.token
-	m.token = ""
-	m.mu.Unlock()
-	if token == "" {
-		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
+	err := m.unlock(ctx)
+	if m.c.closed() {
+		err = errors.Join(fmt.Errorf("%w: %s: Unlock after Close", ErrClosed, m.name), err)
 	}
-	m.fence.Store(0)
-	err := m.release(ctx, token)
-	<-m.sem
 	return err
 }
 
-// release deletes the lock in Redis if it holds token.
-func (m *Mutex) release(ctx context.Context, token string) error {
-	released, err := m.flag(ctx, releaseScript, m.name, token)
+func (m *Mutex) unlock(ctx context.Context) error {
+	opErr := m.takeOp(ctx)
+	m.mu.Lock()
+	tokens := m.tokens
+	m.tokens = nil
+	m.mu.Unlock()
+	if opErr == nil {
+		defer m.dropOp()
+	}
+	if tokens == nil {
+		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
+	}
+	m.fence.Store(0)
+	defer func() { <-m.sem }()
+	if opErr != nil {
+		return m.redisError(ctx, opErr)
+	}
+	return m.release(ctx, tokens)
+}
+
+// release deletes the lock in Redis if it holds one of tokens.
+func (m *Mutex) release(ctx context.Context, tokens []string) error {
+	released, err := m.flag(ctx, releaseScript, append([]any{m.name}, anys(tokens)...)...)
 	if err != nil {
 		return err
 	}
@@ -284,30 +358,66 @@ func (m *Mutex) release(ctx context.Context, token string) error {
 // replaces it with a new one, which tells waiters the lock is busy rather
 // than stuck, and restarts the lease. The fence does not change. It returns
 // an error wrapping ErrNotHeld when the lock is not ours any more; the hold
-// stays until Unlock. When Redis fails the outcome is unknown.
+// stays until Unlock. When the reply is lost, the next Refresh or Unlock
+// accepts either token.
 func (m *Mutex) Refresh(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
+	if m.c.closed() {
+		return fmt.Errorf("%w: %s", ErrClosed, m.name)
+	}
+	if err := m.takeOp(ctx); err != nil {
+		return m.redisError(ctx, err)
+	}
+	defer m.dropOp()
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.token == "" {
+	tokens := m.tokens
+	m.mu.Unlock()
+	if tokens == nil {
 		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
 	}
 	next := newToken()
-	ok, err := m.flag(ctx, refreshScript, m.name, m.token, next, m.cfg.leaseMillis())
-	if err != nil {
+	ok, err := m.flag(ctx, refreshScript, append([]any{m.name, m.cfg.leaseMillis(), next}, anys(tokens)...)...)
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	current := m.tokens != nil && m.tokens[0] == tokens[0]
+	switch {
+	case err != nil:
+		if current { // the script may have run: next may be ours too
+			m.tokens = append([]string{next}, tokens[:min(len(tokens), maxTokens-1)]...)
+		}
 		return err
-	}
-	if !ok {
+	case !ok:
 		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
 	}
-	m.token = next
+	if current {
+		m.tokens = []string{next}
+	}
 	return nil
 }
 
-// releaseTimeout bounds the Unlock that ends Do, which runs even when the
-// caller's ctx has ended.
+// takeOp waits for m.op, or for ctx to end.
+func (m *Mutex) takeOp(ctx context.Context) error {
+	select {
+	case m.op <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case m.op <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (m *Mutex) dropOp() { <-m.op }
+
+// releaseTimeout bounds the Redis calls made without the caller's ctx: the
+// Unlock that ends Do and the clean-up of a lost acquisition. It is real
+// time, as the connections' deadlines are.
 const releaseTimeout = 5 * time.Second
 
 // Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
@@ -324,7 +434,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 		return err
 	}
 	defer func() {
-		uctx, cancel := m.cfg.clock.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 		if uerr := m.Unlock(uctx); uerr != nil {
 			err = errors.Join(err, uerr)
@@ -333,44 +443,48 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 	return fn(ctx)
 }
 
-// check reports a nil or zero Mutex, a nil ctx and a closed Client.
+// check reports a nil or zero Mutex and a nil ctx.
 func (m *Mutex) check(ctx context.Context) error {
 	switch {
 	case m == nil || m.c == nil:
 		return fmt.Errorf("%w: nil or zero *Mutex", ErrInvalidArgument)
 	case ctx == nil:
 		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
-	case m.c.closed():
-		return fmt.Errorf("%w: %s", ErrClosed, m.name)
 	}
 	return nil
 }
 
 // acquire makes one attempt in Redis.
 func (m *Mutex) acquire(ctx context.Context, token string) (outcome, error) {
-	return m.outcome(ctx, acquireScript, m.name, m.fenceKey, token, m.cfg.leaseMillis())
+	return m.outcome(ctx, acquireScript, token, m.name, m.fenceKey, token, m.cfg.leaseMillis())
 }
 
 // takeOver replaces the stale holder's token with ours.
 func (m *Mutex) takeOver(ctx context.Context, stale, token string) (outcome, error) {
-	return m.outcome(ctx, takeOverScript, m.name, m.fenceKey, stale, token, m.cfg.leaseMillis())
+	return m.outcome(ctx, takeOverScript, token, m.name, m.fenceKey, stale, token, m.cfg.leaseMillis())
 }
 
-// outcome runs acquireScript or takeOverScript.
-func (m *Mutex) outcome(ctx context.Context, s *redis.Script, keysAndArgs ...any) (outcome, error) {
-	reply, err := m.c.eval(ctx, s, keysAndArgs...)
+// outcome runs acquireScript or takeOverScript for token. When the reply is
+// lost after the script may have run, the key may hold token with nobody
+// knowing: abandon deletes it.
+func (m *Mutex) outcome(ctx context.Context, s *redis.Script, token string, keysAndArgs ...any) (outcome, error) {
+	reply, sent, err := m.c.eval(ctx, s, keysAndArgs...)
 	if err == nil {
 		var out outcome
 		if out, err = parseOutcome(reply); err == nil {
 			return out, nil
 		}
 	}
+	var serverErr redis.Error
+	if sent && !errors.As(err, &serverErr) {
+		m.abandon(token)
+	}
 	return outcome{}, m.redisError(ctx, err)
 }
 
 // flag runs releaseScript or refreshScript.
 func (m *Mutex) flag(ctx context.Context, s *redis.Script, keysAndArgs ...any) (bool, error) {
-	reply, err := m.c.eval(ctx, s, keysAndArgs...)
+	reply, _, err := m.c.eval(ctx, s, keysAndArgs...)
 	if err == nil {
 		var ok bool
 		if ok, err = parseFlag(reply); err == nil {
@@ -380,10 +494,29 @@ func (m *Mutex) flag(ctx context.Context, s *redis.Script, keysAndArgs ...any) (
 	return false, m.redisError(ctx, err)
 }
 
+// abandon deletes, in the background, the key a lost acquisition may have
+// set, if it holds token: no one else can have that token. Close waits for
+// it; after Close nothing is started, and such a key lives out its lease.
+func (m *Mutex) abandon(token string) {
+	c := m.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return
+	}
+	c.cleanups.Add(1)
+	go func() {
+		defer c.cleanups.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_, _, _ = c.eval(ctx, releaseScript, m.name, token)
+	}()
+}
+
 // hold records a hold that Redis granted.
 func (m *Mutex) hold(token string, fence uint64) {
 	m.mu.Lock()
-	m.token = token
+	m.tokens = []string{token}
 	m.mu.Unlock()
 	m.fence.Store(fence)
 }

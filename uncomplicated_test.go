@@ -243,14 +243,13 @@ func increment(ctx context.Context, pool *redis.Pool, key string) error {
 
 func TestRedis_TryLock(t *testing.T) {
 	r := newRig(t)
-	opts := []uncomplicated.Option{uncomplicated.WithTimeout(100 * time.Millisecond), uncomplicated.WithStalePolicy(uncomplicated.TakeOver)}
+	opts := []uncomplicated.Option{uncomplicated.WithStalePolicy(uncomplicated.TakeOver)}
 	a := mustNew(t, r.client(append(opts, uncomplicated.WithLease(0))...), Order{1})
 	b := mustNew(t, r.client(opts...), Order{1})
 	ctx := context.Background()
 	if ok, err := a.TryLock(ctx); !ok || err != nil {
 		t.Fatalf("TryLock() on a free lock = %v, %v; want true, nil", ok, err)
 	}
-	time.Sleep(150 * time.Millisecond) // a is stale now
 	if ok, err := b.TryLock(ctx); ok || err != nil {
 		t.Errorf("TryLock() on a held lock = %v, %v; want false, nil", ok, err)
 	}
@@ -296,7 +295,7 @@ func TestRedis_fenceCounter(t *testing.T) {
 	r := newRig(t)
 	m := mustNew(t, r.client(), Order{42})
 	mustLock(t, m)
-	key := "{" + m.Name() + "}:fence"
+	key := fenceKeyOf(r.prefix, m)
 	if ttl, _ := redis.Int64(r.do("PTTL", key), nil); ttl != -1 {
 		t.Errorf("PTTL of %s = %d; want -1, no expiry", key, ttl)
 	}
@@ -369,6 +368,7 @@ func TestRedis_unreachable(t *testing.T) {
 	}
 }
 
+// After Close, Lock reports ErrClosed, and Unlock still releases.
 func TestRedis_closedClient(t *testing.T) {
 	r := newRig(t)
 	c := r.client()
@@ -377,11 +377,14 @@ func TestRedis_closedClient(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Lock(context.Background()); !errors.Is(err, uncomplicated.ErrClosed) {
-		t.Errorf("Lock() after Close = %v; want ErrClosed", err)
+	if err := m.Lock(context.Background()); !errors.Is(err, uncomplicated.ErrClosed) || !errors.Is(err, uncomplicated.ErrNotObtained) {
+		t.Errorf("Lock() after Close = %v; want ErrClosed and ErrNotObtained", err)
 	}
-	if err := m.Unlock(context.Background()); !errors.Is(err, uncomplicated.ErrClosed) {
-		t.Errorf("Unlock() after Close = %v; want ErrClosed", err)
+	if err := m.Unlock(context.Background()); !errors.Is(err, uncomplicated.ErrClosed) || errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Errorf("Unlock() after Close = %v; want ErrClosed alone", err)
+	}
+	if n, _ := redis.Int(r.do("EXISTS", m.Name()), nil); n != 0 {
+		t.Errorf("EXISTS after Unlock = %d; want 0: Unlock releases after Close too", n)
 	}
 }
 
@@ -390,7 +393,7 @@ func TestRedis_closedClient(t *testing.T) {
 func TestRedis_brokenFence(t *testing.T) {
 	r := newRig(t)
 	m := mustNew(t, r.client(), Order{1})
-	r.do("SET", "{"+m.Name()+"}:fence", "not a number")
+	r.do("SET", fenceKeyOf(r.prefix, m), "not a number")
 	if err := m.Lock(context.Background()); err == nil {
 		t.Fatal("Lock() = nil; want the fence counter's error")
 	}

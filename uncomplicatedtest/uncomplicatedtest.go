@@ -57,7 +57,11 @@ func New(t testing.TB, opts ...uncomplicated.Option) *Env {
 	pool := &redis.Pool{
 		MaxIdle: 16,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return redis.DialContext(ctx, "tcp", mr.Addr())
+			c, err := redis.DialContext(ctx, "tcp", mr.Addr())
+			if err != nil {
+				return nil, err
+			}
+			return mockTimeConn{c.(redis.ConnWithContext)}, nil
 		},
 	}
 	t.Cleanup(func() { _ = pool.Close() })
@@ -81,6 +85,9 @@ func (e *Env) NewClient(opts ...uncomplicated.Option) *uncomplicated.Client {
 // again or returns, so that the outcome does not depend on scheduling.
 func (e *Env) Advance(d time.Duration) {
 	e.t.Helper()
+	if d < 0 {
+		e.t.Fatalf("uncomplicatedtest: Advance(%v): time does not go back", d)
+	}
 	target := e.Clock.Now().Add(d)
 	for {
 		next, ok := e.settle()
@@ -93,8 +100,9 @@ func (e *Env) Advance(d time.Duration) {
 	e.settle()
 }
 
-// AwaitWaiters returns once at least n Lock calls on Env's clock sleep
-// between attempts, failing the test if that takes more than ten seconds.
+// AwaitWaiters returns once at least n Lock calls on Env's clock are
+// waiting (behind another goroutine of their Mutex, or between attempts),
+// failing the test if that takes more than ten seconds.
 func (e *Env) AwaitWaiters(n int) {
 	e.t.Helper()
 	deadline := time.Now().Add(settleLimit)
@@ -153,10 +161,12 @@ func (e *Env) set(t time.Time) {
 type observedClock struct {
 	*clock.Mock
 	mu      sync.Mutex            // guards the fields below
-	waiting int                   // Lock calls trying Redis
-	parked  map[*parking]struct{} // those sleeping between attempts
+	waiting int                   // Lock calls under way
+	parked  map[*parking]struct{} // those that wait
 }
 
+// parking is a waiter's wait: until a time of the clock, or, when until is
+// zero, until another goroutine unlocks.
 type parking struct{ until time.Time }
 
 var _ settle.Observer = (*observedClock)(nil)
@@ -187,6 +197,9 @@ func (c *observedClock) state() (settled bool, parked int, next time.Time) {
 	defer c.mu.Unlock()
 	settled = c.waiting == len(c.parked)
 	for p := range c.parked {
+		if p.until.IsZero() {
+			continue
+		}
 		if !p.until.After(now) {
 			settled = false
 		}
@@ -196,3 +209,21 @@ func (c *observedClock) state() (settled bool, parked int, next time.Time) {
 	}
 	return settled, len(c.parked), next
 }
+
+// mockTimeConn keeps deadlines of the mock clock away from the connection:
+// redigo would compare them with real time. Cancellation, which the mock
+// clock drives, still ends a call.
+type mockTimeConn struct{ redis.ConnWithContext }
+
+func (c mockTimeConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
+	return c.ConnWithContext.DoContext(noDeadline{ctx}, cmd, args...)
+}
+
+func (c mockTimeConn) ReceiveContext(ctx context.Context) (any, error) {
+	return c.ConnWithContext.ReceiveContext(noDeadline{ctx})
+}
+
+// noDeadline is a ctx without its deadline.
+type noDeadline struct{ context.Context }
+
+func (noDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }

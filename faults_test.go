@@ -1,0 +1,236 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+// Faults a connection can have, injected one command at a time: a reply
+// lost after the command ran, and a command that hangs before it is sent.
+
+var errLostReply = errors.New("connection reset by test")
+
+// faultPool hands out connections to a miniredis that misbehave on request.
+type faultPool struct {
+	pool *redis.Pool
+	lose atomic.Int32                  // commands still to lose the reply of
+	hang atomic.Pointer[chan struct{}] // when set, commands wait for it to close
+	hung chan struct{}                 // gets a value when a command starts to hang
+}
+
+func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	return &faultPool{pool: pool, hung: make(chan struct{}, 16)}, mr
+}
+
+// loseNextReply makes the next command that succeeds report errLostReply.
+func (p *faultPool) loseNextReply() { p.lose.Store(1) }
+
+// hangNext makes commands wait until the returned func is called.
+func (p *faultPool) hangNext() (release func()) {
+	ch := make(chan struct{})
+	p.hang.Store(&ch)
+	return func() { p.hang.Store(nil); close(ch) }
+}
+
+func (p *faultPool) GetContext(ctx context.Context) (redis.Conn, error) {
+	c, err := p.pool.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &faultConn{ConnWithContext: c.(redis.ConnWithContext), p: p}, nil
+}
+
+type faultConn struct {
+	redis.ConnWithContext
+	p *faultPool
+}
+
+func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
+	if h := c.p.hang.Load(); h != nil {
+		c.p.hung <- struct{}{}
+		select {
+		case <-*h:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	reply, err := c.ConnWithContext.DoContext(ctx, cmd, args...)
+	if err == nil && c.p.lose.CompareAndSwap(1, 0) {
+		return nil, errLostReply
+	}
+	return reply, err
+}
+
+// An acquisition whose reply is lost after the script ran leaves no key
+// behind: the Client deletes it, if it still holds our token, and Close
+// waits for that.
+func TestFault_lostAcquireReply(t *testing.T) {
+	for _, try := range []string{"Lock", "TryLock"} {
+		t.Run(try, func(t *testing.T) {
+			fp, mr := newFaultPool(t)
+			client := uncomplicated.NewClient(fp)
+			m := mustNew(t, client, Order{1})
+			fp.loseNextReply()
+			var err error
+			if try == "Lock" {
+				err = m.Lock(context.Background())
+			} else {
+				_, err = m.TryLock(context.Background())
+			}
+			if !errors.Is(err, errLostReply) {
+				t.Fatalf("%s() = %v; want the lost reply's error", try, err)
+			}
+			if err := client.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if mr.Exists(m.Name()) {
+				t.Errorf("key %s left behind by an acquisition whose reply was lost", m.Name())
+			}
+		})
+	}
+}
+
+// A Refresh whose reply is lost may have rotated the token: Unlock accepts
+// either token and releases the lock.
+func TestFault_lostRefreshReply(t *testing.T) {
+	fp, mr := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	mustLock(t, m)
+	before, _ := mr.Get(m.Name())
+	fp.loseNextReply()
+	if err := m.Refresh(context.Background()); !errors.Is(err, errLostReply) {
+		t.Fatalf("Refresh() = %v; want the lost reply's error", err)
+	}
+	if after, _ := mr.Get(m.Name()); after == before {
+		t.Fatal("the script did not run; the test proves nothing")
+	}
+	if err := m.Unlock(context.Background()); err != nil {
+		t.Errorf("Unlock() after a lost Refresh reply = %v; want nil", err)
+	}
+	if mr.Exists(m.Name()) {
+		t.Errorf("key %s left behind", m.Name())
+	}
+}
+
+// Unlock gives up when its ctx ends while a Refresh hangs, and ends the
+// hold in this process all the same.
+func TestFault_unlockWhileRefreshHangs(t *testing.T) {
+	fp, _ := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	mustLock(t, m)
+	release := fp.hangNext()
+	refreshed := make(chan error, 1)
+	go func() { refreshed <- m.Refresh(context.Background()) }()
+	<-fp.hung
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := m.Unlock(ctx)
+	if took := time.Since(start); !errors.Is(err, context.DeadlineExceeded) || took > time.Second {
+		t.Errorf("Unlock() = %v after %v; want DeadlineExceeded by its ctx", err, took)
+	}
+	if m.Fence() != 0 {
+		t.Errorf("Fence() after Unlock = %d; want 0", m.Fence())
+	}
+	release()
+	if err := recv(t, refreshed); err != nil {
+		t.Logf("Refresh() = %v", err)
+	}
+	if ok, err := m.TryLock(context.Background()); ok || err != nil {
+		t.Errorf("TryLock() = %v, %v; want false, nil: the hold ended here, and the key waits for its lease", ok, err)
+	}
+}
+
+// A Pool that returns no connection gives an error, not a panic, and the
+// Mutex stays usable.
+func TestFault_nilConn(t *testing.T) {
+	client := uncomplicated.NewClient(nilPool{})
+	m := mustNew(t, client, Order{1})
+	if err := m.Lock(context.Background()); err == nil {
+		t.Fatal("Lock() = nil with a Pool returning nil connections")
+	}
+	if ok, err := m.TryLock(context.Background()); ok || err == nil {
+		t.Errorf("TryLock() = %v, %v; want false and an error, not a Mutex stuck in this process", ok, err)
+	}
+}
+
+type nilPool struct{}
+
+func (nilPool) GetContext(context.Context) (redis.Conn, error) { return nil, nil }
+
+// A Pool that panics: the panic is the Pool's and goes on, but the Mutex is
+// not left held in this process.
+func TestFault_panickingPool(t *testing.T) {
+	var panics atomic.Bool
+	panics.Store(true)
+	env := uncomplicatedtest.New(t)
+	client := uncomplicated.NewClient(panicPool{&panics, env})
+	m := mustNew(t, client, Order{1})
+	func() {
+		defer func() { _ = recover() }()
+		_ = m.Lock(context.Background())
+		t.Error("Lock() returned; want the Pool's panic")
+	}()
+	panics.Store(false)
+	if ok, err := m.TryLock(context.Background()); !ok || err != nil {
+		t.Errorf("TryLock() after the panic = %v, %v; want true, nil", ok, err)
+	}
+}
+
+type panicPool struct {
+	panics *atomic.Bool
+	env    *uncomplicatedtest.Env
+}
+
+func (p panicPool) GetContext(ctx context.Context) (redis.Conn, error) {
+	if p.panics.Load() {
+		panic("pool panics")
+	}
+	return redis.DialContext(ctx, "tcp", p.env.Redis.Addr())
+}
+
+// Closing the Client while Do's fn runs: the lock is still released, and
+// Do reports ErrClosed.
+func TestClient_Close_duringDo(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	client := env.NewClient()
+	m := mustNew(t, client, Order{1})
+	err := m.Do(context.Background(), func(context.Context) error {
+		return client.Close()
+	})
+	if !errors.Is(err, uncomplicated.ErrClosed) {
+		t.Errorf("Do() = %v; want ErrClosed", err)
+	}
+	if env.Redis.Exists(m.Name()) {
+		t.Errorf("key %s left behind by Close during Do", m.Name())
+	}
+}
+
+// recv receives from ch, failing the test if nothing comes within ten
+// seconds: a regression shows as a failure, not as a hung test.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("nothing received after 10s")
+		panic("unreachable")
+	}
+}
