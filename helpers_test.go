@@ -3,6 +3,7 @@ package uncomplicated_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
@@ -20,10 +21,13 @@ func mustNew(t testing.TB, c *uncomplicated.Client, obj Order, opts ...uncomplic
 	return m
 }
 
-// mustLock locks m or fails the test.
+// mustLock locks m, which must be free, or fails the test within ten
+// seconds.
 func mustLock(t testing.TB, m *uncomplicated.Mutex) {
 	t.Helper()
-	if err := m.Lock(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("Lock(%s) = %v", m.Name(), err)
 	}
 }

@@ -245,7 +245,7 @@ func TestMutex_Do_unlocks(t *testing.T) {
 		t.Errorf("key exists after fn panicked")
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err := m.Do(ctx, func(ctx context.Context) error {
 		cancel()
 		return ctx.Err()
