@@ -16,8 +16,8 @@
 //
 // Safety rests on the lease, as with every Redis lock: a holder paused past
 // its lease, or taken over while it was only slow, may still be running. Pass
-// Mutex.Fence to the store you protect and have it refuse writes carrying a
-// fence lower than one it has seen.
+// Mutex.Fence to the store you protect and have it refuse a write whose
+// fence is not above the highest it has accepted.
 package uncomplicated
 
 import (

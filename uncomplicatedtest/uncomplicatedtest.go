@@ -7,6 +7,16 @@
 // move time with Advance: it moves the clock and the Redis TTLs together,
 // stopping at every instant a waiter wakes and letting it finish its work
 // before moving on.
+//
+// Advance follows the Lock calls on Env's clock, from the moment they start
+// until they return: waiting behind another goroutine of the same Mutex,
+// trying Redis, or sleeping between attempts. It does not follow what your
+// goroutines do after Lock returns, nor your own timers on Env.Clock; for
+// those it gives only the mock clock's own pause of about a millisecond
+// after each timer it fires. Each instant Advance stops at costs about a
+// millisecond of real time, so fewer ticks (WithTicks) make long Advances
+// faster. Make deadlines with Env.Clock.WithTimeout, so that they follow
+// the mock clock.
 package uncomplicatedtest
 
 import (
