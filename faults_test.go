@@ -64,6 +64,10 @@ type faultConn struct {
 	p *faultPool
 }
 
+func (c *faultConn) Do(cmd string, args ...any) (any, error) {
+	return c.DoContext(context.Background(), cmd, args...)
+}
+
 func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
 	if h := c.p.hang.Load(); h != nil {
 		c.p.hung <- struct{}{}

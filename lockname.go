@@ -107,6 +107,17 @@ func fenceKey(prefix, name string) string {
 	return prefix + ":fence:{" + name + "}"
 }
 
+// queueKey names the list of lock name's waiters.
+func queueKey(prefix, name string) string {
+	return prefix + ":queue:{" + name + "}"
+}
+
+// wakeChannel names the channel on which the Client with id hears that
+// lock name was handed to one of its waiters.
+func wakeChannel(prefix, name, id string) string {
+	return prefix + ":wake:{" + name + "}:" + id
+}
+
 // escape keeps ASCII letters, digits, '-', '_' and '.' and writes every
 // other byte as %XX (upper-case hex).
 func escape(s string) string {

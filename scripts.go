@@ -3,43 +3,104 @@ package uncomplicated
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha1"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/gomodule/redigo/redis"
 )
 
 // Every change to a lock is one Lua script, so it is atomic. The scripts read
 // user data only from KEYS and ARGV. KEYS[1] is the lock, KEYS[2] its fence
-// counter; a lease argument is in milliseconds, "0" meaning no expiry.
+// counter, KEYS[3] its queue of waiters; a lease argument is in
+// milliseconds, "0" meaning no expiry.
+//
+// The queue is a list of entries "<token> <lease> <channel>", oldest first.
+// A waiter adds its entry once its Client listens on channel. Releasing the
+// lock hands it to the oldest entry whose Client still listens: the script
+// sets the lock to that token with that lease, under a new fence, and
+// publishes "<token> <fence>" on the channel. PUBLISH replies how many
+// connections listen, so an entry whose Client died or lost its connection
+// is dropped and the next one gets the lock.
 
-// acquireScript takes a free lock: SET NX with the lease, then INCR the
-// fence. Replies {1, fence} on success and {0, holder's token} when taken.
-// A fence counter that is not an integer undoes the SET and fails.
-var acquireScript = redis.NewScript(2, `
-local ok
-if ARGV[2] == '0' then
-  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX')
-else
-  ok = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2])
+// handOff is the Lua of a release: it hands the lock to the oldest
+// listening waiter and returns that waiter's token, or deletes the lock and
+// returns 1 when none listens. A fence counter that is not an integer puts
+// the entry back and frees the lock, so that the waiters' own attempts
+// report it.
+const handOff = `
+local function handOff()
+  for _ = 1, 100 do
+    local entry = redis.call('LPOP', KEYS[3])
+    if not entry then
+      break
+    end
+    local token, lease, channel = string.match(entry, '^(%S+) (%d+) (.+)$')
+    if token then
+      local fence = redis.pcall('INCR', KEYS[2])
+      if type(fence) ~= 'number' then
+        redis.call('LPUSH', KEYS[3], entry)
+        break
+      end
+      if redis.call('PUBLISH', channel, token .. ' ' .. string.format('%d', fence)) > 0 then
+        if lease == '0' then
+          redis.call('SET', KEYS[1], token)
+        else
+          redis.call('SET', KEYS[1], token, 'PX', lease)
+        end
+        return token
+      end
+    end
+  end
+  redis.call('DEL', KEYS[1])
+  return 1
 end
-if not ok then
-  return {0, redis.call('GET', KEYS[1])}
+`
+
+// acquireScript makes one attempt for token ARGV[1] with lease ARGV[2]:
+// SET NX, and INCR the fence when it is set. A waiter's entry ARGV[3] joins
+// the queue when the lock is taken and ARGV[4] is "q" (first time) or "r"
+// (again, unless the entry is still there); with "r", or "x" (in the queue
+// but not listening), a success removes it.
+// Replies {1, fence} when the lock is ours, also when a release has just
+// handed it to us, and {0, holder's token} when it is taken. A fence counter
+// that is not an integer undoes the SET and fails.
+var acquireScript = newScript(3, `
+local cur
+if ARGV[2] == '0' then
+  cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET')
+else
+  cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
+end
+if cur == ARGV[1] then
+  return {1, tonumber(redis.call('GET', KEYS[2]))}
+end
+if cur then
+  if ARGV[4] == 'q' or (ARGV[4] == 'r' and not redis.call('LPOS', KEYS[3], ARGV[3])) then
+    redis.call('RPUSH', KEYS[3], ARGV[3])
+  end
+  return {0, cur}
 end
 local fence = redis.pcall('INCR', KEYS[2])
 if type(fence) ~= 'number' then
   redis.call('DEL', KEYS[1])
   return redis.error_reply('uncomplicated: fence counter is not an integer: ' .. KEYS[2])
 end
+if ARGV[4] == 'r' or ARGV[4] == 'x' then
+  redis.call('LREM', KEYS[3], 1, ARGV[3])
+end
 return {1, fence}
 `)
 
 // takeOverScript replaces a stuck holder: only if the lock still holds
 // ARGV[1] (the token the waiter watched), or is free, it stores ARGV[2] with
-// lease ARGV[3] under a new fence. Replies like acquireScript. The INCR comes
-// first, so a broken counter fails before anything is written.
-var takeOverScript = redis.NewScript(2, `
+// lease ARGV[3] under a new fence, and removes the waiter's entry ARGV[4]
+// ("" when it has none) from the queue. Replies like acquireScript. The
+// INCR comes first, so a broken counter fails before anything is written.
+var takeOverScript = newScript(3, `
 local cur = redis.call('GET', KEYS[1])
 if cur and cur ~= ARGV[1] then
   return {0, cur}
@@ -50,18 +111,33 @@ if ARGV[3] == '0' then
 else
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 end
+if ARGV[4] ~= '' then
+  redis.call('LREM', KEYS[3], 1, ARGV[4])
+end
 return {1, fence}
 `)
 
-// releaseScript deletes the lock only if it holds one of our tokens,
+// releaseScript releases the lock only if it holds one of our tokens,
 // ARGV[1..]: usually one, more after a Refresh whose reply was lost.
-// Replies 1 when deleted, 0 when no token was ours.
-var releaseScript = redis.NewScript(1, `
+// Replies 0 when no token was ours, 1 when the lock is free, or the token
+// of the waiter it was handed to.
+var releaseScript = newScript(3, handOff+`
 local cur = redis.call('GET', KEYS[1])
 for i = 1, #ARGV do
   if cur == ARGV[i] then
-    return redis.call('DEL', KEYS[1])
+    return handOff()
   end
+end
+return 0
+`)
+
+// leaveScript takes a waiter that gave up out of the queue: it removes its
+// entry ARGV[1] and, when a release handed it the lock meanwhile (the lock
+// holds its token ARGV[2]), releases it. Replies like releaseScript.
+var leaveScript = newScript(3, handOff+`
+redis.call('LREM', KEYS[3], 1, ARGV[1])
+if redis.call('GET', KEYS[1]) == ARGV[2] then
+  return handOff()
 end
 return 0
 `)
@@ -69,7 +145,7 @@ return 0
 // refreshScript, if the lock holds one of our tokens ARGV[3..], replaces it
 // with ARGV[2] and restarts the lease ARGV[1]. Replies 1, or 0 when no
 // token was ours.
-var refreshScript = redis.NewScript(1, `
+var refreshScript = newScript(1, `
 local cur = redis.call('GET', KEYS[1])
 for i = 3, #ARGV do
   if cur == ARGV[i] then
@@ -88,9 +164,25 @@ return 0
 // Redis, or a proxy that mangles replies.
 var errReply = errors.New("uncomplicated: unexpected reply from Redis")
 
-// eval runs s on a connection from the pool. sent reports whether the
-// script may have reached Redis, even when err says the reply did not come.
-func (c *Client) eval(ctx context.Context, s *redis.Script, keysAndArgs ...any) (reply any, sent bool, err error) {
+// A script is a Lua script with its SHA-1 and key count boxed once, so
+// that running it allocates only what its call needs.
+type script struct {
+	*redis.Script
+	src  string
+	hash any
+	keys any
+}
+
+func newScript(keys int, src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{Script: redis.NewScript(keys, src), src: src, hash: hex.EncodeToString(sum[:]), keys: keys}
+}
+
+// eval runs s with keys and args on a connection from the pool, as EVALSHA,
+// or EVAL when the server does not have the script yet. sent reports
+// whether the script may have reached Redis, even when err says the reply
+// did not come.
+func (c *Client) eval(ctx context.Context, s *script, keys []any, args ...any) (reply any, sent bool, err error) {
 	conn, err := c.pool.GetContext(ctx)
 	if err != nil {
 		return nil, false, err
@@ -99,11 +191,34 @@ func (c *Client) eval(ctx context.Context, s *redis.Script, keysAndArgs ...any) 
 		return nil, false, errNilConn
 	}
 	defer conn.Close()
-	reply, err = s.DoContext(ctx, conn, keysAndArgs...)
+	all := make([]any, 0, 2+len(keys)+len(args))
+	all = append(append(append(all, s.hash, s.keys), keys...), args...)
+	reply, err = do(ctx, conn, "EVALSHA", all)
+	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT ") {
+		all[0] = s.src
+		reply, err = do(ctx, conn, "EVAL", all)
+	}
 	return reply, true, err
 }
 
-var errNilConn = errors.New("uncomplicated: Pool returned a nil connection")
+// do runs a command that ends when ctx does. redigo watches a ctx with a
+// goroutine per call; a ctx that can never end (context.Background) does
+// without it.
+func do(ctx context.Context, conn redis.Conn, cmd string, args []any) (any, error) {
+	if ctx.Done() == nil {
+		return conn.Do(cmd, args...)
+	}
+	cwc, ok := conn.(redis.ConnWithContext)
+	if !ok {
+		return nil, errNoContext
+	}
+	return cwc.DoContext(ctx, cmd, args...)
+}
+
+var (
+	errNilConn   = errors.New("uncomplicated: Pool returned a nil connection")
+	errNoContext = errors.New("uncomplicated: Pool's connection does not implement redis.ConnWithContext")
+)
 
 // anys converts tokens to script arguments.
 func anys(tokens []string) []any {
@@ -139,7 +254,23 @@ func parseOutcome(reply any) (outcome, error) {
 	return outcome{}, fmt.Errorf("%w: [%T %T]", errReply, r[0], r[1])
 }
 
-// parseFlag reads the 1 or 0 of releaseScript and refreshScript.
+// parseRelease reads the reply of releaseScript and leaveScript: whether
+// the lock was ours, and the token of the waiter it went to, if any.
+func parseRelease(reply any) (ok bool, next string, err error) {
+	switch r := reply.(type) {
+	case int64:
+		if r == 0 || r == 1 {
+			return r == 1, "", nil
+		}
+	case []byte:
+		if len(r) > 0 {
+			return true, string(r), nil
+		}
+	}
+	return false, "", fmt.Errorf("%w: %T", errReply, reply)
+}
+
+// parseFlag reads the 1 or 0 of refreshScript.
 func parseFlag(reply any) (bool, error) {
 	switch reply {
 	case int64(1):

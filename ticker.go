@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
@@ -13,20 +14,25 @@ import (
 // The wait loop: try at once; while the lock is held, sleep a random time
 // below the tick and try again. Patience follows the holder's token: a new
 // token restarts it, and one token seen for the whole timeout is stale.
+// Once the Client listens for the lock, the waiter joins its queue, and a
+// release hands it the lock and wakes it; the ticks go on all the same, so
+// that a waiter never depends on wake-ups.
 
 // wait acquires the lock in Redis for a caller that holds m.sem.
-func (m *Mutex) wait(ctx context.Context, obs settle.Observer) error {
-	token := newToken()
+func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
+	w := m.newWaiter()
+	defer func() { w.end(err == nil) }()
 	var p patience
 	for {
-		out, err := m.acquire(ctx, token)
+		out, err := m.acquire(ctx, w.token, w.entry, w.queue())
 		if err != nil {
 			return m.gaveUp(ctx, err)
 		}
 		if out.fence > 0 {
-			m.acquired(ctx, token, out.fence)
+			m.acquired(ctx, w.token, out.fence, false)
 			return nil
 		}
+		w.listen()
 		now := m.cfg.clock.Now()
 		if p.watch(out.holder, now) && m.logs(ctx) {
 			m.debug(ctx, "lock busy, waiting", slog.Duration("timeout", m.cfg.timeout))
@@ -35,12 +41,13 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) error {
 			if m.cfg.policy == Fail {
 				return m.stale(ctx, age)
 			}
-			out, err = m.takeOver(ctx, p.holder, token)
+			out, err = m.takeOver(ctx, p.holder, w.token, w.queued())
 			if err != nil {
 				return m.gaveUp(ctx, err)
 			}
 			if out.fence > 0 {
-				m.hold(token, out.fence)
+				w.inQueue = false
+				m.hold(w.token, out.fence)
 				if m.logs(ctx) {
 					m.debug(ctx, "lock taken over", slog.Duration("age", age), slog.Uint64("fence", out.fence))
 				}
@@ -49,9 +56,88 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) error {
 			// Another waiter took it over first: a new holder to watch.
 			p.watch(out.holder, now)
 		}
-		if err := m.sleep(ctx, obs, m.cfg.timeout-p.age(now)); err != nil {
+		fence, err := m.sleep(ctx, obs, w, m.cfg.timeout-p.age(now))
+		if err != nil {
 			return err
 		}
+		if fence > 0 {
+			w.inQueue = false
+			m.acquired(ctx, w.token, fence, true)
+			return nil
+		}
+	}
+}
+
+// A waiter is one Lock call in the wait loop.
+type waiter struct {
+	m       *Mutex
+	token   string
+	entry   string    // its queue entry: "<token> <lease> <channel>"
+	l       *listener // its wake-ups; nil until it first finds the lock taken
+	inQueue bool      // an attempt may have put entry in the queue
+}
+
+// newWaiter makes a waiter, listening at once if its Client already listens
+// for the lock, so that its first attempt can join the queue.
+func (m *Mutex) newWaiter() *waiter {
+	token := newToken()
+	w := &waiter{m: m, token: token}
+	w.entry = token + " " + strconv.FormatInt(m.cfg.leaseMillis(), 10) + " " + m.channel
+	if wk := m.c.wakeups(true); wk != nil {
+		w.l = wk.listen(m.channel, token, true)
+	}
+	return w
+}
+
+// listen starts listening for hand-offs after a failed attempt, so that a
+// later attempt can join the queue.
+func (w *waiter) listen() {
+	if w.l != nil {
+		return
+	}
+	if wk := w.m.c.wakeups(false); wk != nil {
+		w.l = wk.listen(w.m.channel, w.token, false)
+	}
+}
+
+// queue tells acquireScript what to do with the entry: join the queue once
+// the subscription is confirmed ("q"), rejoin if a release skipped it while
+// it was not listening ("r"), or only leave the queue on success ("x").
+func (w *waiter) queue() string {
+	switch {
+	case w.l != nil && w.listening():
+		if w.inQueue {
+			return "r"
+		}
+		w.inQueue = true
+		return "q"
+	case w.inQueue:
+		return "x"
+	}
+	return ""
+}
+
+func (w *waiter) listening() bool {
+	confirmed, _, _ := w.l.state()
+	return confirmed
+}
+
+// queued is the entry for takeOverScript to remove, if in the queue.
+func (w *waiter) queued() string {
+	if w.inQueue {
+		return w.entry
+	}
+	return ""
+}
+
+// end stops listening and, unless the waiter got the lock, takes it out of
+// the queue, releasing the lock if a release has just handed it over.
+func (w *waiter) end(acquired bool) {
+	if w.l != nil {
+		w.l.close()
+	}
+	if w.inQueue && !acquired {
+		w.m.background(leaveScript, w.entry, w.token)
 	}
 }
 
@@ -65,21 +151,36 @@ func (m *Mutex) stale(ctx context.Context, age time.Duration) error {
 
 // sleep waits a random time below the tick, but not past left, the rest of
 // the waiter's patience, so that staleness is judged exactly at the timeout.
-// It returns early with an error when ctx ends or the Client closes.
-func (m *Mutex) sleep(ctx context.Context, obs settle.Observer, left time.Duration) error {
+// It returns early with the fence when a release hands the lock to the
+// waiter, at once when its subscription is confirmed and it can join the
+// queue, and with an error when ctx ends or the Client closes.
+func (m *Mutex) sleep(ctx context.Context, obs settle.Observer, w *waiter, left time.Duration) (uint64, error) {
 	d := min(jitter(m.cfg.tick()), left)
 	t := m.cfg.clock.Timer(d)
 	defer t.Stop()
-	if obs != nil {
-		defer obs.Park(m.cfg.clock.Now().Add(d))()
+	var wake <-chan uint64
+	var ready <-chan struct{}
+	coming := false
+	if w.l != nil {
+		wake = w.l.wake
+		if !w.inQueue {
+			_, coming, ready = w.l.state()
+		}
+	}
+	if obs != nil && !coming { // a confirmation on its way keeps the waiter active
+		defer obs.Park(m.cfg.clock.Now().Add(d), w.token)()
 	}
 	select {
 	case <-t.C:
-		return nil
+		return 0, nil
+	case fence := <-wake:
+		return fence, nil
+	case <-ready:
+		return 0, nil
 	case <-ctx.Done():
-		return m.notObtained(ctx.Err().Error(), ctx.Err())
+		return 0, m.notObtained(ctx.Err().Error(), ctx.Err())
 	case <-m.c.done:
-		return m.notObtained("client closed", ErrClosed)
+		return 0, m.notObtained("client closed", ErrClosed)
 	}
 }
 

@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
@@ -84,18 +85,20 @@ var _ Pool = (*redis.Pool)(nil)
 type Client struct {
 	pool Pool
 	opts []Option
+	id   string        // names the Client's wake-up channels
 	done chan struct{} // closed by Close
 
-	mu       sync.Mutex     // guards closing and the Adds to cleanups
+	mu       sync.Mutex     // guards closing, wake and the Adds to cleanups
 	closing  bool           // Close has begun
-	cleanups sync.WaitGroup // background deletions of abandoned acquisitions
+	wake     *wakeups       // the listening connection, made by the first waiter
+	cleanups sync.WaitGroup // background clean-ups and the listening connection
 }
 
 // NewClient returns a Client using pool, with opts as the defaults of every
 // mutex it makes. Options are checked, and a nil pool reported, by New and
 // Named.
 func NewClient(pool Pool, opts ...Option) *Client {
-	return &Client{pool: pool, opts: slices.Clone(opts), done: make(chan struct{})}
+	return &Client{pool: pool, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{})}
 }
 
 // Close wakes every Lock waiting on the Client's mutexes and makes them
@@ -112,10 +115,34 @@ func (c *Client) Close() error {
 	if !c.closing {
 		c.closing = true
 		close(c.done)
+		if c.wake != nil {
+			c.wake.cancel()
+		}
 	}
 	c.mu.Unlock()
 	c.cleanups.Wait()
 	return nil
+}
+
+// wakeups returns the Client's listening connection, starting it unless
+// started is set; it returns nil when there is none.
+func (c *Client) wakeups(started bool) *wakeups {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wake != nil || started || c.closing {
+		return c.wake
+	}
+	clk := clock.Clock(clock.New())
+	if cfg, err := build(c.opts); err == nil {
+		clk = cfg.clock
+	}
+	c.wake = newWakeups(c.pool, clk)
+	c.cleanups.Add(1)
+	go func() {
+		defer c.cleanups.Done()
+		c.wake.run()
+	}()
+	return c.wake
 }
 
 func (c *Client) closed() bool {
@@ -164,10 +191,14 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 	if err != nil {
 		return nil, err
 	}
-	return &Mutex{
+	m := &Mutex{
 		c: c, cfg: cfg, name: key, fenceKey: fenceKey(cfg.prefix, key),
-		sem: make(chan struct{}, 1), op: make(chan struct{}, 1),
-	}, nil
+		queueKey: queueKey(cfg.prefix, key), channel: wakeChannel(cfg.prefix, key, c.id),
+		lease: cfg.leaseMillis(),
+		sem:   make(chan struct{}, 1), op: make(chan struct{}, 1),
+	}
+	m.keys = [3]any{m.name, m.fenceKey, m.queueKey}
+	return m, nil
 }
 
 // A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
@@ -179,6 +210,10 @@ type Mutex struct {
 	cfg      config
 	name     string
 	fenceKey string
+	queueKey string // the waiters' queue
+	channel  string // where this Client hears of hand-offs to its waiters
+	keys     [3]any // name, fenceKey and queueKey: the scripts' KEYS
+	lease    any    // cfg.leaseMillis(), as the scripts take it
 	// sem holds a value while a goroutine of this process holds the lock or
 	// is acquiring it, so that one Mutex has one holder in its process.
 	sem chan struct{}
@@ -260,7 +295,7 @@ func (m *Mutex) enter(ctx context.Context, obs settle.Observer) error {
 	default:
 	}
 	if obs != nil {
-		defer obs.Park(time.Time{})() // no timer: only an Unlock wakes it
+		defer obs.Park(time.Time{}, "")() // no timer: only an Unlock wakes it
 	}
 	select {
 	case m.sem <- struct{}{}:
@@ -293,11 +328,11 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 		}
 	}()
 	token := newToken()
-	out, err := m.acquire(ctx, token)
+	out, err := m.acquire(ctx, token, "", "")
 	if err != nil || out.fence == 0 {
 		return false, m.gaveUp(ctx, err)
 	}
-	m.acquired(ctx, token, out.fence)
+	m.acquired(ctx, token, out.fence, false)
 	return true, nil
 }
 
@@ -339,17 +374,26 @@ func (m *Mutex) unlock(ctx context.Context) error {
 	return m.release(ctx, tokens)
 }
 
-// release deletes the lock in Redis if it holds one of tokens.
+// release frees the lock in Redis, or hands it to the next waiter, if it
+// holds one of tokens.
 func (m *Mutex) release(ctx context.Context, tokens []string) error {
-	released, err := m.flag(ctx, releaseScript, append([]any{m.name}, anys(tokens)...)...)
-	if err != nil {
-		return err
+	reply, _, err := m.c.eval(ctx, releaseScript, m.keys[:], anys(tokens)...)
+	var released bool
+	var next string
+	if err == nil {
+		released, next, err = parseRelease(reply)
 	}
-	if !released {
+	switch {
+	case err != nil:
+		return m.redisError(ctx, err)
+	case !released:
 		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
 	}
+	if obs, ok := m.cfg.clock.(settle.Observer); ok && next != "" {
+		obs.HandOff(next)
+	}
 	if m.logs(ctx) {
-		m.debug(ctx, "lock released")
+		m.debug(ctx, "lock released", slog.Bool("handed_off", next != ""))
 	}
 	return nil
 }
@@ -378,7 +422,7 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
 	}
 	next := newToken()
-	ok, err := m.flag(ctx, refreshScript, append([]any{m.name, m.cfg.leaseMillis(), next}, anys(tokens)...)...)
+	ok, err := m.flag(ctx, refreshScript, m.keys[:1], append([]any{m.lease, next}, anys(tokens)...)...)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -454,21 +498,23 @@ func (m *Mutex) check(ctx context.Context) error {
 	return nil
 }
 
-// acquire makes one attempt in Redis.
-func (m *Mutex) acquire(ctx context.Context, token string) (outcome, error) {
-	return m.outcome(ctx, acquireScript, token, m.name, m.fenceKey, token, m.cfg.leaseMillis())
+// acquire makes one attempt in Redis; entry and queue are the waiter's
+// queue entry and what to do with it (see acquireScript).
+func (m *Mutex) acquire(ctx context.Context, token, entry, queue string) (outcome, error) {
+	return m.outcome(ctx, acquireScript, token, token, m.lease, entry, queue)
 }
 
-// takeOver replaces the stale holder's token with ours.
-func (m *Mutex) takeOver(ctx context.Context, stale, token string) (outcome, error) {
-	return m.outcome(ctx, takeOverScript, token, m.name, m.fenceKey, stale, token, m.cfg.leaseMillis())
+// takeOver replaces the stale holder's token with ours and takes entry, if
+// not "", out of the queue.
+func (m *Mutex) takeOver(ctx context.Context, stale, token, entry string) (outcome, error) {
+	return m.outcome(ctx, takeOverScript, token, stale, token, m.lease, entry)
 }
 
 // outcome runs acquireScript or takeOverScript for token. When the reply is
 // lost after the script may have run, the key may hold token with nobody
 // knowing: abandon deletes it.
-func (m *Mutex) outcome(ctx context.Context, s *redis.Script, token string, keysAndArgs ...any) (outcome, error) {
-	reply, sent, err := m.c.eval(ctx, s, keysAndArgs...)
+func (m *Mutex) outcome(ctx context.Context, s *script, token string, args ...any) (outcome, error) {
+	reply, sent, err := m.c.eval(ctx, s, m.keys[:], args...)
 	if err == nil {
 		var out outcome
 		if out, err = parseOutcome(reply); err == nil {
@@ -477,14 +523,14 @@ func (m *Mutex) outcome(ctx context.Context, s *redis.Script, token string, keys
 	}
 	var serverErr redis.Error
 	if sent && !errors.As(err, &serverErr) {
-		m.abandon(token)
+		m.background(releaseScript, token)
 	}
 	return outcome{}, m.redisError(ctx, err)
 }
 
-// flag runs releaseScript or refreshScript.
-func (m *Mutex) flag(ctx context.Context, s *redis.Script, keysAndArgs ...any) (bool, error) {
-	reply, _, err := m.c.eval(ctx, s, keysAndArgs...)
+// flag runs refreshScript.
+func (m *Mutex) flag(ctx context.Context, s *script, keys []any, args ...any) (bool, error) {
+	reply, _, err := m.c.eval(ctx, s, keys, args...)
 	if err == nil {
 		var ok bool
 		if ok, err = parseFlag(reply); err == nil {
@@ -494,10 +540,11 @@ func (m *Mutex) flag(ctx context.Context, s *redis.Script, keysAndArgs ...any) (
 	return false, m.redisError(ctx, err)
 }
 
-// abandon deletes, in the background, the key a lost acquisition may have
-// set, if it holds token: no one else can have that token. Close waits for
-// it; after Close nothing is started, and such a key lives out its lease.
-func (m *Mutex) abandon(token string) {
+// background runs releaseScript or leaveScript on the lock's keys with
+// args, without waiting: it releases what a lost acquisition may have got,
+// or takes a waiter that gave up out of the queue. Close waits for it;
+// after Close nothing is started, and such a lock lives out its lease.
+func (m *Mutex) background(s *script, args ...string) {
 	c := m.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -509,7 +556,7 @@ func (m *Mutex) abandon(token string) {
 		defer c.cleanups.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		_, _, _ = c.eval(ctx, releaseScript, m.name, token)
+		_, _, _ = c.eval(ctx, s, m.keys[:], anys(args)...)
 	}()
 }
 
@@ -521,11 +568,12 @@ func (m *Mutex) hold(token string, fence uint64) {
 	m.fence.Store(fence)
 }
 
-// acquired records and logs a hold granted by acquireScript.
-func (m *Mutex) acquired(ctx context.Context, token string, fence uint64) {
+// acquired records and logs a hold granted by acquireScript or, with
+// handedOff, by a release.
+func (m *Mutex) acquired(ctx context.Context, token string, fence uint64, handedOff bool) {
 	m.hold(token, fence)
 	if m.logs(ctx) {
-		m.debug(ctx, "lock acquired", slog.Uint64("fence", fence))
+		m.debug(ctx, "lock acquired", slog.Uint64("fence", fence), slog.Bool("handed_off", handedOff))
 	}
 }
 

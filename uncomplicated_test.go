@@ -221,6 +221,9 @@ func TestRedis_mutualExclusion(t *testing.T) {
 			if len(seen) != workers*rounds {
 				t.Errorf("%d distinct fences; want %d", len(seen), workers*rounds)
 			}
+			if n := r.queueLen(one); n != 0 {
+				t.Errorf("%d entries left in the queue; want 0", n)
+			}
 		})
 	}
 }

@@ -54,7 +54,7 @@ func TestAdvance_stepsAndWaits(t *testing.T) {
 		defer c.Waiting(-1)
 		for i := 1; i <= 10; i++ {
 			timer := c.Timer(time.Second)
-			wake := c.Park(c.Now().Add(time.Second))
+			wake := c.Park(c.Now().Add(time.Second), "")
 			<-timer.C
 			time.Sleep(2 * time.Millisecond) // slow work, in real time
 			woke <- c.Since(start)

@@ -76,7 +76,7 @@ func New(t testing.TB, opts ...uncomplicated.Option) *Env {
 	}
 	t.Cleanup(func() { _ = pool.Close() })
 
-	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mock, parked: map[*parking]struct{}{}}}
+	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mock, parked: map[*parking]struct{}{}, handed: map[string]bool{}}}
 	e.Client = e.NewClient(opts...)
 	return e
 }
@@ -173,11 +173,15 @@ type observedClock struct {
 	mu      sync.Mutex            // guards the fields below
 	waiting int                   // Lock calls under way
 	parked  map[*parking]struct{} // those that wait
+	handed  map[string]bool       // tokens of waiters an Unlock handed the lock to
 }
 
 // parking is a waiter's wait: until a time of the clock, or, when until is
 // zero, until another goroutine unlocks.
-type parking struct{ until time.Time }
+type parking struct {
+	until time.Time
+	token string
+}
 
 var _ settle.Observer = (*observedClock)(nil)
 
@@ -187,16 +191,23 @@ func (c *observedClock) Waiting(delta int) {
 	c.mu.Unlock()
 }
 
-func (c *observedClock) Park(until time.Time) func() {
-	p := &parking{until: until}
+func (c *observedClock) Park(until time.Time, token string) func() {
+	p := &parking{until: until, token: token}
 	c.mu.Lock()
 	c.parked[p] = struct{}{}
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
 		delete(c.parked, p)
+		delete(c.handed, token)
 		c.mu.Unlock()
 	}
+}
+
+func (c *observedClock) HandOff(token string) {
+	c.mu.Lock()
+	c.handed[token] = true
+	c.mu.Unlock()
 }
 
 // state reports whether every waiter sleeps until after now, how many
@@ -207,6 +218,9 @@ func (c *observedClock) state() (settled bool, parked int, next time.Time) {
 	defer c.mu.Unlock()
 	settled = c.waiting == len(c.parked)
 	for p := range c.parked {
+		if c.handed[p.token] { // its wake-up is on its way
+			settled = false
+		}
 		if p.until.IsZero() {
 			continue
 		}

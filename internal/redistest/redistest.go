@@ -68,6 +68,15 @@ func Start(tb testing.TB, args ...string) *Server {
 	return s
 }
 
+// Launch starts a server outside a test, for programs such as the
+// benchmarks, with extra redis-server arguments. The caller stops it with
+// Server.Stop or Stop; on Linux it also dies with the calling process.
+func Launch(args ...string) (*Server, error) {
+	mu.Lock()
+	defer mu.Unlock()
+	return launch(args...)
+}
+
 // Main runs a test binary's tests and then stops its servers: call it from
 // TestMain.
 func Main(m *testing.M) {

@@ -12,7 +12,13 @@ type Observer interface {
 	// with -1 when it returns.
 	Waiting(delta int)
 	// Park is called when a waiter is about to sleep until the given time,
-	// on a timer of this clock. The waiter calls wake once it runs again,
-	// whatever woke it.
-	Park(until time.Time) (wake func())
+	// on a timer of this clock, or, when until is zero, until another
+	// goroutine of its process unlocks. token is the waiter's token in
+	// Redis, "" while it waits in its process. The waiter calls wake once
+	// it runs again, whatever woke it.
+	Park(until time.Time, token string) (wake func())
+	// HandOff is called before an Unlock returns when it handed the lock to
+	// the waiter with token: that waiter is about to wake, so the clock's
+	// waiters have not settled until it does.
+	HandOff(token string)
 }

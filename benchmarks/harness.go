@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+const (
+	// lockTimeout bounds every Lock and Unlock call.
+	lockTimeout = 10 * time.Second
+	// warmUps is how many lock+unlock cycles each locker makes before a
+	// measurement, so that dialing and script loading are not measured.
+	warmUps = 3
+)
+
+// result is one row of the table. Durations are zero and counts -1 where
+// nothing was measured.
+type result struct {
+	name      string
+	inProcess bool
+	failed    error // the row could not run; nothing below is set
+
+	lockUnlock     time.Duration // uncontended lock+unlock p50
+	cmdsLockUnlock float64       // Redis commands per uncontended lock+unlock
+
+	utilisation            float64 // share of the contended run the lock was held
+	waitP99                time.Duration
+	acqMin, acqMax         int // acquisitions per worker
+	acquisitions           int
+	cmdsPerAcq             float64
+	handoffP50, handoffP99 time.Duration
+	handoffs               int
+	overlaps               int64
+
+	errors   int // failed Lock and Unlock calls, in both runs
+	firstErr error
+}
+
+// runRow runs the uncontended and then the contended measurement of r.
+func (e *env) runRow(r row, cfg config) result {
+	res := result{name: r.name, inProcess: r.inProcess}
+	if err := e.uncontended(r, cfg, &res); err != nil {
+		res.failed = err
+		return res
+	}
+	if err := e.contended(r, cfg, &res); err != nil {
+		res.failed = err
+	}
+	return res
+}
+
+// phase opens n lockers of r, warms them up, counts the Redis commands that
+// fn sends to them and closes them.
+func (e *env) phase(r row, n int, fn func([]locker)) (cmds int64, err error) {
+	lockers, closeAll, err := r.open(e.addr, r.key(), n)
+	if err != nil {
+		return 0, err
+	}
+	defer closeAll()
+	if err := warmUp(lockers); err != nil {
+		return 0, err
+	}
+	return e.count(func() { fn(lockers) })
+}
+
+// warmUp makes warmUps lock+unlock cycles with each locker in turn.
+func warmUp(lockers []locker) error {
+	for _, l := range lockers {
+		for range warmUps {
+			if err := cycle(l); err != nil {
+				return fmt.Errorf("warm-up: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// cycle locks and unlocks l once.
+func cycle(l locker) error {
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel() // after Unlock: rueidislock ties the hold to ctx
+	if err := l.Lock(ctx); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		return fmt.Errorf("unlock: %w", err)
+	}
+	return nil
+}
+
+// uncontended times cfg.uncontended lock+unlock cycles of one locker.
+func (e *env) uncontended(r row, cfg config, res *result) error {
+	times := make([]time.Duration, 0, cfg.uncontended)
+	cmds, err := e.phase(r, 1, func(ls []locker) {
+		for range cfg.uncontended {
+			start := time.Now()
+			err := cycle(ls[0])
+			if err != nil {
+				res.fail(err)
+				continue
+			}
+			times = append(times, time.Since(start))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	res.lockUnlock = percentile(times, 0.5)
+	res.cmdsLockUnlock = float64(cmds) / float64(cfg.uncontended)
+	return nil
+}
+
+func (res *result) fail(err error) {
+	if res.errors == 0 {
+		res.firstErr = err
+	}
+	res.errors++
+}
+
+// contended runs cfg.workers workers on one lock for cfg.duration.
+func (e *env) contended(r row, cfg config, res *result) error {
+	var stats []workerStats
+	var run *contention
+	cmds, err := e.phase(r, cfg.workers, func(ls []locker) {
+		run, stats = contend(ls, cfg)
+	})
+	if err != nil {
+		return err
+	}
+	res.merge(run, stats)
+	res.cmdsPerAcq = float64(cmds) / float64(max(res.acquisitions, 1))
+	return nil
+}
+
+// contention is the state the workers of one contended run share. Times
+// are nanoseconds since start, on the monotonic clock.
+type contention struct {
+	start       time.Time
+	end         int64 // acquisitions after end are not counted
+	hold, think time.Duration
+	holders     atomic.Int32 // workers between Lock's return and Unlock
+	overlaps    atomic.Int64 // acquisitions that found another holder
+	lastUnlock  atomic.Int64 // when the latest Unlock call began
+}
+
+// workerStats is what one worker measured.
+type workerStats struct {
+	acquisitions int
+	held         int64 // ns the worker held the lock before the run's end
+	waits        []time.Duration
+	handoffs     []time.Duration
+	errors       int
+	firstErr     error
+}
+
+// contend runs one worker per locker until cfg.duration has passed, and
+// returns once every worker has stopped: Locks still waiting at the end
+// are cancelled.
+func contend(lockers []locker, cfg config) (*contention, []workerStats) {
+	c := &contention{start: time.Now(), end: int64(cfg.duration), hold: cfg.hold, think: cfg.think}
+	c.lastUnlock.Store(-1)
+	ctx, cancel := context.WithDeadline(context.Background(), c.start.Add(cfg.duration))
+	defer cancel()
+	stats := make([]workerStats, len(lockers))
+	var wg sync.WaitGroup
+	for i, l := range lockers {
+		wg.Go(func() { stats[i] = c.work(ctx, l) })
+	}
+	wg.Wait()
+	return c, stats
+}
+
+func (c *contention) now() int64 { return int64(time.Since(c.start)) }
+
+// work loops Lock, hold, Unlock, think until the run is over.
+func (c *contention) work(ctx context.Context, l locker) workerStats {
+	var s workerStats
+	for !c.over(ctx) {
+		c.cycle(ctx, l, &s)
+	}
+	return s
+}
+
+// cycle makes one acquisition and records it in s. Errors once the run is
+// over are those of Locks cut short by its end and not counted.
+func (c *contention) cycle(ctx context.Context, l locker, s *workerStats) {
+	lockCtx, cancel := context.WithTimeout(ctx, lockTimeout)
+	defer cancel() // after Unlock: rueidislock ties the hold to lockCtx
+	begin := c.now()
+	if err := l.Lock(lockCtx); err != nil {
+		if !c.over(ctx) {
+			s.fail(err)
+			time.Sleep(c.think)
+		}
+		return
+	}
+	acquired := c.now()
+	prevUnlock := c.lastUnlock.Load() // the previous holder's Unlock call
+	if c.holders.Add(1) > 1 {
+		c.overlaps.Add(1)
+	}
+	time.Sleep(c.hold)
+	c.holders.Add(-1)
+	unlocking := c.now()
+	c.lastUnlock.Store(unlocking)
+	if err := unlock(l); err != nil {
+		s.fail(err)
+	}
+	if acquired < c.end {
+		s.record(begin, acquired, min(unlocking, c.end), prevUnlock)
+	}
+	if !c.over(ctx) {
+		time.Sleep(c.think)
+	}
+}
+
+// over reports whether the run has ended. The clock can pass ctx's deadline
+// a moment before ctx's timer fires, and a Lock may notice first.
+func (c *contention) over(ctx context.Context) bool {
+	return ctx.Err() != nil || c.now() >= c.end
+}
+
+// unlock unlocks l with a ctx of its own, as the run's may have ended.
+func unlock(l locker) error {
+	ctx, cancel := context.WithTimeout(context.Background(), lockTimeout)
+	defer cancel()
+	return l.Unlock(ctx)
+}
+
+// record adds an acquisition: Lock called at begin and returned at
+// acquired, Unlock called at released; prevUnlock is the latest Unlock call
+// before acquired.
+func (s *workerStats) record(begin, acquired, released, prevUnlock int64) {
+	s.acquisitions++
+	s.held += released - acquired
+	s.waits = append(s.waits, time.Duration(acquired-begin))
+	if prevUnlock > begin {
+		s.handoffs = append(s.handoffs, time.Duration(acquired-prevUnlock))
+	}
+}
+
+func (s *workerStats) fail(err error) {
+	if s.errors == 0 {
+		s.firstErr = err
+	}
+	s.errors++
+}
+
+// merge sums up the workers' stats of run c.
+func (res *result) merge(c *contention, stats []workerStats) {
+	var held int64
+	var waits, handoffs []time.Duration
+	res.acqMin = stats[0].acquisitions
+	for _, s := range stats {
+		held += s.held
+		waits = append(waits, s.waits...)
+		handoffs = append(handoffs, s.handoffs...)
+		res.acquisitions += s.acquisitions
+		res.acqMin = min(res.acqMin, s.acquisitions)
+		res.acqMax = max(res.acqMax, s.acquisitions)
+		if res.errors == 0 {
+			res.firstErr = s.firstErr
+		}
+		res.errors += s.errors
+	}
+	res.utilisation = float64(held) / float64(c.end)
+	res.waitP99 = percentile(waits, 0.99)
+	res.handoffP50 = percentile(handoffs, 0.5)
+	res.handoffP99 = percentile(handoffs, 0.99)
+	res.handoffs = len(handoffs)
+	res.overlaps = c.overlaps.Load()
+}
+
+// percentile returns the p quantile of ds (nearest rank), 0 if ds is empty.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(float64(len(s))*p)) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredigo "github.com/go-redsync/redsync/v4/redis/redigo"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+)
+
+// A locker is one simulated process's handle on the benchmark lock. It is
+// used by one goroutine at a time.
+type locker interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+}
+
+// A row is one lock implementation of the table.
+type row struct {
+	name      string
+	inProcess bool // no Redis: the sync.Mutex ceiling
+	// open returns n lockers of one lock named key, each standing for a
+	// process of its own, and a function that closes every client and pool
+	// they use.
+	open func(addr, key string, n int) (lockers []locker, closeAll func(), err error)
+}
+
+// key returns the row's lock name, distinct from every other row's.
+func (r row) key() string { return "bench-" + strings.ReplaceAll(r.name, " ", "-") }
+
+// lockTTL is the lease of the peers that need one.
+const lockTTL = 10 * time.Second
+
+func allRows() []row {
+	return []row{
+		{name: "uncomplicated", open: openUncomplicated},
+		{name: "redsync default", open: openRedsync()},
+		{name: "redsync 1ms", open: openRedsync(redsync.WithRetryDelay(time.Millisecond), redsync.WithTries(math.MaxInt32))},
+		{name: "redislock 100ms", open: openRedislock(100 * time.Millisecond)},
+		{name: "redislock 1ms", open: openRedislock(time.Millisecond)},
+		{name: "rueidislock", open: openRueidislock},
+		{name: "sync.Mutex", inProcess: true, open: openSyncMutex},
+	}
+}
+
+// openUncomplicated gives each locker a Client of its own over one pool.
+func openUncomplicated(addr, key string, n int) ([]locker, func(), error) {
+	pool := newPool(addr)
+	clients := make([]*uncomplicated.Client, 0, n)
+	closeAll := func() {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+		_ = pool.Close()
+	}
+	lockers := make([]locker, 0, n)
+	for range n {
+		c := uncomplicated.NewClient(pool)
+		clients = append(clients, c)
+		m, err := c.Named(key)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		lockers = append(lockers, m)
+	}
+	return lockers, closeAll, nil
+}
+
+// openRedsync gives each locker a Redsync and Mutex of its own over one pool.
+func openRedsync(opts ...redsync.Option) func(addr, key string, n int) ([]locker, func(), error) {
+	return func(addr, key string, n int) ([]locker, func(), error) {
+		pool := newPool(addr)
+		lockers := make([]locker, n)
+		for i := range lockers {
+			rs := redsync.New(redsyncredigo.NewPool(pool))
+			lockers[i] = redsyncLocker{rs.NewMutex(key, opts...)}
+		}
+		return lockers, func() { _ = pool.Close() }, nil
+	}
+}
+
+type redsyncLocker struct{ m *redsync.Mutex }
+
+func (l redsyncLocker) Lock(ctx context.Context) error { return l.m.LockContext(ctx) }
+
+func (l redsyncLocker) Unlock(ctx context.Context) error {
+	ok, err := l.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: unlock: lock not held")
+	}
+	return err
+}
+
+// openRedislock gives each locker a go-redis client of its own, so that no
+// locker dials (and sends HELLO) during a measurement after its warm-up.
+func openRedislock(backoff time.Duration) func(addr, key string, n int) ([]locker, func(), error) {
+	return func(addr, key string, n int) ([]locker, func(), error) {
+		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(backoff)}
+		lockers := make([]locker, n)
+		clients := make([]*goredis.Client, n)
+		for i := range lockers {
+			clients[i] = goredis.NewClient(&goredis.Options{Addr: addr})
+			lockers[i] = &redislockLocker{c: redislock.New(clients[i]), key: key, opt: opt}
+		}
+		closeAll := func() {
+			for _, c := range clients {
+				_ = c.Close()
+			}
+		}
+		return lockers, closeAll, nil
+	}
+}
+
+type redislockLocker struct {
+	c    *redislock.Client
+	key  string
+	opt  *redislock.Options
+	held *redislock.Lock
+}
+
+func (l *redislockLocker) Lock(ctx context.Context) (err error) {
+	l.held, err = l.c.Obtain(ctx, l.key, lockTTL, l.opt)
+	return err
+}
+
+func (l *redislockLocker) Unlock(ctx context.Context) error {
+	held := l.held
+	l.held = nil
+	return held.Release(ctx)
+}
+
+// openRueidislock gives each locker a Locker, and so a rueidis client, of
+// its own: a Locker queues its own callers in process.
+func openRueidislock(addr, key string, n int) ([]locker, func(), error) {
+	lockers := make([]locker, 0, n)
+	closeAll := func() {
+		for _, l := range lockers {
+			l.(*rueidisLocker).l.Close()
+		}
+	}
+	for range n {
+		l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+			ClientOption: rueidis.ClientOption{InitAddress: []string{addr}},
+			KeyMajority:  1,
+		})
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		lockers = append(lockers, &rueidisLocker{l: l, key: key})
+	}
+	return lockers, closeAll, nil
+}
+
+// rueidisLocker holds the lock until release is called or the ctx given to
+// Lock ends, whichever comes first.
+type rueidisLocker struct {
+	l       rueidislock.Locker
+	key     string
+	release context.CancelFunc
+}
+
+func (l *rueidisLocker) Lock(ctx context.Context) (err error) {
+	_, l.release, err = l.l.WithContext(ctx, l.key)
+	return err
+}
+
+func (l *rueidisLocker) Unlock(context.Context) error {
+	release := l.release
+	l.release = nil
+	release() // returns once the key is deleted
+	return nil
+}
+
+// openSyncMutex shares one sync.Mutex among the lockers: the ceiling.
+func openSyncMutex(_, _ string, n int) ([]locker, func(), error) {
+	mu := new(sync.Mutex)
+	lockers := make([]locker, n)
+	for i := range lockers {
+		lockers[i] = syncLocker{mu}
+	}
+	return lockers, func() {}, nil
+}
+
+// syncLocker ignores ctx: a waiter returns only with the lock.
+type syncLocker struct{ mu *sync.Mutex }
+
+func (l syncLocker) Lock(context.Context) error   { l.mu.Lock(); return nil }
+func (l syncLocker) Unlock(context.Context) error { l.mu.Unlock(); return nil }

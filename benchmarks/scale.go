@@ -1,0 +1,236 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+)
+
+const (
+	// scaleTimeout bounds each Lock of the scale run.
+	scaleTimeout = 60 * time.Second
+	// scaleSettle is how long the waiters wait before the sample is taken
+	// and the holder unlocks.
+	scaleSettle = 2 * time.Second
+	// scaleParallel bounds the goroutines that lock and unlock the
+	// holder's locks.
+	scaleParallel = 64
+)
+
+// scaleResult is what the scale run measured.
+type scaleResult struct {
+	n, acquired    int
+	early          int64         // waiters that acquired before the unlocks began
+	allAcquired    time.Duration // from the first unlock to the last acquisition
+	unlocking      time.Duration // the holder's unlocking of all N
+	errors         int
+	firstErr       error
+	subscribers    int    // connections with a subscription, while waiting
+	heapInuse      uint64 // Go heap in use while waiting
+	goroutines     int    // while waiting, the N waiters included
+	usedMemory     int64  // Redis used_memory while waiting
+	usedMemoryIdle int64  // Redis used_memory before the holder locked
+}
+
+// scaleSide is one Client of the scale run, the mutexes it made and the
+// pool it uses.
+type scaleSide struct {
+	pool    *redis.Pool
+	client  *uncomplicated.Client
+	mutexes []*uncomplicated.Mutex
+}
+
+func newScaleSide(addr string, n int) (*scaleSide, error) {
+	s := &scaleSide{pool: newCappedPool(addr)}
+	s.client = uncomplicated.NewClient(s.pool)
+	s.mutexes = make([]*uncomplicated.Mutex, n)
+	for i := range s.mutexes {
+		m, err := s.client.Named("scale-" + strconv.Itoa(i))
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.mutexes[i] = m
+	}
+	return s, nil
+}
+
+func (s *scaleSide) close() {
+	_ = s.client.Close()
+	_ = s.pool.Close()
+}
+
+// each runs fn on every mutex, scaleParallel at a time, and returns the
+// errors joined.
+func (s *scaleSide) each(fn func(context.Context, *uncomplicated.Mutex) error) error {
+	var wg sync.WaitGroup
+	errs := make([]error, scaleParallel)
+	for g := range scaleParallel {
+		wg.Go(func() {
+			for i := g; i < len(s.mutexes); i += scaleParallel {
+				ctx, cancel := context.WithTimeout(context.Background(), scaleTimeout)
+				err := fn(ctx, s.mutexes[i])
+				cancel()
+				if err != nil && errs[g] == nil {
+					errs[g] = fmt.Errorf("%s: %w", s.mutexes[i].Name(), err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func tryLock(ctx context.Context, m *uncomplicated.Mutex) error {
+	ok, err := m.TryLock(ctx)
+	if err == nil && !ok {
+		err = errors.New("held already")
+	}
+	return err
+}
+
+func unlockMutex(ctx context.Context, m *uncomplicated.Mutex) error { return m.Unlock(ctx) }
+
+// scaleRun has one Client hold n locks while a second Client waits for
+// each of them in a goroutine of its own, then releases them all.
+func (e *env) scaleRun(n int) (*scaleResult, error) {
+	res := &scaleResult{n: n}
+	var err error
+	if res.usedMemoryIdle, err = e.usedMemory(); err != nil {
+		return nil, err
+	}
+	holder, err := newScaleSide(e.addr, n)
+	if err != nil {
+		return nil, err
+	}
+	defer holder.close()
+	if err := holder.each(tryLock); err != nil {
+		return nil, fmt.Errorf("holder: %w", err)
+	}
+	waiter, err := newScaleSide(e.addr, n)
+	if err != nil {
+		return nil, err
+	}
+	defer waiter.close()
+	if err := e.waitAndRelease(holder, waiter, res); err != nil {
+		return nil, err
+	}
+	if err := waiter.each(unlockMutex); err != nil && res.errors == 0 {
+		res.errors, res.firstErr = 1, fmt.Errorf("waiter's unlock: %w", err)
+	}
+	return res, nil
+}
+
+// waiters is the state of the waiting goroutines.
+type waiters struct {
+	start    time.Time
+	started  sync.WaitGroup // Done just before each Lock call
+	done     sync.WaitGroup // Done when each Lock has returned
+	acquired atomic.Int64
+	last     atomic.Int64 // ns after start of the latest acquisition
+	mu       sync.Mutex   // guards errors and firstErr
+	errors   int
+	firstErr error
+}
+
+// waitAndRelease starts the waiters, samples the process and Redis while
+// they wait, has the holder unlock and waits for every Lock to return.
+func (e *env) waitAndRelease(holder, waiter *scaleSide, res *scaleResult) error {
+	w := &waiters{start: time.Now()}
+	w.started.Add(len(waiter.mutexes))
+	w.done.Add(len(waiter.mutexes))
+	for _, m := range waiter.mutexes {
+		go w.wait(m)
+	}
+	w.started.Wait()
+	time.Sleep(scaleSettle)
+	if err := e.sample(res); err != nil {
+		return err
+	}
+	res.early = w.acquired.Load()
+	unlockStart := time.Since(w.start)
+	holdErr := holder.each(unlockMutex)
+	res.unlocking = time.Since(w.start) - unlockStart
+	w.done.Wait()
+	if holdErr != nil {
+		return fmt.Errorf("holder's unlock: %w", holdErr)
+	}
+	res.acquired = int(w.acquired.Load())
+	if res.acquired > 0 {
+		res.allAcquired = time.Duration(w.last.Load()) - unlockStart
+	}
+	res.errors, res.firstErr = w.errors, w.firstErr
+	return nil
+}
+
+func (w *waiters) wait(m *uncomplicated.Mutex) {
+	defer w.done.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), scaleTimeout)
+	defer cancel()
+	w.started.Done()
+	if err := m.Lock(ctx); err != nil {
+		w.fail(err)
+		return
+	}
+	w.acquired.Add(1)
+	at := int64(time.Since(w.start))
+	for {
+		prev := w.last.Load()
+		if at <= prev || w.last.CompareAndSwap(prev, at) {
+			return
+		}
+	}
+}
+
+func (w *waiters) fail(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.errors == 0 {
+		w.firstErr = err
+	}
+	w.errors++
+}
+
+// sample records the process's and Redis's state while the waiters wait.
+func (e *env) sample(res *scaleResult) error {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	res.heapInuse, res.goroutines = ms.HeapInuse, runtime.NumGoroutine()
+	var err error
+	if res.subscribers, err = e.subscribers(); err != nil {
+		return err
+	}
+	res.usedMemory, err = e.usedMemory()
+	return err
+}
+
+func (e *env) usedMemory() (int64, error) {
+	v, err := e.info("memory", "used_memory")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(v, 10, 64)
+}
+
+func (s *scaleResult) print(w io.Writer) {
+	fmt.Fprintf(w, "\nScale run: one Client holds %d locks, a second Client waits for each in a goroutine of its own (pools of at most 64 connections).\n", s.n)
+	fmt.Fprintf(w, "- acquired %d of %d; all within %s of the first unlock (unlocking all took %s); acquired before the unlocks: %d; errors: %d\n",
+		s.acquired, s.n, s.allAcquired.Round(time.Millisecond), s.unlocking.Round(time.Millisecond), s.early, s.errors)
+	if s.firstErr != nil {
+		fmt.Fprintf(w, "- first error: %v\n", s.firstErr)
+	}
+	fmt.Fprintf(w, "- while waiting: %d pub/sub connections to Redis, Go heap in use %.1f MiB, %d goroutines, Redis used_memory %.1f MiB (%.1f MiB before locking)\n",
+		s.subscribers, mib(int64(s.heapInuse)), s.goroutines, mib(s.usedMemory), mib(s.usedMemoryIdle))
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,308 @@
+package uncomplicated
+
+import (
+	"container/list"
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/gomodule/redigo/redis"
+)
+
+// Wake-ups: a release hands the lock to the oldest waiter in its queue
+// whose Client listens, and publishes that on the channel of that Client
+// and lock (see scripts.go). A Client listens on one connection of its
+// pool, subscribed to a lock's channel while one of its goroutines waits
+// for that lock. Waiters never depend on it: they keep trying on ticks, and
+// join the queue only once Redis has confirmed their subscription, so a
+// release cannot pick a waiter that would not hear it.
+
+const (
+	// maxIdleChannels bounds the subscriptions a Client keeps after their
+	// last waiter left, so that a lock waited for again needs no SUBSCRIBE.
+	maxIdleChannels = 1024
+	// The listening connection is retried after failures with a backoff
+	// that doubles from minBackoff to maxBackoff.
+	minBackoff = 10 * time.Millisecond
+	maxBackoff = 2 * time.Second
+	// subscribeBatch bounds the channels of one SUBSCRIBE on reconnection.
+	subscribeBatch = 1000
+)
+
+// wakeups is a Client's listening connection and its subscriptions.
+type wakeups struct {
+	pool   Pool
+	clock  clock.Clock
+	ctx    context.Context // cancelled by Client.Close
+	cancel context.CancelFunc
+
+	mu       sync.Mutex // guards the fields below
+	conn     redis.Conn // the listening connection; nil while down
+	retrying bool       // waiting out a backoff: nothing will be confirmed soon
+	chans    map[string]*channel
+	idle     *list.List // names of channels without waiters, least recently used first
+}
+
+// channel is one subscription of a Client.
+type channel struct {
+	waiters    map[string]chan uint64 // by token: receives the fence of a hand-off
+	subscribed bool                   // the last command sent for it was SUBSCRIBE
+	pending    int                    // commands sent and not yet confirmed
+	ready      chan struct{}          // closed once Redis confirmed the subscription
+	confirmed  bool                   // ready is closed
+	idle       *list.Element          // its place in wakeups.idle when it has no waiters
+}
+
+func newWakeups(pool Pool, clk clock.Clock) *wakeups {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &wakeups{
+		pool: pool, clock: clk, ctx: ctx, cancel: cancel,
+		chans: map[string]*channel{}, idle: list.New(),
+	}
+}
+
+// A listener is one waiter's registration on a channel.
+type listener struct {
+	w     *wakeups
+	name  string
+	token string
+	ch    *channel
+	wake  chan uint64 // receives the fence when the lock is handed to token
+}
+
+// listen registers the waiter with token on channel name and subscribes to
+// it if needed. With onlyReady it does nothing and returns nil unless the
+// subscription is already confirmed.
+func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := w.chans[name]
+	if onlyReady && (ch == nil || !ch.confirmed) {
+		return nil
+	}
+	if ch == nil {
+		ch = &channel{waiters: map[string]chan uint64{}, ready: make(chan struct{})}
+		w.chans[name] = ch
+	}
+	if ch.idle != nil {
+		w.idle.Remove(ch.idle)
+		ch.idle = nil
+	}
+	if !ch.subscribed && w.conn != nil {
+		w.send("SUBSCRIBE", name)
+		ch.subscribed = true
+		ch.pending++
+	}
+	l := &listener{w: w, name: name, token: token, ch: ch, wake: make(chan uint64, 1)}
+	ch.waiters[token] = l.wake
+	return l
+}
+
+// state reports whether the subscription is confirmed, and whether a
+// confirmation is on its way: the connection is up or being made.
+func (l *listener) state() (confirmed, coming bool, ready <-chan struct{}) {
+	l.w.mu.Lock()
+	defer l.w.mu.Unlock()
+	ch := l.w.chans[l.name]
+	if ch != l.ch { // dropped on a disconnection and made again
+		return false, false, nil
+	}
+	connecting := l.w.conn == nil && !l.w.retrying
+	return ch.confirmed, !ch.confirmed && (connecting || ch.subscribed), ch.ready
+}
+
+// close ends the registration; the subscription stays for a while.
+func (l *listener) close() {
+	w := l.w
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(l.ch.waiters, l.token)
+	if len(l.ch.waiters) > 0 || w.chans[l.name] != l.ch {
+		return
+	}
+	l.ch.idle = w.idle.PushBack(l.name)
+	for w.idle.Len() > maxIdleChannels {
+		w.evict(w.idle.Remove(w.idle.Front()).(string))
+	}
+}
+
+// evict ends the subscription of an idle channel. The caller holds mu.
+func (w *wakeups) evict(name string) {
+	ch := w.chans[name]
+	ch.idle = nil
+	if w.conn == nil || !ch.subscribed {
+		if ch.pending == 0 {
+			delete(w.chans, name)
+		}
+		return
+	}
+	w.send("UNSUBSCRIBE", name)
+	ch.subscribed = false
+	ch.pending++
+	if ch.confirmed {
+		ch.ready, ch.confirmed = make(chan struct{}), false
+	}
+}
+
+// send writes a command on the listening connection; a failure shows on the
+// reading side, which then reconnects. The caller holds mu.
+func (w *wakeups) send(cmd string, args ...any) {
+	if err := w.conn.Send(cmd, args...); err == nil {
+		_ = w.conn.Flush()
+	}
+}
+
+// run keeps a listening connection until the Client closes.
+func (w *wakeups) run() {
+	backoff := minBackoff
+	for w.ctx.Err() == nil {
+		began := w.clock.Now()
+		if conn, err := w.pool.GetContext(w.ctx); err == nil && conn != nil {
+			_, ok := conn.(redis.ConnWithContext)
+			if ok {
+				w.serve(conn)
+			}
+			_ = conn.Close()
+			if !ok { // cannot listen: waiters only tick
+				w.mu.Lock()
+				w.retrying = true
+				w.mu.Unlock()
+				return
+			}
+		}
+		if w.clock.Since(began) > maxBackoff {
+			backoff = minBackoff
+		}
+		if !w.pause(backoff/2 + jitter(backoff/2)) {
+			return
+		}
+		backoff = min(2*backoff, maxBackoff)
+	}
+}
+
+// pause waits out a backoff; it reports false when the Client closed.
+func (w *wakeups) pause(d time.Duration) bool {
+	w.mu.Lock()
+	w.retrying = true
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.retrying = false
+		w.mu.Unlock()
+	}()
+	t := w.clock.Timer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+// serve subscribes conn to the channels that have waiters and reads it
+// until it fails or the Client closes.
+func (w *wakeups) serve(conn redis.Conn) {
+	w.mu.Lock()
+	w.conn = conn
+	var names []any
+	for name, ch := range w.chans {
+		if len(ch.waiters) == 0 {
+			w.drop(name, ch)
+			continue
+		}
+		names = append(names, name)
+		ch.subscribed = true
+		ch.pending++
+	}
+	for len(names) > 0 {
+		n := min(len(names), subscribeBatch)
+		w.send("SUBSCRIBE", names[:n]...)
+		names = names[n:]
+	}
+	w.mu.Unlock()
+
+	psc := redis.PubSubConn{Conn: conn}
+	for {
+		switch v := psc.ReceiveContext(w.ctx).(type) {
+		case redis.Message:
+			w.deliver(v.Channel, v.Data)
+		case redis.Subscription:
+			w.confirm(v.Channel)
+		case error:
+			w.down()
+			return
+		}
+	}
+}
+
+// drop forgets a channel. The caller holds mu.
+func (w *wakeups) drop(name string, ch *channel) {
+	if ch.idle != nil {
+		w.idle.Remove(ch.idle)
+	}
+	delete(w.chans, name)
+}
+
+// down forgets the subscriptions of a connection that failed: the channels
+// with waiters are subscribed again on the next one.
+func (w *wakeups) down() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.conn = nil
+	for name, ch := range w.chans {
+		if len(ch.waiters) == 0 {
+			w.drop(name, ch)
+			continue
+		}
+		ch.subscribed, ch.pending = false, 0
+		if ch.confirmed {
+			ch.ready, ch.confirmed = make(chan struct{}), false
+		}
+	}
+}
+
+// confirm counts the reply to a SUBSCRIBE or UNSUBSCRIBE of channel name.
+func (w *wakeups) confirm(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := w.chans[name]
+	if ch == nil || ch.pending == 0 {
+		return
+	}
+	ch.pending--
+	switch {
+	case ch.pending > 0:
+	case ch.subscribed:
+		if !ch.confirmed {
+			close(ch.ready)
+			ch.confirmed = true
+		}
+	case len(ch.waiters) == 0:
+		w.drop(name, ch)
+	}
+}
+
+// deliver passes a hand-off, "<token> <fence>", to its waiter. A waiter
+// that has gone (it got the lock by an attempt of its own, or gave up and
+// its leaveScript releases the lock) is ignored.
+func (w *wakeups) deliver(name string, data []byte) {
+	token, f, ok := strings.Cut(string(data), " ")
+	fence, err := strconv.ParseUint(f, 10, 64)
+	if !ok || err != nil || fence == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch := w.chans[name]; ch != nil {
+		if wake := ch.waiters[token]; wake != nil {
+			select {
+			case wake <- fence:
+			default:
+			}
+		}
+	}
+}

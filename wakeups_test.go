@@ -1,0 +1,355 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+// Wake-ups on the mock clock: a release hands the lock to the oldest
+// waiter in the queue, with no time passing.
+
+// queue returns the tokens of m's waiters in Redis, oldest first.
+func queue(t *testing.T, env *uncomplicatedtest.Env, m *uncomplicated.Mutex) []string {
+	t.Helper()
+	key := "lock:queue:{" + m.Name() + "}"
+	if !env.Redis.Exists(key) {
+		return nil
+	}
+	entries, err := env.Redis.List(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+// waitFor starts m.Lock in a goroutine and returns once it waits in the
+// queue, so that waiters started one after another queue in that order.
+func waitFor(t *testing.T, env *uncomplicatedtest.Env, ctx context.Context, m *uncomplicated.Mutex) <-chan error {
+	t.Helper()
+	before, waiters := len(queue(t, env, m)), env.Waiters()
+	done := lockAsync(ctx, m)
+	env.AwaitWaiters(waiters + 1)
+	if n := len(queue(t, env, m)); n != before+1 {
+		t.Fatalf("%d waiters in the queue; want %d", n, before+1)
+	}
+	return done
+}
+
+func TestWakeup_handOffWithoutTicks(t *testing.T) {
+	env, holder, waiter := stuck(t)
+	done := waitFor(t, env, context.Background(), waiter)
+	start := env.Clock.Now()
+
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+	if n := env.Waiters(); n != 0 {
+		t.Errorf("Waiters() = %d right after the Unlock; want 0 (handed over)", n)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("Lock() = %v; want nil", err)
+	}
+	if f := waiter.Fence(); f != 2 {
+		t.Errorf("Fence() = %d; want 2", f)
+	}
+	if !env.Clock.Now().Equal(start) {
+		t.Errorf("the clock moved %v; want no tick needed", env.Clock.Now().Sub(start))
+	}
+	if q := queue(t, env, waiter); q != nil {
+		t.Errorf("queue = %q; want empty", q)
+	}
+	if err := waiter.Unlock(context.Background()); err != nil {
+		t.Errorf("Unlock() by the new holder = %v", err)
+	}
+}
+
+func TestWakeup_firstComeFirstServed(t *testing.T) {
+	env, holder, _ := stuck(t)
+	var waiters []*uncomplicated.Mutex
+	var dones []<-chan error
+	for range 3 {
+		m := mustNew(t, env.NewClient(), Order{1})
+		waiters = append(waiters, m)
+		dones = append(dones, waitFor(t, env, context.Background(), m))
+	}
+	prev := holder
+	for i, m := range waiters {
+		if err := prev.Unlock(context.Background()); err != nil {
+			t.Fatalf("Unlock() = %v", err)
+		}
+		if err := recv(t, dones[i]); err != nil {
+			t.Fatalf("waiter %d: Lock() = %v", i, err)
+		}
+		if n, want := env.Waiters(), len(waiters)-1-i; n != want {
+			t.Errorf("after hand-off %d: Waiters() = %d; want %d", i, n, want)
+		}
+		if f, want := m.Fence(), uint64(i+2); f != want {
+			t.Errorf("waiter %d: Fence() = %d; want %d", i, f, want)
+		}
+		prev = m
+	}
+}
+
+// A waiter that gives up leaves the queue; a release then skips it.
+func TestWakeup_cancelledWaiterLeaves(t *testing.T) {
+	env, holder, _ := stuck(t)
+	quitter := mustNew(t, env.NewClient(), Order{1})
+	ctx, cancel := context.WithCancel(context.Background())
+	quit := waitFor(t, env, ctx, quitter)
+	next := mustNew(t, env.NewClient(), Order{1})
+	done := waitFor(t, env, context.Background(), next)
+
+	cancel()
+	if err := recv(t, quit); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Lock() = %v; want context.Canceled", err)
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("next waiter's Lock() = %v; want nil", err)
+	}
+	if q := queue(t, env, next); q != nil {
+		t.Errorf("queue = %q; want empty", q)
+	}
+}
+
+// A waiter whose process is gone (here: its Client closed, so nothing
+// listens for it and its entry stays) is skipped by the release.
+func TestWakeup_deadWaiterSkipped(t *testing.T) {
+	env, holder, _ := stuck(t)
+	deadClient := env.NewClient()
+	dead := waitFor(t, env, context.Background(), mustNew(t, deadClient, Order{1}))
+	next := mustNew(t, env.NewClient(), Order{1})
+	done := waitFor(t, env, context.Background(), next)
+
+	if err := deadClient.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, dead); !errors.Is(err, uncomplicated.ErrClosed) {
+		t.Fatalf("Lock() on the closed Client = %v; want ErrClosed", err)
+	}
+	if n := len(queue(t, env, next)); n != 2 {
+		t.Fatalf("%d entries in the queue; want 2 (the dead one stays)", n)
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("next waiter's Lock() = %v; want nil", err)
+	}
+	if f := next.Fence(); f != 3 {
+		t.Errorf("Fence() = %d; want 3 (one spent on the dead waiter)", f)
+	}
+}
+
+// A waiter that takes a stuck lock over leaves the queue, and the next
+// release hands the lock to the waiter behind it.
+func TestWakeup_takeOverLeavesQueue(t *testing.T) {
+	env, _, taker := stuck(t, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	done := waitFor(t, env, context.Background(), taker)
+	env.Advance(patience)
+	if err := recv(t, done); err != nil {
+		t.Fatalf("Lock() = %v; want taken over", err)
+	}
+	if q := queue(t, env, taker); q != nil {
+		t.Fatalf("queue after take-over = %q; want empty", q)
+	}
+	next := mustNew(t, env.NewClient(), Order{1})
+	nextDone := waitFor(t, env, context.Background(), next)
+	if err := taker.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+	if err := recv(t, nextDone); err != nil {
+		t.Fatalf("next waiter's Lock() = %v", err)
+	}
+}
+
+// A lock that is never contended never subscribes; a waiter subscribes
+// before it joins the queue, and its Client keeps the subscription, so that
+// its next wait joins the queue on its first attempt.
+func TestWakeup_subscriptions(t *testing.T) {
+	env, holder, waiter := stuck(t)
+	free := mustNew(t, env.Client, Order{2})
+	mustLock(t, free)
+	if err := free.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ch := env.Redis.PubSubChannels(""); len(ch) != 0 {
+		t.Fatalf("channels after an uncontended Lock = %q; want none", ch)
+	}
+
+	done := waitFor(t, env, context.Background(), waiter)
+	ch := env.Redis.PubSubChannels("")
+	if len(ch) != 1 || !strings.HasPrefix(ch[0], "lock:wake:{"+waiter.Name()+"}:") {
+		t.Fatalf("channels of a waiter = %q; want its lock's, with the lock's hash tag", ch)
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, done)
+	if err := waiter.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustLock(t, holder)
+	if got := env.Redis.PubSubChannels(""); len(got) != 1 {
+		t.Fatalf("channels once the waiter is done = %q; want it kept", got)
+	}
+
+	// Waiting again: the first attempt joins the queue (one attempt, then
+	// asleep), as the subscription is already confirmed.
+	before := env.Redis.CommandCount()
+	again := lockAsync(context.Background(), waiter)
+	env.AwaitWaiters(1)
+	if n := env.Redis.CommandCount() - before; n != 3 {
+		t.Errorf("%d Redis commands to join the queue; want 3 (EVALSHA, SET, RPUSH)", n)
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, again); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// On a real server: the listening connection, its loss and its absence.
+
+// subscribers counts the server's connections that have subscriptions.
+func (r *rig) subscribers() int {
+	r.t.Helper()
+	list, err := redis.String(r.do("CLIENT", "LIST"), nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(list, "\n") {
+		for _, f := range strings.Fields(line) {
+			if strings.HasPrefix(f, "sub=") && f != "sub=0" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// eventually polls cond for up to ten seconds.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10s: not %s", what)
+		}
+	}
+}
+
+// queueLen is the length of m's queue of waiters.
+func (r *rig) queueLen(m *uncomplicated.Mutex) int {
+	n, _ := redis.Int(r.do("LLEN", r.prefix+":queue:{"+m.Name()+"}"), nil)
+	return n
+}
+
+// Waiters on many locks share their Client's one listening connection, and
+// all get their lock when it is released.
+func TestRedis_oneListeningConnection(t *testing.T) {
+	const locks = 200
+	r := newRig(t)
+	holders, waiters := r.client(), r.client()
+	var held []*uncomplicated.Mutex
+	var dones []<-chan error
+	for i := range locks {
+		h := mustNew(t, holders, Order{int64(i)})
+		mustLock(t, h)
+		held = append(held, h)
+		dones = append(dones, lockAsync(context.Background(), mustNew(t, waiters, Order{int64(i)})))
+	}
+	eventually(t, "every waiter in its queue", func() bool {
+		for _, h := range held {
+			if r.queueLen(h) != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	if n := r.subscribers(); n != 1 {
+		t.Errorf("%d connections with subscriptions; want 1", n)
+	}
+	for _, h := range held {
+		if err := h.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, d := range dones {
+		if err := recv(t, d); err != nil {
+			t.Errorf("waiter %d: Lock() = %v", i, err)
+		}
+	}
+}
+
+// A killed listening connection is made again and subscribed again, and
+// the waiter in the queue still gets the lock handed over.
+func TestRedis_listenerReconnects(t *testing.T) {
+	r := newRig(t)
+	holder := mustNew(t, r.client(), Order{1})
+	mustLock(t, holder)
+	waiter := mustNew(t, r.client(uncomplicated.WithTimeout(time.Hour)), Order{1})
+	done := lockAsync(context.Background(), waiter)
+	eventually(t, "the waiter in the queue", func() bool { return r.queueLen(holder) == 1 })
+
+	r.do("CLIENT", "KILL", "TYPE", "pubsub")
+	eventually(t, "subscribed again", func() bool { return r.subscribers() == 1 })
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("Lock() = %v", err)
+	}
+	if f := waiter.Fence(); f != 2 {
+		t.Errorf("Fence() = %d; want 2", f)
+	}
+}
+
+// deafPool's connections cannot receive: a Client on it never listens.
+type deafPool struct{ *redis.Pool }
+
+func (p deafPool) GetContext(ctx context.Context) (redis.Conn, error) {
+	c, err := p.Pool.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return deafConn{c.(redis.ConnWithContext)}, nil
+}
+
+type deafConn struct{ redis.ConnWithContext }
+
+func (deafConn) ReceiveContext(context.Context) (any, error) { return nil, errors.New("deaf") }
+
+// Without wake-ups, waiters never join a queue and get the lock on their
+// ticks.
+func TestRedis_ticksWithoutWakeups(t *testing.T) {
+	r := newRig(t)
+	holder := mustNew(t, r.client(), Order{1})
+	mustLock(t, holder)
+	deaf := uncomplicated.NewClient(deafPool{r.pool}, uncomplicated.WithPrefix(r.prefix),
+		uncomplicated.WithTimeout(time.Second), uncomplicated.WithTicks(20))
+	t.Cleanup(func() { _ = deaf.Close() })
+	waiter := mustNew(t, deaf, Order{1})
+	done := lockAsync(context.Background(), waiter)
+	time.Sleep(200 * time.Millisecond) // some ticks
+	if n := r.queueLen(holder); n != 0 {
+		t.Errorf("queue length %d; want 0 (not listening, so not queued)", n)
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("Lock() = %v", err)
+	}
+}
