@@ -118,7 +118,7 @@ func (w *waiter) queue() string {
 }
 
 func (w *waiter) listening() bool {
-	confirmed, _, _ := w.l.state()
+	confirmed, _, _, _ := w.l.state()
 	return confirmed
 }
 
@@ -153,18 +153,19 @@ func (m *Mutex) stale(ctx context.Context, age time.Duration) error {
 // the waiter's patience, so that staleness is judged exactly at the timeout.
 // It returns early with the fence when a release hands the lock to the
 // waiter, at once when its subscription is confirmed and it can join the
-// queue, and with an error when ctx ends or the Client closes.
+// queue, or when the listening connection fails while the waiter waits for
+// that, and with an error when ctx ends or the Client closes.
 func (m *Mutex) sleep(ctx context.Context, obs settle.Observer, w *waiter, left time.Duration) (uint64, error) {
 	d := min(jitter(m.cfg.tick()), left)
 	t := m.cfg.clock.Timer(d)
 	defer t.Stop()
 	var wake <-chan uint64
-	var ready <-chan struct{}
+	var ready, changed <-chan struct{}
 	coming := false
 	if w.l != nil {
 		wake = w.l.wake
 		if !w.inQueue {
-			_, coming, ready = w.l.state()
+			_, coming, ready, changed = w.l.state()
 		}
 	}
 	if obs != nil && !coming { // a confirmation on its way keeps the waiter active
@@ -176,6 +177,8 @@ func (m *Mutex) sleep(ctx context.Context, obs settle.Observer, w *waiter, left 
 	case fence := <-wake:
 		return fence, nil
 	case <-ready:
+		return 0, nil
+	case <-changed: // a failed connection: back to ticks, asleep
 		return 0, nil
 	case <-ctx.Done():
 		return 0, m.notObtained(ctx.Err().Error(), ctx.Err())

@@ -39,9 +39,10 @@ type wakeups struct {
 	ctx    context.Context // cancelled by Client.Close
 	cancel context.CancelFunc
 
-	mu       sync.Mutex // guards the fields below
-	conn     redis.Conn // the listening connection; nil while down
-	retrying bool       // waiting out a backoff: nothing will be confirmed soon
+	mu       sync.Mutex    // guards the fields below
+	conn     redis.Conn    // the listening connection; nil while down
+	retrying bool          // waiting out a backoff: nothing will be confirmed soon
+	changed  chan struct{} // closed, and made again, when conn fails or retrying is set
 	chans    map[string]*channel
 	idle     *list.List // names of channels without waiters, least recently used first
 }
@@ -60,7 +61,7 @@ func newWakeups(pool Pool, clk clock.Clock) *wakeups {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wakeups{
 		pool: pool, clock: clk, ctx: ctx, cancel: cancel,
-		chans: map[string]*channel{}, idle: list.New(),
+		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
 	}
 }
 
@@ -102,16 +103,20 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 }
 
 // state reports whether the subscription is confirmed, and whether a
-// confirmation is on its way: the connection is up or being made.
-func (l *listener) state() (confirmed, coming bool, ready <-chan struct{}) {
+// confirmation is on its way: the connection is up or being made. changed
+// is closed when a confirmation stops being on its way.
+func (l *listener) state() (confirmed, coming bool, ready, changed <-chan struct{}) {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	ch := l.w.chans[l.name]
-	if ch != l.ch { // dropped on a disconnection and made again
-		return false, false, nil
-	}
 	connecting := l.w.conn == nil && !l.w.retrying
-	return ch.confirmed, !ch.confirmed && (connecting || ch.subscribed), ch.ready
+	return ch.confirmed, !ch.confirmed && (connecting || ch.subscribed), ch.ready, l.w.changed
+}
+
+// signal wakes the waiters watching changed. The caller holds mu.
+func (w *wakeups) signal() {
+	close(w.changed)
+	w.changed = make(chan struct{})
 }
 
 // close ends the registration; the subscription stays for a while.
@@ -169,6 +174,7 @@ func (w *wakeups) run() {
 			if !ok { // cannot listen: waiters only tick
 				w.mu.Lock()
 				w.retrying = true
+				w.signal()
 				w.mu.Unlock()
 				return
 			}
@@ -187,6 +193,7 @@ func (w *wakeups) run() {
 func (w *wakeups) pause(d time.Duration) bool {
 	w.mu.Lock()
 	w.retrying = true
+	w.signal()
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -253,6 +260,7 @@ func (w *wakeups) down() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.conn = nil
+	w.signal()
 	for name, ch := range w.chans {
 		if len(ch.waiters) == 0 {
 			w.drop(name, ch)
