@@ -20,11 +20,13 @@ import (
 
 // wait acquires the lock in Redis for a caller that holds m.sem.
 func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
-	w := m.newWaiter()
+	w := waiter{m: m, token: newToken()}
+	w.listenIfReady()
 	defer func() { w.end(err == nil) }()
 	var p patience
 	for {
-		out, err := m.acquire(ctx, w.token, w.entry, w.queue())
+		queue := w.queue()
+		out, err := m.acquire(ctx, w.token, w.entry, queue)
 		if err != nil {
 			return m.gaveUp(ctx, err)
 		}
@@ -56,7 +58,7 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 			// Another waiter took it over first: a new holder to watch.
 			p.watch(out.holder, now)
 		}
-		fence, err := m.sleep(ctx, obs, w, m.cfg.timeout-p.age(now))
+		fence, err := m.sleep(ctx, obs, &w, m.cfg.timeout-p.age(now))
 		if err != nil {
 			return err
 		}
@@ -72,21 +74,17 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 type waiter struct {
 	m       *Mutex
 	token   string
-	entry   string    // its queue entry: "<token> <lease> <channel>"
+	entry   string    // its queue entry, "<token> <lease> <channel>", once it may be in the queue
 	l       *listener // its wake-ups; nil until it first finds the lock taken
 	inQueue bool      // an attempt may have put entry in the queue
 }
 
-// newWaiter makes a waiter, listening at once if its Client already listens
-// for the lock, so that its first attempt can join the queue.
-func (m *Mutex) newWaiter() *waiter {
-	token := newToken()
-	w := &waiter{m: m, token: token}
-	w.entry = token + " " + strconv.FormatInt(m.cfg.leaseMillis(), 10) + " " + m.channel
-	if wk := m.c.wakeups(true); wk != nil {
-		w.l = wk.listen(m.channel, token, true)
+// listenIfReady listens at once if the Client already listens for the
+// lock, so that the first attempt can join the queue.
+func (w *waiter) listenIfReady() {
+	if wk := w.m.c.wakeups(true); wk != nil {
+		w.l = wk.listen(w.m.channel, w.token, true)
 	}
-	return w
 }
 
 // listen starts listening for hand-offs after a failed attempt, so that a
@@ -110,6 +108,7 @@ func (w *waiter) queue() string {
 			return "r"
 		}
 		w.inQueue = true
+		w.entry = w.token + " " + strconv.FormatInt(w.m.cfg.leaseMillis(), 10) + " " + w.m.channel
 		return "q"
 	case w.inQueue:
 		return "x"

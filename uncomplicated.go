@@ -377,7 +377,13 @@ func (m *Mutex) unlock(ctx context.Context) error {
 // release frees the lock in Redis, or hands it to the next waiter, if it
 // holds one of tokens.
 func (m *Mutex) release(ctx context.Context, tokens []string) error {
-	reply, _, err := m.c.eval(ctx, releaseScript, m.keys[:], anys(tokens)...)
+	var reply any
+	var err error
+	if len(tokens) == 1 {
+		reply, _, err = m.c.eval(ctx, releaseScript, m.keys[:], tokens[0])
+	} else {
+		reply, _, err = m.c.eval(ctx, releaseScript, m.keys[:], anys(tokens)...)
+	}
 	var released bool
 	var next string
 	if err == nil {
