@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
@@ -40,5 +41,28 @@ func BenchmarkUncontended(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkUncontendedBackground is BenchmarkUncontended/uncomplicated with
+// context.Background(), which redigo runs without a goroutine per call.
+func BenchmarkUncontendedBackground(b *testing.B) {
+	pool := newPool(redistest.Shared(b).Addr)
+	defer pool.Close()
+	c := uncomplicated.NewClient(pool)
+	defer c.Close()
+	m, err := c.Named("bench-background")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := m.Lock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -10,7 +10,9 @@
 //
 // Advance follows the Lock calls on Env's clock, from the moment they start
 // until they return: waiting behind another goroutine of the same Mutex,
-// trying Redis, or sleeping between attempts. It does not follow what your
+// trying Redis, joining the queue, or sleeping between attempts. An Unlock
+// that hands the lock to a waiter needs no Advance: Waiters and Advance wait
+// for that waiter's Lock to return. It does not follow what your
 // goroutines do after Lock returns, nor your own timers on Env.Clock; for
 // those it gives only the mock clock's own pause of about a millisecond
 // after each timer it fires. Each instant Advance stops at costs about a
