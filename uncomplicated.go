@@ -103,8 +103,9 @@ func NewClient(pool Pool, opts ...Option) *Client {
 
 // Close wakes every Lock waiting on the Client's mutexes and makes them
 // return ErrClosed, as every later Lock, TryLock, Refresh, New and Named
-// does. Unlock still releases, and then reports ErrClosed too. Close does
-// not close the pool. It waits, up to a few seconds when Redis does not
+// does. Unlock still releases, and then reports ErrClosed too. Close gives
+// the connection that listened for wake-ups back to the pool; it does not
+// close the pool. It waits, up to a few seconds when Redis does not
 // answer, for the clean-up of acquisitions whose reply was lost. Close is
 // idempotent.
 func (c *Client) Close() error {

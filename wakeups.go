@@ -20,10 +20,12 @@ import (
 // join the queue only once Redis has confirmed their subscription, so a
 // release cannot pick a waiter that would not hear it.
 
+// maxIdleChannels bounds the subscriptions a Client keeps after their last
+// waiter left, so that a lock waited for again needs no SUBSCRIBE. A
+// variable for the tests.
+var maxIdleChannels = 1024
+
 const (
-	// maxIdleChannels bounds the subscriptions a Client keeps after their
-	// last waiter left, so that a lock waited for again needs no SUBSCRIBE.
-	maxIdleChannels = 1024
 	// The listening connection is retried after failures with a backoff
 	// that doubles from minBackoff to maxBackoff.
 	minBackoff = 10 * time.Millisecond

@@ -353,3 +353,53 @@ func TestRedis_ticksWithoutWakeups(t *testing.T) {
 		t.Fatalf("Lock() = %v", err)
 	}
 }
+
+// A Client keeps a bounded number of subscriptions once their waiters are
+// gone, the least recently used going first.
+func TestWakeup_idleSubscriptionsBounded(t *testing.T) {
+	defer uncomplicated.SetMaxIdleChannels(2)()
+	env := uncomplicatedtest.New(t)
+	holders, waiters := env.NewClient(), env.NewClient()
+	for i := range 4 {
+		h := mustNew(t, holders, Order{int64(i)})
+		mustLock(t, h)
+		w := mustNew(t, waiters, Order{int64(i)})
+		done := waitFor(t, env, context.Background(), w)
+		if err := h.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := recv(t, done); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Unlock(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	eventually(t, "two subscriptions left", func() bool {
+		got = env.Redis.PubSubChannels("")
+		return len(got) == 2
+	})
+	for _, ch := range got {
+		if !strings.Contains(ch, "Order:2}") && !strings.Contains(ch, "Order:3}") {
+			t.Errorf("kept %q; want the channels of orders 2 and 3, the latest", ch)
+		}
+	}
+}
+
+// Close ends the listening connection.
+func TestRedis_closeStopsListening(t *testing.T) {
+	r := newRig(t)
+	holder := mustNew(t, r.client(), Order{1})
+	mustLock(t, holder)
+	c := r.client()
+	done := lockAsync(context.Background(), mustNew(t, c, Order{1}))
+	eventually(t, "listening", func() bool { return r.subscribers() == 1 })
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); !errors.Is(err, uncomplicated.ErrClosed) {
+		t.Errorf("Lock() = %v; want ErrClosed", err)
+	}
+	eventually(t, "no longer listening", func() bool { return r.subscribers() == 0 })
+}
