@@ -25,6 +25,7 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 	defer func() { w.end(err == nil) }()
 	var p patience
 	for {
+		w.drain()
 		queue := w.queue()
 		out, err := m.acquire(ctx, w.token, w.entry, queue)
 		if err != nil {
@@ -95,6 +96,19 @@ func (w *waiter) listen() {
 	}
 	if wk := w.m.c.wakeups(false); wk != nil {
 		w.l = wk.listen(w.m.channel, w.token, false)
+	}
+}
+
+// drain drops a hand-off that came before an attempt: the attempt finds
+// the lock ours if it still is, while acting on a hand-off whose lease has
+// since ended would make two holders.
+func (w *waiter) drain() {
+	if w.l == nil {
+		return
+	}
+	select {
+	case <-w.l.wake:
+	default:
 	}
 }
 

@@ -548,22 +548,30 @@ func (m *Mutex) flag(ctx context.Context, s *script, keys []any, args ...any) (b
 }
 
 // background runs releaseScript or leaveScript on the lock's keys with
-// args, without waiting: it releases what a lost acquisition may have got,
-// or takes a waiter that gave up out of the queue. Close waits for it;
-// after Close nothing is started, and such a lock lives out its lease.
+// args, bounded by releaseTimeout: it releases what a lost acquisition may
+// have got, or takes a waiter that gave up out of the queue (a release may
+// have just handed it the lock). It runs in a goroutine that Close waits
+// for; once Close has begun, in the caller's, which is then returning.
 func (m *Mutex) background(s *script, args ...string) {
 	c := m.c
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return
-	}
-	c.cleanups.Add(1)
-	go func() {
-		defer c.cleanups.Done()
+	run := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
 		_, _, _ = c.eval(ctx, s, m.keys[:], anys(args)...)
+	}
+	c.mu.Lock()
+	closing := c.closing
+	if !closing {
+		c.cleanups.Add(1)
+	}
+	c.mu.Unlock()
+	if closing {
+		run()
+		return
+	}
+	go func() {
+		defer c.cleanups.Done()
+		run()
 	}()
 }
 

@@ -403,3 +403,33 @@ func TestRedis_closeStopsListening(t *testing.T) {
 	}
 	eventually(t, "no longer listening", func() bool { return r.subscribers() == 0 })
 }
+
+// A waiter stopped by Close while a release hands it the lock releases it
+// again, so that the next waiter gets it.
+func TestWakeup_closeDuringHandOff(t *testing.T) {
+	for i := range 20 {
+		env, holder, _ := stuck(t)
+		closing := env.NewClient()
+		quitter := mustNew(t, closing, Order{1})
+		quit := waitFor(t, env, context.Background(), quitter)
+		next := mustNew(t, env.NewClient(), Order{1})
+		done := waitFor(t, env, context.Background(), next)
+
+		unlocked := make(chan error, 1)
+		go func() { unlocked <- holder.Unlock(context.Background()) }()
+		if err := closing.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := recv(t, unlocked); err != nil {
+			t.Fatalf("round %d: Unlock() = %v", i, err)
+		}
+		if err := recv(t, quit); err == nil { // the hand-off won the race: pass the lock on
+			if err := quitter.Unlock(context.Background()); !errors.Is(err, uncomplicated.ErrClosed) {
+				t.Fatalf("round %d: Unlock() after Close = %v; want ErrClosed", i, err)
+			}
+		}
+		if err := recv(t, done); err != nil {
+			t.Fatalf("round %d: next waiter's Lock() = %v; want the lock", i, err)
+		}
+	}
+}
