@@ -122,23 +122,18 @@ func TestWakeup_cancelledWaiterLeaves(t *testing.T) {
 	}
 }
 
-// A waiter whose process is gone (here: its Client closed, so nothing
-// listens for it and its entry stays) is skipped by the release.
+// A waiter whose process is gone (its entry stays, nothing listens on its
+// channel) is skipped by the release.
 func TestWakeup_deadWaiterSkipped(t *testing.T) {
 	env, holder, _ := stuck(t)
-	deadClient := env.NewClient()
-	dead := waitFor(t, env, context.Background(), mustNew(t, deadClient, Order{1}))
-	next := mustNew(t, env.NewClient(), Order{1})
-	done := waitFor(t, env, context.Background(), next)
-
-	if err := deadClient.Close(); err != nil {
+	key := "lock:queue:{" + holder.Name() + "}"
+	if _, err := env.Redis.Push(key, "dead 0 lock:wake:{"+holder.Name()+"}:gone"); err != nil {
 		t.Fatal(err)
 	}
-	if err := recv(t, dead); !errors.Is(err, uncomplicated.ErrClosed) {
-		t.Fatalf("Lock() on the closed Client = %v; want ErrClosed", err)
-	}
+	next := mustNew(t, env.NewClient(), Order{1})
+	done := waitFor(t, env, context.Background(), next)
 	if n := len(queue(t, env, next)); n != 2 {
-		t.Fatalf("%d entries in the queue; want 2 (the dead one stays)", n)
+		t.Fatalf("%d entries in the queue; want 2", n)
 	}
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatalf("Unlock() = %v", err)
@@ -148,6 +143,26 @@ func TestWakeup_deadWaiterSkipped(t *testing.T) {
 	}
 	if f := next.Fence(); f != 3 {
 		t.Errorf("Fence() = %d; want 3 (one spent on the dead waiter)", f)
+	}
+	if q := queue(t, env, next); q != nil {
+		t.Errorf("queue = %q; want empty", q)
+	}
+}
+
+// A waiter stopped by Close leaves the queue on its way out.
+func TestWakeup_closedClientLeaves(t *testing.T) {
+	env, _, _ := stuck(t)
+	closing := env.NewClient()
+	m := mustNew(t, closing, Order{1})
+	quit := waitFor(t, env, context.Background(), m)
+	if err := closing.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, quit); !errors.Is(err, uncomplicated.ErrClosed) {
+		t.Fatalf("Lock() on the closed Client = %v; want ErrClosed", err)
+	}
+	if q := queue(t, env, m); q != nil {
+		t.Errorf("queue = %q; want empty", q)
 	}
 }
 
