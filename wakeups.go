@@ -32,6 +32,8 @@ const (
 	maxBackoff = 2 * time.Second
 	// subscribeBatch bounds the channels of one SUBSCRIBE on reconnection.
 	subscribeBatch = 1000
+	// pingEvery is how often the listening connection is PINGed.
+	pingEvery = time.Second
 )
 
 // wakeups is a Client's listening connection and its subscriptions.
@@ -234,6 +236,16 @@ func (w *wakeups) serve(conn redis.Conn) {
 	}
 	w.mu.Unlock()
 
+	var pings sync.WaitGroup
+	stop := make(chan struct{})
+	defer pings.Wait()
+	defer close(stop)
+	pings.Add(1)
+	go func() {
+		defer pings.Done()
+		w.keepAlive(stop)
+	}()
+
 	psc := redis.PubSubConn{Conn: conn}
 	for {
 		switch v := psc.ReceiveContext(w.ctx).(type) {
@@ -243,6 +255,26 @@ func (w *wakeups) serve(conn redis.Conn) {
 			w.confirm(v.Channel)
 		case error:
 			w.down()
+			return
+		}
+	}
+}
+
+// keepAlive PINGs the listening connection every pingEvery until stop is
+// closed, so that a pool's read timeout longer than that never passes on a
+// quiet connection.
+func (w *wakeups) keepAlive(stop <-chan struct{}) {
+	t := w.clock.Ticker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			w.mu.Lock()
+			if w.conn != nil {
+				w.send("PING")
+			}
+			w.mu.Unlock()
+		case <-stop:
 			return
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -447,4 +448,47 @@ func TestWakeup_closeDuringHandOff(t *testing.T) {
 			t.Fatalf("round %d: next waiter's Lock() = %v; want the lock", i, err)
 		}
 	}
+}
+
+// A pool whose connections time out reads keeps one listening connection:
+// its PINGs come more often than the timeout.
+func TestRedis_listenerOutlivesReadTimeout(t *testing.T) {
+	r := newRig(t)
+	pool := &redis.Pool{MaxIdle: 8, DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", redistest.Shared(t).Addr, redis.DialReadTimeout(1500*time.Millisecond))
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	holder := mustNew(t, r.client(), Order{1})
+	mustLock(t, holder)
+	c := uncomplicated.NewClient(pool, uncomplicated.WithPrefix(r.prefix), uncomplicated.WithTimeout(time.Hour))
+	t.Cleanup(func() { _ = c.Close() })
+	done := lockAsync(context.Background(), mustNew(t, c, Order{1}))
+	eventually(t, "listening", func() bool { return r.subscribers() == 1 })
+	before := r.subscriberIDs()
+	time.Sleep(4 * time.Second)
+	if after := r.subscriberIDs(); after != before {
+		t.Errorf("listening connection %s became %s; want it kept", before, after)
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// subscriberIDs lists the ids of the connections with subscriptions.
+func (r *rig) subscriberIDs() string {
+	r.t.Helper()
+	list, err := redis.String(r.do("CLIENT", "LIST"), nil)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var ids []string
+	for _, line := range strings.Split(list, "\n") {
+		if strings.Contains(line, " sub=") && !strings.Contains(line, " sub=0 ") {
+			ids = append(ids, strings.Fields(line)[0])
+		}
+	}
+	return strings.Join(ids, ",")
 }
