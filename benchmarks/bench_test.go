@@ -31,15 +31,7 @@ func BenchmarkUncontended(b *testing.B) {
 			l := lockers[0]
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel() // after the last Unlock: rueidislock ties holds to ctx
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := l.Lock(ctx); err != nil {
-					b.Fatal(err)
-				}
-				if err := l.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			lockUnlock(b, ctx, l)
 		})
 	}
 }
@@ -55,13 +47,17 @@ func BenchmarkUncontendedBackground(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
+	lockUnlock(b, context.Background(), m)
+}
+
+// lockUnlock is the benchmark loop: one Lock and one Unlock per op.
+func lockUnlock(b *testing.B, ctx context.Context, l locker) {
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := m.Lock(ctx); err != nil {
+		if err := l.Lock(ctx); err != nil {
 			b.Fatal(err)
 		}
-		if err := m.Unlock(ctx); err != nil {
+		if err := l.Unlock(ctx); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -61,7 +61,12 @@ func (e *env) calibrate() error {
 
 // commands returns the server's total_commands_processed.
 func (e *env) commands() (int64, error) {
-	v, err := e.info("stats", "total_commands_processed")
+	return e.infoInt("stats", "total_commands_processed")
+}
+
+// infoInt returns an integer field of an INFO section.
+func (e *env) infoInt(section, field string) (int64, error) {
+	v, err := e.info(section, field)
 	if err != nil {
 		return 0, err
 	}

@@ -215,11 +215,7 @@ func (e *env) sample(res *scaleResult) error {
 }
 
 func (e *env) usedMemory() (int64, error) {
-	v, err := e.info("memory", "used_memory")
-	if err != nil {
-		return 0, err
-	}
-	return strconv.ParseInt(v, 10, 64)
+	return e.infoInt("memory", "used_memory")
 }
 
 func (s *scaleResult) print(w io.Writer) {
