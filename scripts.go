@@ -6,7 +6,6 @@ import (
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -160,10 +159,6 @@ end
 return 0
 `)
 
-// errReply reports a reply the scripts cannot give: a Redis that is not
-// Redis, or a proxy that mangles replies.
-var errReply = errors.New("uncomplicated: unexpected reply from Redis")
-
 // A script is a Lua script with its SHA-1 and key count boxed once, so
 // that running it allocates only what its call needs.
 type script struct {
@@ -216,8 +211,8 @@ func do(ctx context.Context, conn redis.Conn, cmd string, args []any) (any, erro
 }
 
 var (
-	errNilConn   = errors.New("uncomplicated: Pool returned a nil connection")
-	errNoContext = errors.New("uncomplicated: Pool's connection does not implement redis.ConnWithContext")
+	errNilConn   = fmt.Errorf("%w: Pool returned a nil connection", ErrInvalidArgument)
+	errNoContext = fmt.Errorf("%w: Pool's connection does not implement redis.ConnWithContext", ErrInvalidArgument)
 )
 
 // anys converts tokens to script arguments.
@@ -239,7 +234,7 @@ type outcome struct {
 func parseOutcome(reply any) (outcome, error) {
 	r, ok := reply.([]any)
 	if !ok || len(r) != 2 {
-		return outcome{}, fmt.Errorf("%w: %T", errReply, reply)
+		return outcome{}, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
 	}
 	switch r[0] {
 	case int64(1):
@@ -251,7 +246,7 @@ func parseOutcome(reply any) (outcome, error) {
 			return outcome{holder: string(h)}, nil
 		}
 	}
-	return outcome{}, fmt.Errorf("%w: [%T %T]", errReply, r[0], r[1])
+	return outcome{}, fmt.Errorf("%w: [%T %T]", ErrUnexpectedReply, r[0], r[1])
 }
 
 // parseRelease reads the reply of releaseScript and leaveScript: whether
@@ -267,7 +262,7 @@ func parseRelease(reply any) (ok bool, next string, err error) {
 			return true, string(r), nil
 		}
 	}
-	return false, "", fmt.Errorf("%w: %T", errReply, reply)
+	return false, "", fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
 }
 
 // parseFlag reads the 1 or 0 of refreshScript.
@@ -278,7 +273,7 @@ func parseFlag(reply any) (bool, error) {
 	case int64(0):
 		return false, nil
 	}
-	return false, fmt.Errorf("%w: %T", errReply, reply)
+	return false, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
 }
 
 // newToken returns 16 random bytes, base64url: the secret that proves a

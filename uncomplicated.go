@@ -56,6 +56,10 @@ var (
 	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("uncomplicated: client closed")
+	// ErrUnexpectedReply: Redis answered something the scripts cannot
+	// return: a server that is not Redis 7 or later, or a proxy that
+	// mangles replies.
+	ErrUnexpectedReply = errors.New("uncomplicated: unexpected reply from Redis")
 )
 
 // lockError is an error with its own message that matches several others.
