@@ -21,12 +21,14 @@ var errLostReply = errors.New("connection reset by test")
 
 // faultPool hands out connections to a miniredis that misbehave on request.
 type faultPool struct {
-	pool *redis.Pool
-	drop atomic.Int32                  // commands still to drop before they are sent
-	lose atomic.Int32                  // commands still to lose the reply of
-	then atomic.Bool                   // a lost reply makes the next command drop
-	hang atomic.Pointer[chan struct{}] // when set, commands wait for it to close
-	hung chan struct{}                 // gets a value when a command starts to hang
+	pool   *redis.Pool
+	drop   atomic.Int32                  // commands still to drop before they are sent
+	lose   atomic.Int32                  // commands still to lose the reply of
+	then   atomic.Bool                   // a lost reply makes the next command drop
+	down   atomic.Bool                   // every command fails unsent
+	failed atomic.Int32                  // commands failed by down
+	hang   atomic.Pointer[chan struct{}] // when set, commands wait for it to close
+	hung   chan struct{}                 // gets a value when a command starts to hang
 }
 
 func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
@@ -77,6 +79,10 @@ func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	if c.p.down.Load() {
+		c.p.failed.Add(1)
+		return nil, errLostReply
 	}
 	if c.p.drop.CompareAndSwap(1, 0) {
 		return nil, errLostReply

@@ -120,9 +120,11 @@ func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
 	lost := m.signal()
 	m.mu.Unlock()
 	done, stopped := make(chan struct{}), make(chan struct{})
+	tick := m.cfg.clock.Ticker(m.cfg.every) // made here, so that it counts from Lock
 	go func() {
 		defer close(stopped)
-		if err := m.refreshUntil(ctx, lost, done); err != nil {
+		defer tick.Stop()
+		if err := m.refreshUntil(ctx, tick.C, lost, done); err != nil {
 			cancel(err)
 		}
 	}()
@@ -133,23 +135,19 @@ func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
 	}
 }
 
-// refreshUntil calls Refresh every cfg.every until done is closed. It
+// refreshUntil calls Refresh at every tick until done is closed. It
 // returns an error wrapping ErrLost when the hold is lost: a Refresh, or
 // another call, found it gone, or the lease ended before a Refresh got
 // through. A failed Refresh is tried again on the next tick.
-func (m *Mutex) refreshUntil(ctx context.Context, lost *signal, done <-chan struct{}) error {
-	clk := m.cfg.clock
+func (m *Mutex) refreshUntil(ctx context.Context, tick <-chan time.Time, lost *signal, done <-chan struct{}) error {
 	rctx := context.WithoutCancel(ctx) // fn may still run after ctx ends
 	for {
-		t := clk.Timer(m.cfg.every)
 		select {
 		case <-done:
-			t.Stop()
 			return nil
 		case <-lost.ch:
-			t.Stop()
 			return m.lostError("found lost while fn ran")
-		case <-t.C:
+		case <-tick:
 		}
 		left := m.leaseLeft()
 		if left <= 0 {
