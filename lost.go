@@ -28,6 +28,15 @@ func (s *signal) fire() {
 	}
 }
 
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // closed is the channel Lost returns when nothing is held.
 var closed = func() chan struct{} {
 	ch := make(chan struct{})

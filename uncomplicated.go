@@ -517,24 +517,22 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 	if err := m.Lock(ctx); err != nil {
 		return err
 	}
-	lost := m.Lost()
 	fctx, stop := ctx, func() {}
 	if m.cfg.every > 0 {
 		fctx, stop = m.refreshWhile(ctx)
 	}
 	defer func() {
 		stop()
+		m.mu.Lock()
+		lost := m.lost // made by whatever found the hold lost
+		m.mu.Unlock()
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 		if uerr := m.Unlock(uctx); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
-		select {
-		case <-lost:
-			if !errors.Is(err, ErrLost) {
-				err = errors.Join(err, m.lostError("lost while fn ran"))
-			}
-		default:
+		if lost != nil && isClosed(lost.ch) && !errors.Is(err, ErrLost) {
+			err = errors.Join(err, m.lostError("lost while fn ran"))
 		}
 	}()
 	return fn(fctx)
