@@ -303,3 +303,27 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// Do's Unlock ignores the cancellation of ctx but not its deadline: with
+// Redis hanging, Do returns soon after the deadline, not 5s later.
+func TestFault_doReturnsByDeadline(t *testing.T) {
+	fp, _ := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	var release func()
+	start := time.Now()
+	err := m.Do(ctx, func(ctx context.Context) error {
+		release = fp.hangNext()
+		<-ctx.Done()
+		return nil
+	})
+	took := time.Since(start)
+	release()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Do() = %v; want the Unlock's DeadlineExceeded", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("Do() returned %v after it began; want soon after its 100ms deadline", took)
+	}
+}

@@ -128,17 +128,21 @@ func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
 	m.mu.Lock()
 	lost := m.signal()
 	m.mu.Unlock()
+	// Refreshing goes on after ctx ends, as fn may still run, and a
+	// Refresh under way ends when fn returns.
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	done, stopped := make(chan struct{}), make(chan struct{})
 	tick := m.cfg.clock.Ticker(m.cfg.every) // made here, so that it counts from Lock
 	go func() {
 		defer close(stopped)
 		defer tick.Stop()
-		if err := m.refreshUntil(ctx, tick.C, lost, done); err != nil {
+		if err := m.refreshUntil(rctx, tick.C, lost, done); err != nil {
 			cancel(err)
 		}
 	}()
 	return fctx, func() {
 		close(done)
+		rcancel()
 		<-stopped
 		cancel(nil)
 	}
@@ -149,7 +153,6 @@ func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
 // another call, found it gone, or the lease ended before a Refresh got
 // through. A failed Refresh is tried again on the next tick.
 func (m *Mutex) refreshUntil(ctx context.Context, tick <-chan time.Time, lost *signal, done <-chan struct{}) error {
-	rctx := context.WithoutCancel(ctx) // fn may still run after ctx ends
 	for {
 		select {
 		case <-done:
@@ -163,7 +166,7 @@ func (m *Mutex) refreshUntil(ctx context.Context, tick <-chan time.Time, lost *s
 			lost.fire()
 			return m.lostError("the lease ended before a Refresh got through")
 		}
-		cctx, cancel := context.WithTimeout(rctx, left)
+		cctx, cancel := context.WithTimeout(ctx, left)
 		err := m.Refresh(cctx)
 		cancel()
 		switch {
