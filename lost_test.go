@@ -157,6 +157,7 @@ func TestWithAutoRefresh_invalid(t *testing.T) {
 		opts []uncomplicated.Option
 	}{
 		{"negative", []uncomplicated.Option{uncomplicated.WithAutoRefresh(-time.Second)}},
+		{"below a millisecond", []uncomplicated.Option{uncomplicated.WithAutoRefresh(time.Microsecond)}},
 		{"equal to the lease", []uncomplicated.Option{uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(time.Second)}},
 		{"above the timeout", []uncomplicated.Option{uncomplicated.WithTimeout(time.Second), uncomplicated.WithAutoRefresh(2 * time.Second)}},
 		{"without a lease", []uncomplicated.Option{uncomplicated.WithLease(0), uncomplicated.WithAutoRefresh(time.Second)}},
