@@ -145,12 +145,19 @@ func (w *waiter) queued() string {
 }
 
 // end stops listening and, unless the waiter got the lock, takes it out of
-// the queue, releasing the lock if a release has just handed it over.
+// the queue, releasing the lock if a release has just handed it over. The
+// Client remembers its token, so that a hand-off that reaches it after a
+// failed leave is released too.
 func (w *waiter) end(acquired bool) {
+	left := w.inQueue && !acquired
 	if w.l != nil {
-		w.l.close()
+		var gone *Mutex
+		if left {
+			gone = w.m
+		}
+		w.l.close(gone)
 	}
-	if w.inQueue && !acquired {
+	if left {
 		w.m.background(leaveScript, w.entry, w.token)
 	}
 }
