@@ -272,7 +272,7 @@ func TestHostile_invalidInput(t *testing.T) {
 			err := noPanic(t, tc.name, func() error { return tc.call(r.client, m) })
 			for _, w := range tc.want {
 				if !errors.Is(err, w) {
-					t.Errorf("error = %v; want %v", err, w)
+					t.Errorf("%s = %v; want %v", tc.name, err, w)
 				}
 			}
 			_ = r.client.Close() // waits for any clean-up the call started
@@ -293,6 +293,49 @@ func TestHostile_nilMutexNameFence(t *testing.T) {
 		if gotName != "" || gotFence != 0 {
 			t.Errorf("%s Mutex: Name(), Fence() = %q, %d; want \"\", 0", name, gotName, gotFence)
 		}
+	}
+}
+
+// Unlock from a goroutine other than the one that locked releases, as with
+// sync.Mutex: a hold belongs to the Mutex, not to a goroutine.
+func TestHostile_Unlock_otherGoroutine(t *testing.T) {
+	r := newHostileRig(t)
+	m := mustNew(t, r.client, Order{1})
+	mustLock(t, m)
+	done := make(chan error, 1)
+	go func() { done <- m.Unlock(context.Background()) }()
+	if err := recv(t, done); err != nil {
+		t.Errorf("Unlock() from another goroutine = %v; want nil", err)
+	}
+	if r.mr.Exists(m.Name()) {
+		t.Errorf("key %s left behind", m.Name())
+	}
+}
+
+// A 1 ns timeout: a waiter finds any holder stale on its first look, and
+// fails at once under Fail or takes over under TakeOver, without spinning.
+func TestHostile_tinyTimeout_contended(t *testing.T) {
+	for _, policy := range []uncomplicated.StalePolicy{uncomplicated.Fail, uncomplicated.TakeOver} {
+		t.Run(policy.String(), func(t *testing.T) {
+			r := newHostileRig(t)
+			holder := mustNew(t, r.client, Order{1}, uncomplicated.WithLease(0))
+			mustLock(t, holder)
+			other := uncomplicated.NewClient(r.pool) // another process
+			t.Cleanup(func() { _ = other.Close() })
+			waiter := mustNew(t, other, Order{1},
+				uncomplicated.WithTimeout(1), uncomplicated.WithStalePolicy(policy))
+			before := r.snapshot()
+			err := callWithin(t, "Lock", 2*time.Second, waiter.Lock)
+			if policy == uncomplicated.Fail && !errors.Is(err, uncomplicated.ErrStale) {
+				t.Errorf("Lock() = %v; want ErrStale", err)
+			}
+			if policy == uncomplicated.TakeOver && (err != nil || waiter.Fence() != 2) {
+				t.Errorf("Lock() = %v, fence %d; want nil, 2", err, waiter.Fence())
+			}
+			if n := r.snapshot().commands - before.commands; n > 10 {
+				t.Errorf("Lock() sent %d commands; want a few", n)
+			}
+		})
 	}
 }
 
