@@ -57,8 +57,10 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 				}
 				return nil
 			}
-			// Another waiter took it over first: a new holder to watch.
-			p.watch(out.holder, now)
+			// Another waiter took it over first: a new holder to watch,
+			// with patience restarted even if the reply names the same
+			// token, which only a server that is not Redis gives.
+			p = patience{holder: out.holder, since: now, seen: true}
 		}
 		fence, err := m.sleep(ctx, obs, &w, m.cfg.timeout-p.age(now))
 		if err != nil {

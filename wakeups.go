@@ -274,10 +274,22 @@ func (w *wakeups) serve(conn redis.Conn) {
 		case redis.Subscription:
 			w.confirm(v.Channel)
 		case error:
+			if conn.Err() == nil { // a reply that is not pub/sub: end the connection
+				poison(conn)
+			}
 			w.down()
 			return
 		}
 	}
+}
+
+// poison ends conn, so that returning it to the pool does not wait for
+// the end of its subscriptions: redigo ends a connection whose ctx has
+// already expired, and its pool then drops it.
+func poison(conn redis.Conn) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	_, _ = conn.(redis.ConnWithContext).ReceiveContext(ctx)
 }
 
 // keepAlive PINGs the listening connection every pingEvery until stop is
