@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/benbjohnson/clock"
 )
 
 // A lease lock can be lost while its holder still runs: the lease ends
@@ -107,10 +109,14 @@ func (m *Mutex) verify(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	m.mu.Lock()
-	if m.gen == gen {
+	current := m.gen == gen
+	if current {
 		m.signal().fire()
 	}
 	m.mu.Unlock()
+	if current {
+		m.c.unwatch(m) // nothing more to find out
+	}
 	return false, nil
 }
 
@@ -125,8 +131,9 @@ func (m *Mutex) lostError(why string) error {
 
 // refreshWhile starts auto-refresh for Do's hold. It returns fn's ctx,
 // cancelled with an ErrLost cause when the hold is lost, and stop, which
-// ends the refreshing and waits for it.
-func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
+// ends the refreshing, waits for it, and returns what it panicked with, if
+// it did (a Pool's panic), for Do to panic with once the lock is released.
+func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func() any) {
 	fctx, cancel := context.WithCancelCause(ctx)
 	m.mu.Lock()
 	lost := m.signal()
@@ -135,33 +142,52 @@ func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
 	// Refresh under way ends when fn returns.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	done, stopped := make(chan struct{}), make(chan struct{})
-	tick := m.cfg.clock.Ticker(m.cfg.every) // made here, so that it counts from Lock
+	// Made here, so that they count from Lock.
+	tick := m.cfg.clock.Ticker(m.cfg.every)
+	expiry := m.cfg.clock.Timer(m.leaseLeft())
+	var panicked any
 	go func() {
 		defer close(stopped)
 		defer tick.Stop()
-		if err := m.refreshUntil(rctx, tick.C, lost, done); err != nil {
+		defer expiry.Stop()
+		defer func() {
+			if r := recover(); r != nil {
+				panicked = r
+				cancel(fmt.Errorf("uncomplicated: %s: auto-refresh panicked: %v", m.name, r))
+			}
+		}()
+		if err := m.refreshUntil(rctx, tick.C, expiry, lost, done); err != nil {
 			cancel(err)
 		}
 	}()
-	return fctx, func() {
+	return fctx, func() any {
 		close(done)
 		rcancel()
 		<-stopped
 		cancel(nil)
+		return panicked
 	}
 }
 
 // refreshUntil calls Refresh at every tick until done is closed. It
 // returns an error wrapping ErrLost when the hold is lost: a Refresh, or
-// another call, found it gone, or the lease ended before a Refresh got
-// through. A failed Refresh is tried again on the next tick.
-func (m *Mutex) refreshUntil(ctx context.Context, tick <-chan time.Time, lost *signal, done <-chan struct{}) error {
+// another call, found it gone, or the lease ended (expiry fires at its
+// end, as far as the last Refresh that got through tells) before a Refresh
+// got through. A failed Refresh is tried again on the next tick.
+func (m *Mutex) refreshUntil(ctx context.Context, tick <-chan time.Time, expiry *clock.Timer, lost *signal, done <-chan struct{}) error {
 	for {
 		select {
 		case <-done:
 			return nil
 		case <-lost.ch:
 			return m.lostError("found lost while fn ran")
+		case <-expiry.C:
+			if left := m.leaseLeft(); left > 0 { // a Refresh got through meanwhile
+				expiry.Reset(left)
+				continue
+			}
+			lost.fire()
+			return m.lostError("the lease ended before a Refresh got through")
 		case <-tick:
 		}
 		left := m.leaseLeft()

@@ -3,6 +3,8 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -225,7 +227,8 @@ func TestMutex_Do_autoRefreshFindsLoss(t *testing.T) {
 }
 
 // When no refresh gets through, fn's ctx is cancelled as the lease ends,
-// not before: the key has surely expired by then.
+// not before (the key has surely expired by then) and not at the next
+// tick.
 func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 	fp, mr := newFaultPool(t)
 	mock := clock.NewMock()
@@ -242,11 +245,12 @@ func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 			eventually(t, "refresh tried", func() bool { return fp.failed.Load() > 0 })
 			fp.failed.Store(0)
 		}
+		mock.Add(99 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // time for a wrong cancellation to show
 		if ctx.Err() != nil {
-			t.Fatalf("fn's ctx ended at 900ms of a 1s lease: %v", context.Cause(ctx))
+			t.Fatalf("fn's ctx ended at 999ms of a 1s lease: %v", context.Cause(ctx))
 		}
-		mock.Add(100 * time.Millisecond)
-		mock.Add(200 * time.Millisecond)
+		mock.Add(time.Millisecond) // the lease ends, between two ticks
 		eventually(t, "cancelled", func() bool { return ctx.Err() != nil })
 		if cause := context.Cause(ctx); !errors.Is(cause, uncomplicated.ErrLost) {
 			t.Errorf("context.Cause(fn's ctx) = %v; want ErrLost", cause)
@@ -255,5 +259,124 @@ func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 	})
 	if !errors.Is(err, uncomplicated.ErrLost) {
 		t.Errorf("Do() = %v; want ErrLost", err)
+	}
+}
+
+// A finding about an earlier hold leaves the next hold's Lost channel
+// alone: here Held and Refresh of the first hold hang until the Mutex
+// holds the lock again.
+func TestMutex_lostFound_earlierHold(t *testing.T) {
+	for _, call := range []string{"Held", "Refresh"} {
+		t.Run(call, func(t *testing.T) {
+			fp, mr := newFaultPool(t)
+			m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+			mustLock(t, m)
+			release := fp.hangNext()
+			done := make(chan error, 1)
+			go func() {
+				if call == "Held" {
+					_, err := m.Held(context.Background())
+					done <- err
+				} else {
+					done <- m.Refresh(context.Background())
+				}
+			}()
+			<-fp.hung
+			fp.hang.Store(nil) // only the call above hangs
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+			defer cancel()
+			if err := m.Unlock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Unlock() = %v; want DeadlineExceeded while %s hangs", err, call)
+			}
+			mr.Del(m.Name())
+			mustLock(t, m)
+			second := m.Lost()
+			release()
+			_ = recv(t, done)
+			if isClosed(second) {
+				t.Errorf("the second hold's Lost channel closed by the first hold's %s", call)
+			}
+		})
+	}
+}
+
+// Do returns at its deadline while fn overran it, and its release goes on
+// in the background: the lock does not wait for its lease.
+func TestMutex_Do_overrunReleased(t *testing.T) {
+	env := uncomplicatedtest.New(t, uncomplicated.WithLease(0))
+	m := mustNew(t, env.Client, Order{1})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	err := m.Do(ctx, func(context.Context) error {
+		time.Sleep(100 * time.Millisecond) // ignores its ctx
+		return nil
+	})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Do() = %v; want DeadlineExceeded", err)
+	}
+	eventually(t, "the lock released", func() bool { return !env.Redis.Exists(m.Name()) })
+}
+
+// Do returns as soon as fn does, ending a Refresh under way.
+func TestMutex_Do_stopsRefreshUnderWay(t *testing.T) {
+	fp, mr := newFaultPool(t)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	mr.SetTime(mock.Now())
+	client := uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Minute),
+		uncomplicated.WithAutoRefresh(time.Second))
+	m := mustNew(t, client, Order{1})
+	var release func()
+	start := time.Now()
+	err := m.Do(context.Background(), func(ctx context.Context) error {
+		release = fp.hangNext()
+		mock.Add(time.Second)
+		<-fp.hung
+		fp.hang.Store(nil) // only the Refresh hangs
+		return nil
+	})
+	took := time.Since(start)
+	release()
+	if err != nil {
+		t.Errorf("Do() = %v; want nil", err)
+	}
+	if took > 5*time.Second {
+		t.Errorf("Do() returned after %v; want at once when fn returns", took)
+	}
+	if mr.Exists(m.Name()) {
+		t.Errorf("key %s left behind", m.Name())
+	}
+}
+
+// A Pool that panics during auto-refresh: fn's ctx is cancelled, the lock
+// is released, and Do then panics with the Pool's panic.
+func TestMutex_Do_autoRefreshPanics(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	var panics atomic.Bool
+	client := uncomplicated.NewClient(panicPool{&panics, env}, uncomplicated.WithClock(env.Clock),
+		uncomplicated.WithTimeout(time.Minute), uncomplicated.WithAutoRefresh(time.Second))
+	t.Cleanup(func() { _ = client.Close() })
+	m := mustNew(t, client, Order{1})
+	var cause error
+	recovered := func() (r any) {
+		defer func() { r = recover() }()
+		_ = m.Do(context.Background(), func(ctx context.Context) error {
+			panics.Store(true)
+			env.Clock.Add(time.Second)
+			eventually(t, "cancelled", func() bool { return ctx.Err() != nil })
+			cause = context.Cause(ctx)
+			panics.Store(false)
+			return nil
+		})
+		return nil
+	}()
+	if recovered != "pool panics" {
+		t.Errorf("Do() panicked with %v; want the Pool's panic", recovered)
+	}
+	if cause == nil || !strings.Contains(cause.Error(), "panicked") {
+		t.Errorf("context.Cause(fn's ctx) = %v; want the panic", cause)
+	}
+	if env.Redis.Exists(m.Name()) {
+		t.Errorf("key %s left behind", m.Name())
 	}
 }

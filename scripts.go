@@ -65,7 +65,8 @@ end
 // (again, unless the entry is still there); with "r", or "x" (in the queue
 // but not listening), a success removes it.
 // Replies {1, fence} when the lock is ours, also when a release has just
-// handed it to us, and {0, holder's token} when it is taken. A fence counter
+// handed it to us (then the lease restarts, so that it starts after the
+// caller sent the attempt), and {0, holder's token} when it is taken. A fence counter
 // that is not an integer undoes the SET and fails.
 var acquireScript = newScript(3, `
 local cur
@@ -75,6 +76,9 @@ else
   cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 end
 if cur == ARGV[1] then
+  if ARGV[2] ~= '0' then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
   return {1, tonumber(redis.call('GET', KEYS[2]))}
 end
 if cur then

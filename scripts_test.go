@@ -292,3 +292,31 @@ func queued(t *testing.T, conn redis.Conn) []string {
 	}
 	return tokens
 }
+
+// An attempt that finds the lock already ours (handed over before the
+// attempt, its wake-up missed) restarts the lease, so that the lease the
+// caller counts from before its attempt is never longer than Redis's.
+func TestAcquireScript_oursRestartsLease(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn, err := pool.GetContext(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			must(t, conn, "FLUSHALL")
+			must(t, conn, "SET", "fence", 7)
+			must(t, conn, "SET", "lock", "mine", "PX", 100)
+			reply, err := acquireScript.Do(conn, "lock", "fence", "queue", "mine", 60000, "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := parseOutcome(reply); err != nil || got.fence != 7 {
+				t.Errorf("attempt = %+v, %v; want fence 7", got, err)
+			}
+			if ttl, _ := redis.Int64(conn.Do("PTTL", "lock")); ttl < 59000 {
+				t.Errorf("PTTL = %dms; want the lease restarted, about 60000ms", ttl)
+			}
+		})
+	}
+}

@@ -22,7 +22,7 @@ import (
 func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 	w := waiter{m: m, token: newToken()}
 	w.listenIfReady()
-	defer func() { w.end(err == nil) }()
+	defer func() { w.end(ctx, err == nil) }()
 	var p patience
 	for {
 		w.drain()
@@ -150,7 +150,7 @@ func (w *waiter) queued() string {
 // the queue, releasing the lock if a release has just handed it over. The
 // Client remembers its token, so that a hand-off that reaches it after a
 // failed leave is released too.
-func (w *waiter) end(acquired bool) {
+func (w *waiter) end(ctx context.Context, acquired bool) {
 	left := w.inQueue && !acquired
 	if w.l != nil {
 		var gone *Mutex
@@ -160,7 +160,7 @@ func (w *waiter) end(acquired bool) {
 		w.l.close(gone)
 	}
 	if left {
-		w.m.background(leaveScript, w.entry, w.token)
+		w.m.background(ctx, leaveScript, w.entry, w.token)
 	}
 }
 

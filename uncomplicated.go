@@ -370,14 +370,22 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	err := m.unlock(ctx)
+	return m.unlockReporting(ctx, false)
+}
+
+// unlockReporting is Unlock after its checks; see unlock for later.
+func (m *Mutex) unlockReporting(ctx context.Context, later bool) error {
+	err := m.unlock(ctx, later)
 	if m.c.closed() {
 		err = errors.Join(fmt.Errorf("%w: %s: Unlock after Close", ErrClosed, m.name), err)
 	}
 	return err
 }
 
-func (m *Mutex) unlock(ctx context.Context) error {
+// unlock ends the hold and releases the lock. With later, a release that
+// ctx ended before it was sent, or before its reply came, is made again in
+// the background.
+func (m *Mutex) unlock(ctx context.Context, later bool) error {
 	opErr := m.takeOp(ctx)
 	m.mu.Lock()
 	tokens, lost := m.tokens, m.lost
@@ -397,11 +405,17 @@ func (m *Mutex) unlock(ctx context.Context) error {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
 	}
 	if opErr != nil {
+		if later {
+			m.background(ctx, releaseScript, tokens...)
+		}
 		return m.redisError(ctx, opErr)
 	}
 	err := m.release(ctx, tokens)
-	if errors.Is(err, ErrLost) {
+	switch {
+	case errors.Is(err, ErrLost):
 		lost.fire()
+	case err != nil && later && m.ctxErr(ctx) != nil:
+		m.background(ctx, releaseScript, tokens...)
 	}
 	return err
 }
@@ -478,6 +492,7 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 	case !ok:
 		if current {
 			m.signal().fire()
+			m.c.unwatch(m)
 		}
 		return m.lostError("expired or taken over")
 	}
@@ -531,7 +546,8 @@ func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 // refreshed while fn runs, and fn's ctx is cancelled when the lock is
 // lost. The Unlock ignores ctx's cancellation, so that a lock is released
 // even when fn returned because ctx ended, but it ends 50ms after ctx's
-// deadline, if ctx has one, and after 5s otherwise. Do returns Lock's error without
+// deadline, if ctx has one, and after 5s otherwise; a release cut short
+// then goes on in the background, as far as Client.Close. Do returns Lock's error without
 // running fn, or fn's error joined with Unlock's. When the lock was lost
 // while fn ran, the error wraps ErrLost, also when fn returned nil.
 func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err error) {
@@ -544,18 +560,21 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 	if err := m.Lock(ctx); err != nil {
 		return err
 	}
-	fctx, stop := ctx, func() {}
+	fctx, stop := ctx, func() any { return nil }
 	if m.cfg.every > 0 {
 		fctx, stop = m.refreshWhile(ctx)
 	}
 	defer func() {
-		stop()
+		panicked := stop()
+		if panicked != nil {
+			defer panic(panicked) // the Pool's, once the lock is released
+		}
 		m.mu.Lock()
 		lost := m.lost // made by whatever found the hold lost
 		m.mu.Unlock()
 		uctx, cancel := releaseContext(ctx)
 		defer cancel()
-		if uerr := m.Unlock(uctx); uerr != nil {
+		if uerr := m.unlockReporting(uctx, true); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
 		if lost != nil && isClosed(lost.ch) && !errors.Is(err, ErrLost) {
@@ -613,7 +632,7 @@ func (m *Mutex) resolve(ctx context.Context, token, entry, queue string, lost er
 	if err == nil {
 		return out, nil
 	}
-	m.background(releaseScript, token)
+	m.background(ctx, releaseScript, token)
 	return outcome{}, errors.Join(lost, err)
 }
 
@@ -644,17 +663,15 @@ func (m *Mutex) flag(ctx context.Context, s *script, keys []any, args ...any) (b
 }
 
 // background runs releaseScript or leaveScript on the lock's keys with
-// args, bounded by releaseTimeout: it releases what a lost acquisition may
-// have got, or takes a waiter that gave up out of the queue (a release may
-// have just handed it the lock). It runs in a goroutine that Close waits
-// for; once Close has begun, in the caller's, which is then returning.
-func (m *Mutex) background(s *script, args ...string) {
+// args: it releases what a lost acquisition, or a Do that ran out of time,
+// may have left, or takes a waiter that gave up out of the queue (a release
+// may have just handed it the lock). It runs in a goroutine that Close
+// waits for, bounded by releaseTimeout; a Pool that panics there ends the
+// clean-up, not the process. Once Close has begun, it runs in the caller's
+// goroutine instead, which is then returning, bounded by the deadline of
+// ctx as Do's release is.
+func (m *Mutex) background(ctx context.Context, s *script, args ...string) {
 	c := m.c
-	run := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		_, _, _ = c.eval(ctx, s, m.keys[:], anys(args)...)
-	}
 	c.mu.Lock()
 	closing := c.closing
 	if !closing {
@@ -662,12 +679,17 @@ func (m *Mutex) background(s *script, args ...string) {
 	}
 	c.mu.Unlock()
 	if closing {
-		run()
+		rctx, cancel := releaseContext(ctx)
+		defer cancel()
+		_, _, _ = c.eval(rctx, s, m.keys[:], anys(args)...)
 		return
 	}
 	go func() {
 		defer c.cleanups.Done()
-		run()
+		defer func() { _ = recover() }()
+		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		_, _, _ = c.eval(rctx, s, m.keys[:], anys(args)...)
 	}()
 }
 

@@ -73,7 +73,8 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 }
 
 // checkRestart reads the run_id and, when it differs from the last one
-// seen, checks the holds of ms. A Pool that panics counts as an error: no
+// seen or none was seen yet, checks the holds of ms, until every check
+// succeeds. A Pool that panics counts as an error: no
 // caller could receive the panic.
 func (c *Client) checkRestart(ms []*Mutex) {
 	defer func() { _ = recover() }()
@@ -85,14 +86,20 @@ func (c *Client) checkRestart(ms []*Mutex) {
 	}
 	c.mu.Lock()
 	seen := c.serverID
-	c.serverID = id
 	c.mu.Unlock()
-	if seen == "" || seen == id {
+	if seen == id {
 		return
 	}
+	// A new run_id, or the first: Redis may have restarted since the holds
+	// began. The run_id counts as seen once every hold has been checked.
 	for _, m := range ms {
-		_, _ = m.verify(ctx)
+		if _, err := m.verify(ctx); err != nil {
+			return
+		}
 	}
+	c.mu.Lock()
+	c.serverID = id
+	c.mu.Unlock()
 }
 
 // runID returns the server's run_id, or "" when Redis cannot tell.
