@@ -1,0 +1,181 @@
+package main
+
+import (
+	"slices"
+	"strings"
+)
+
+// A span is a critical section's access to the store on the time line:
+// from its READ (or its start, when it has none) to its WRITE (or its end:
+// Do's return, or the kill of its process).
+type span struct {
+	h          *hold
+	start, end int64 // Unix nanoseconds
+	written    bool  // its WRITE was accepted
+}
+
+// spans returns the record's critical sections by lock name, each sorted
+// by start. A section whose worker ended without reporting its end (killed
+// at the grace period) ends at the run's end.
+func (r *record) spans() map[string][]span {
+	byKey := map[string][]span{}
+	for _, h := range r.Sections {
+		s := span{h: h, start: h.enter.Enter, end: r.End.UnixNano()}
+		if t, ok := r.Kills[h.enter.Pid]; ok && h.rec == nil {
+			s.end = t.UnixNano()
+		}
+		if rec := h.rec; rec != nil {
+			if rec.ReadAt > 0 {
+				s.start = rec.ReadAt
+			}
+			s.end = rec.Exit
+			if rec.WriteAt > 0 {
+				s.end = rec.WriteAt
+			}
+			s.written = rec.Write == accepted
+		}
+		byKey[h.enter.Key] = append(byKey[h.enter.Key], s)
+	}
+	for _, ss := range byKey {
+		slices.SortFunc(ss, func(a, b span) int { return cmp64(a.start, b.start) })
+	}
+	return byKey
+}
+
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// overlaps counts the pairs of critical sections of one lock whose spans
+// overlap: fenced when the fence stopped at least one of the two from
+// writing (or its process died first), unfenced when both writes were
+// accepted.
+func (r *record) overlaps() (fenced, unfenced int) {
+	for _, ss := range r.spans() {
+		for i, a := range ss {
+			for _, b := range ss[i+1:] {
+				if b.start >= a.end {
+					break
+				}
+				if a.written && b.written {
+					unfenced++
+				} else {
+					fenced++
+				}
+			}
+		}
+	}
+	return fenced, unfenced
+}
+
+// stopFigures are what became of the critical sections open when their
+// process was stopped.
+type stopFigures struct {
+	Holders      int // sections open at a SIGSTOP
+	TakenOver    int // ... of which another section of the lock began during the stop
+	LateRejected int // ... whose READ or WRITE after the SIGCONT the fence rejected
+	LateAccepted int // ... taken over, whose WRITE after the SIGCONT was accepted: must be 0
+	NotHeld      int // ... whose Unlock returned ErrNotHeld
+}
+
+// stopped analyses the stop faults.
+func (r *record) stopped() stopFigures {
+	var f stopFigures
+	spans := r.spans()
+	for _, st := range r.Stops {
+		from, to := st.from.UnixNano(), st.to.UnixNano()
+		for _, h := range r.Sections {
+			if h.enter.Pid != st.pid || h.enter.Enter > from || h.rec == nil || h.rec.Exit < from {
+				continue
+			}
+			f.Holders++
+			rec := h.rec
+			other := false
+			for _, s := range spans[h.enter.Key] {
+				if s.h.enter.Pid != st.pid && s.h.enter.Enter >= from && s.h.enter.Enter <= to {
+					other = true
+					break
+				}
+			}
+			if other {
+				f.TakenOver++
+			}
+			switch {
+			case rec.Read == rejected && rec.ReadAt >= to, rec.Write == rejected && rec.WriteAt >= to:
+				f.LateRejected++
+			case rec.Write == accepted && rec.WriteAt >= to && other:
+				f.LateAccepted++
+			}
+			if strings.HasPrefix(rec.Unlock, "ErrNotHeld") {
+				f.NotHeld++
+			}
+		}
+	}
+	return f
+}
+
+// lateCalls splits the late calls into those a stop of their own process
+// explains (its clock ran on while it could not) and the others.
+func (r *record) lateCalls() (late, excused []event) {
+	for _, e := range r.Late {
+		if r.stoppedDuring(e.Pid, e.Enter, e.Ret) {
+			excused = append(excused, e)
+		} else {
+			late = append(late, e)
+		}
+	}
+	return late, excused
+}
+
+// stoppedDuring reports whether pid was stopped at some time in [from, to].
+func (r *record) stoppedDuring(pid int, from, to int64) bool {
+	for _, st := range r.Stops {
+		if st.pid == pid && st.from.UnixNano() <= to && st.to.Add(lateSlack).UnixNano() >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// counts sums the sections' outcomes.
+type counts struct {
+	Started, Completed, Killed            int
+	ReadRejected, WriteRejected, Accepted int
+	LostBeforeWrite, StoreFailed          int
+	LostSeen                              int
+}
+
+func (r *record) counts() counts {
+	var n counts
+	for _, h := range r.Sections {
+		n.Started++
+		rec := h.rec
+		if rec == nil {
+			n.Killed++
+			continue
+		}
+		n.Completed++
+		switch {
+		case rec.Read == rejected:
+			n.ReadRejected++
+		case rec.Read == failed, rec.Write == failed:
+			n.StoreFailed++
+		case rec.Write == rejected:
+			n.WriteRejected++
+		case rec.Write == accepted:
+			n.Accepted++
+		case rec.Write == lostCtx:
+			n.LostBeforeWrite++
+		}
+		if rec.LostSeen {
+			n.LostSeen++
+		}
+	}
+	return n
+}
