@@ -26,6 +26,7 @@ type options struct {
 	Verbose                 bool
 	Log                     io.Writer // progress lines with Verbose; nil: none
 	Exe                     string    // the binary that runs as a worker
+	Trace                   io.Writer // every worker event, as received; nil: none
 }
 
 // A coordinator runs the servers, the proxy and the workers, injects the
@@ -178,6 +179,9 @@ func (c *coordinator) read(p *proc, stdout io.Reader) {
 		}
 		c.mu.Lock()
 		c.rec.add(e)
+		if c.opts.Trace != nil {
+			fmt.Fprintf(c.opts.Trace, "%s\n", sc.Bytes())
+		}
 		c.mu.Unlock()
 	}
 	_, _ = io.Copy(io.Discard, stdout)

@@ -56,8 +56,9 @@ func (c *coordinator) injectUntil(end time.Time) {
 	for {
 		gap := c.opts.Timeout/2 + time.Duration(c.rng.Int64N(int64(c.opts.Timeout)))
 		// A fault takes up to 2 timeouts, and its effects settle within
-		// budget: leave that much of the run without a new fault.
-		if time.Now().Add(gap + 2*c.opts.Timeout + budget(c.opts.Timeout)).After(end) {
+		// budget: leave that much of the run without a new fault, once
+		// every kind has had its turn.
+		if len(first) == 0 && time.Now().Add(gap+2*c.opts.Timeout+budget(c.opts.Timeout)).After(end) {
 			return
 		}
 		time.Sleep(gap)
@@ -89,6 +90,7 @@ func (c *coordinator) inject(kind string) error {
 	case faultReset:
 		c.logf("reset: close every connection")
 		c.proxy.Reset()
+		c.trace(`{"ev":"fault","kind":"reset"}`)
 	case faultBlackhole:
 		c.logf("blackhole for %v", t+t/2)
 		c.proxy.Blackhole(true)
@@ -195,4 +197,13 @@ func (c *coordinator) expire() error {
 		}
 	}
 	return fmt.Errorf("no held key found to expire")
+}
+
+// trace writes a line to the trace, if any.
+func (c *coordinator) trace(line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts.Trace != nil {
+		fmt.Fprintf(c.opts.Trace, "%s\n", line)
+	}
 }

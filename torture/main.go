@@ -29,7 +29,17 @@ func main() {
 	flag.Uint64Var(&opts.Seed, "seed", 0, "random seed (default: from the time, printed)")
 	faults := flag.String("faults", "all", "fault kinds: all, none, or a comma list of "+faultList(faultKinds))
 	flag.BoolVar(&opts.Verbose, "v", false, "log each fault to stderr")
+	trace := flag.String("trace", "", "write every worker event to this file")
 	flag.Parse()
+	if *trace != "" {
+		f, err := os.Create(*trace)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "torture:", err)
+			os.Exit(2)
+		}
+		defer f.Close()
+		opts.Trace = f
+	}
 
 	var err error
 	if opts.Faults, err = parseFaults(*faults); err != nil {
