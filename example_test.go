@@ -142,5 +142,5 @@ func Example_takeOver() {
 	// hung worker holds fence 1
 	// Fail: true
 	// TakeOver: next worker holds fence 2
-	// hung worker's Unlock: uncomplicated: lock not held: lock:uncomplicated_test.Order:42: expired or taken over
+	// hung worker's Unlock: uncomplicated: lock lost: lock:uncomplicated_test.Order:42: expired or taken over
 }

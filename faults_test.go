@@ -24,6 +24,7 @@ type faultPool struct {
 	pool *redis.Pool
 	drop atomic.Int32                  // commands still to drop before they are sent
 	lose atomic.Int32                  // commands still to lose the reply of
+	then atomic.Bool                   // a lost reply makes the next command drop
 	hang atomic.Pointer[chan struct{}] // when set, commands wait for it to close
 	hung chan struct{}                 // gets a value when a command starts to hang
 }
@@ -82,20 +83,58 @@ func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any
 	}
 	reply, err := c.ConnWithContext.DoContext(ctx, cmd, args...)
 	if err == nil && c.p.lose.CompareAndSwap(1, 0) {
+		if c.p.then.CompareAndSwap(true, false) {
+			c.p.drop.Store(1)
+		}
 		return nil, errLostReply
 	}
 	return reply, err
 }
 
-// An acquisition whose reply is lost after the script ran leaves no key
-// behind: the Client deletes it, if it still holds our token, and Close
-// waits for that.
+// An acquisition whose reply is lost after the script ran is resolved by
+// asking Redis again with the same token: the lock is ours, with the fence
+// the lost reply carried.
 func TestFault_lostAcquireReply(t *testing.T) {
+	for _, try := range []string{"Lock", "TryLock"} {
+		t.Run(try, func(t *testing.T) {
+			fp, mr := newFaultPool(t)
+			m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+			fp.loseNextReply()
+			var err error
+			if try == "Lock" {
+				err = m.Lock(context.Background())
+			} else {
+				var ok bool
+				if ok, err = m.TryLock(context.Background()); !ok && err == nil {
+					t.Fatalf("TryLock() = false, nil; want true")
+				}
+			}
+			if err != nil {
+				t.Fatalf("%s() = %v; want nil: the lost reply is resolved", try, err)
+			}
+			if held, err := m.Held(context.Background()); !held || err != nil || m.Fence() != 1 {
+				t.Errorf("Held() = %v, %v, Fence() = %d; want true, nil, 1", held, err, m.Fence())
+			}
+			if err := m.Unlock(context.Background()); err != nil {
+				t.Errorf("Unlock() = %v; want nil", err)
+			}
+			if mr.Exists(m.Name()) {
+				t.Errorf("key %s left behind", m.Name())
+			}
+		})
+	}
+}
+
+// When the question that would resolve a lost reply fails too, Lock fails
+// and leaves no key behind: the Client deletes it, if it still holds our
+// token, and Close waits for that.
+func TestFault_lostAcquireReply_unresolved(t *testing.T) {
 	for _, try := range []string{"Lock", "TryLock"} {
 		t.Run(try, func(t *testing.T) {
 			fp, mr := newFaultPool(t)
 			client := uncomplicated.NewClient(fp)
 			m := mustNew(t, client, Order{1})
+			fp.then.Store(true)
 			fp.loseNextReply()
 			var err error
 			if try == "Lock" {

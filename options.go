@@ -65,6 +65,7 @@ type config struct {
 	clock    clock.Clock
 	logger   *slog.Logger
 	prefix   string
+	every    time.Duration // auto-refresh period of Do; 0 means off
 }
 
 func defaults() config {
@@ -138,6 +139,16 @@ func WithPrefix(s string) Option {
 	return func(c *config) { c.prefix = s }
 }
 
+// WithAutoRefresh makes Do call Refresh every d while fn runs, so that a
+// long fn keeps its lock and waiters see it busy rather than stuck. When a
+// Refresh finds the lock gone, or the lease has surely ended because no
+// Refresh got through, Do cancels fn's ctx with a cause wrapping ErrLost and
+// returns an error wrapping ErrLost. Default 0: off. It needs a lease: d
+// must be positive and below it.
+func WithAutoRefresh(d time.Duration) Option {
+	return func(c *config) { c.every = d }
+}
+
 // build applies opts over the defaults and checks the result.
 func build(opts []Option) (config, error) {
 	cfg := defaults()
@@ -164,6 +175,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: unknown stale policy %v", ErrInvalidArgument, c.policy)
 	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
 		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
+	case c.every < 0 || c.every > 0 && c.every >= c.lease:
+		return fmt.Errorf("%w: auto-refresh period must be positive and below the lease %v, got %v", ErrInvalidArgument, c.lease, c.every)
 	}
 	return nil
 }

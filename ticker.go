@@ -27,12 +27,13 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 	for {
 		w.drain()
 		queue := w.queue()
+		from := m.cfg.clock.Now()
 		out, err := m.acquire(ctx, w.token, w.entry, queue)
 		if err != nil {
 			return m.gaveUp(ctx, err)
 		}
 		if out.fence > 0 {
-			m.acquired(ctx, w.token, out.fence, false)
+			m.acquired(ctx, w.token, out.fence, from, false)
 			return nil
 		}
 		w.listen()
@@ -50,7 +51,7 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 			}
 			if out.fence > 0 {
 				w.inQueue = false
-				m.hold(w.token, out.fence)
+				m.hold(w.token, out.fence, from)
 				if m.logs(ctx) {
 					m.debug(ctx, "lock taken over", slog.Duration("age", age), slog.Uint64("fence", out.fence))
 				}
@@ -65,7 +66,7 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 		}
 		if fence > 0 {
 			w.inQueue = false
-			m.acquired(ctx, w.token, fence, true)
+			m.acquired(ctx, w.token, fence, from, true) // handed over after the last attempt began
 			return nil
 		}
 	}

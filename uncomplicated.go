@@ -30,7 +30,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
@@ -48,6 +47,11 @@ var (
 	// ErrNotHeld: Unlock or Refresh found that the lock is not ours: never
 	// locked, already unlocked, expired, taken over or overwritten.
 	ErrNotHeld = errors.New("uncomplicated: lock not held")
+	// ErrLost: a hold ended without Unlock: Refresh, Held or Unlock found
+	// another token or no key, or the lease ran out while auto-refresh could
+	// not reach Redis. The errors of Refresh and Unlock that find it match
+	// ErrNotHeld too.
+	ErrLost = errors.New("uncomplicated: lock lost")
 	// ErrInvalidID: the object is nil, its ID method panics, or the ID is
 	// nil or prints empty; or Named was given "".
 	ErrInvalidID = errors.New("uncomplicated: invalid lock id")
@@ -91,18 +95,28 @@ type Client struct {
 	opts []Option
 	id   string        // names the Client's wake-up channels
 	done chan struct{} // closed by Close
+	// ctx is cancelled by Close: it ends the Client's own calls.
+	ctx    context.Context
+	cancel context.CancelFunc
 
-	mu       sync.Mutex     // guards closing, wake and the Adds to cleanups
-	closing  bool           // Close has begun
-	wake     *wakeups       // the listening connection, made by the first waiter
-	cleanups sync.WaitGroup // background clean-ups and the listening connection
+	mu       sync.Mutex          // guards closing, wake, holding and the Adds to cleanups
+	closing  bool                // Close has begun
+	wake     *wakeups            // the listening connection, made by the first waiter
+	holding  map[*Mutex]struct{} // the Mutexes holding a lock
+	watching bool                // the restart watch runs
+	serverID string              // the last run_id the restart watch read
+	cleanups sync.WaitGroup      // background clean-ups, the listening connection, the restart watch
 }
 
 // NewClient returns a Client using pool, with opts as the defaults of every
 // mutex it makes. Options are checked, and a nil pool reported, by New and
 // Named.
 func NewClient(pool Pool, opts ...Option) *Client {
-	return &Client{pool: pool, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{
+		pool: pool, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
+		ctx: ctx, cancel: cancel,
+	}
 }
 
 // Close wakes every Lock waiting on the Client's mutexes and makes them
@@ -120,6 +134,7 @@ func (c *Client) Close() error {
 	if !c.closing {
 		c.closing = true
 		close(c.done)
+		c.cancel()
 		if c.wake != nil {
 			c.wake.cancel()
 		}
@@ -137,11 +152,7 @@ func (c *Client) wakeups(started bool) *wakeups {
 	if c.wake != nil || started || c.closing {
 		return c.wake
 	}
-	clk := clock.Clock(clock.New())
-	if cfg, err := build(c.opts); err == nil {
-		clk = cfg.clock
-	}
-	c.wake = newWakeups(c.pool, clk)
+	c.wake = newWakeups(c.pool, c.clock())
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()
@@ -226,10 +237,13 @@ type Mutex struct {
 	// never interleave; unlike a sync.Mutex, waiting for it ends with ctx.
 	op chan struct{}
 
-	mu sync.Mutex // guards tokens
+	mu sync.Mutex // guards tokens, gen, lost and from
 	// tokens are those Redis may hold for the current hold, newest first:
 	// one, or more after a Refresh whose reply was lost. nil when not held.
 	tokens []string
+	gen    uint64    // counts holds, so that a late finding concerns its own
+	lost   *signal   // the current hold's Lost channel, made when asked for
+	from   time.Time // the current lease began at or after this instant
 
 	fence atomic.Uint64 // fence of the current hold; 0 when not held
 }
@@ -333,11 +347,12 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 		}
 	}()
 	token := newToken()
+	from := m.cfg.clock.Now()
 	out, err := m.acquire(ctx, token, "", "")
 	if err != nil || out.fence == 0 {
 		return false, m.gaveUp(ctx, err)
 	}
-	m.acquired(ctx, token, out.fence, false)
+	m.acquired(ctx, token, out.fence, from, false)
 	return true, nil
 }
 
@@ -362,8 +377,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 func (m *Mutex) unlock(ctx context.Context) error {
 	opErr := m.takeOp(ctx)
 	m.mu.Lock()
-	tokens := m.tokens
-	m.tokens = nil
+	tokens, lost := m.tokens, m.lost
+	m.tokens, m.lost = nil, nil
+	m.gen++
 	m.mu.Unlock()
 	if opErr == nil {
 		defer m.dropOp()
@@ -371,12 +387,17 @@ func (m *Mutex) unlock(ctx context.Context) error {
 	if tokens == nil {
 		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
 	}
+	m.c.unwatch(m)
 	m.fence.Store(0)
 	defer func() { <-m.sem }()
 	if opErr != nil {
 		return m.redisError(ctx, opErr)
 	}
-	return m.release(ctx, tokens)
+	err := m.release(ctx, tokens)
+	if errors.Is(err, ErrLost) {
+		lost.fire()
+	}
+	return err
 }
 
 // release frees the lock in Redis, or hands it to the next waiter, if it
@@ -398,7 +419,7 @@ func (m *Mutex) release(ctx context.Context, tokens []string) error {
 	case err != nil:
 		return m.redisError(ctx, err)
 	case !released:
-		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
+		return m.lostError("expired or taken over")
 	}
 	if obs, ok := m.cfg.clock.(settle.Observer); ok && next != "" {
 		obs.HandOff(next)
@@ -427,17 +448,18 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 	}
 	defer m.dropOp()
 	m.mu.Lock()
-	tokens := m.tokens
+	tokens, gen := m.tokens, m.gen
 	m.mu.Unlock()
 	if tokens == nil {
 		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
 	}
 	next := newToken()
+	sent := m.cfg.clock.Now()
 	ok, err := m.flag(ctx, refreshScript, m.keys[:1], append([]any{m.lease, next}, anys(tokens)...)...)
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	current := m.tokens != nil && m.tokens[0] == tokens[0]
+	current := m.gen == gen
 	switch {
 	case err != nil:
 		if current { // the script may have run: next may be ours too
@@ -445,10 +467,13 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 		}
 		return err
 	case !ok:
-		return fmt.Errorf("%w: %s: expired or taken over", ErrNotHeld, m.name)
+		if current {
+			m.signal().fire()
+		}
+		return m.lostError("expired or taken over")
 	}
 	if current {
-		m.tokens = []string{next}
+		m.tokens, m.from = []string{next}, sent
 	}
 	return nil
 }
@@ -476,26 +501,43 @@ func (m *Mutex) dropOp() { <-m.op }
 const releaseTimeout = 5 * time.Second
 
 // Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
-// fn panics (the panic then goes on). The Unlock ignores ctx's cancellation,
-// so that a lock is released even when fn returned because ctx ended. Do
-// returns Lock's error without running fn, or fn's error joined with
-// Unlock's; an Unlock error wrapping ErrNotHeld means the lock was lost
-// while fn ran.
+// fn panics (the panic then goes on). With WithAutoRefresh, the lock is
+// refreshed while fn runs, and fn's ctx is cancelled when the lock is
+// lost. The Unlock ignores ctx's cancellation, so that a lock is released
+// even when fn returned because ctx ended. Do returns Lock's error without
+// running fn, or fn's error joined with Unlock's. When the lock was lost
+// while fn ran, the error wraps ErrLost, also when fn returned nil.
 func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err error) {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
 	if err := m.Lock(ctx); err != nil {
 		return err
 	}
+	lost := m.Lost()
+	fctx, stop := ctx, func() {}
+	if m.cfg.every > 0 {
+		fctx, stop = m.refreshWhile(ctx)
+	}
 	defer func() {
+		stop()
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 		defer cancel()
 		if uerr := m.Unlock(uctx); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
+		select {
+		case <-lost:
+			if !errors.Is(err, ErrLost) {
+				err = errors.Join(err, m.lostError("lost while fn ran"))
+			}
+		default:
+		}
 	}()
-	return fn(ctx)
+	return fn(fctx)
 }
 
 // check reports a nil or zero Mutex and a nil ctx.
@@ -512,31 +554,56 @@ func (m *Mutex) check(ctx context.Context) error {
 // acquire makes one attempt in Redis; entry and queue are the waiter's
 // queue entry and what to do with it (see acquireScript).
 func (m *Mutex) acquire(ctx context.Context, token, entry, queue string) (outcome, error) {
-	return m.outcome(ctx, acquireScript, token, token, m.lease, entry, queue)
+	out, unknown, err := m.outcome(ctx, acquireScript, token, token, m.lease, entry, queue)
+	if unknown {
+		return m.resolve(ctx, token, entry, queue, err)
+	}
+	return out, err
 }
 
 // takeOver replaces the stale holder's token with ours and takes entry, if
 // not "", out of the queue.
 func (m *Mutex) takeOver(ctx context.Context, stale, token, entry string) (outcome, error) {
-	return m.outcome(ctx, takeOverScript, token, stale, token, m.lease, entry)
+	out, unknown, err := m.outcome(ctx, takeOverScript, token, stale, token, m.lease, entry)
+	if unknown {
+		queue := ""
+		if entry != "" {
+			queue = "x"
+		}
+		return m.resolve(ctx, token, entry, queue, err)
+	}
+	return out, err
 }
 
-// outcome runs acquireScript or takeOverScript for token. When the reply is
-// lost after the script may have run, the key may hold token with nobody
-// knowing: abandon deletes it.
-func (m *Mutex) outcome(ctx context.Context, s *script, token string, args ...any) (outcome, error) {
+// resolve finds out what an attempt whose reply was lost did: acquireScript
+// again with the same token replies the fence when the lock holds the
+// token, and otherwise makes one more attempt, re-joining the queue only if
+// the lost one was to join it. When that fails too, the key may still hold
+// token with nobody knowing: a release in the background deletes it.
+func (m *Mutex) resolve(ctx context.Context, token, entry, queue string, lost error) (outcome, error) {
+	if queue == "q" {
+		queue = "r"
+	}
+	out, _, err := m.outcome(ctx, acquireScript, token, token, m.lease, entry, queue)
+	if err == nil {
+		return out, nil
+	}
+	m.background(releaseScript, token)
+	return outcome{}, errors.Join(lost, err)
+}
+
+// outcome runs acquireScript or takeOverScript for token. unknown reports
+// a reply lost after the script may have run.
+func (m *Mutex) outcome(ctx context.Context, s *script, token string, args ...any) (out outcome, unknown bool, err error) {
 	reply, sent, err := m.c.eval(ctx, s, m.keys[:], args...)
 	if err == nil {
-		var out outcome
 		if out, err = parseOutcome(reply); err == nil {
-			return out, nil
+			return out, false, nil
 		}
 	}
 	var serverErr redis.Error
-	if sent && !errors.As(err, &serverErr) {
-		m.background(releaseScript, token)
-	}
-	return outcome{}, m.redisError(ctx, err)
+	unknown = sent && !errors.As(err, &serverErr) && !errors.Is(err, ErrUnexpectedReply)
+	return outcome{}, unknown, m.redisError(ctx, err)
 }
 
 // flag runs refreshScript.
@@ -579,18 +646,20 @@ func (m *Mutex) background(s *script, args ...string) {
 	}()
 }
 
-// hold records a hold that Redis granted.
-func (m *Mutex) hold(token string, fence uint64) {
+// hold records a hold that Redis granted to a call sent at or after from.
+func (m *Mutex) hold(token string, fence uint64, from time.Time) {
 	m.mu.Lock()
-	m.tokens = []string{token}
+	m.tokens, m.lost, m.from = []string{token}, nil, from
+	m.gen++
 	m.mu.Unlock()
 	m.fence.Store(fence)
+	m.c.watch(m)
 }
 
 // acquired records and logs a hold granted by acquireScript or, with
 // handedOff, by a release.
-func (m *Mutex) acquired(ctx context.Context, token string, fence uint64, handedOff bool) {
-	m.hold(token, fence)
+func (m *Mutex) acquired(ctx context.Context, token string, fence uint64, from time.Time, handedOff bool) {
+	m.hold(token, fence, from)
 	if m.logs(ctx) {
 		m.debug(ctx, "lock acquired", slog.Uint64("fence", fence), slog.Bool("handed_off", handedOff))
 	}

@@ -1,0 +1,202 @@
+package uncomplicated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// A lease lock can be lost while its holder still runs: the lease ends
+// during a pause, a waiter takes over a holder that was only slow, or Redis
+// forgets the key (an eviction, a restart without persistence). A hold
+// learns it when Refresh, Held or Unlock finds another token or none, when
+// auto-refresh cannot renew the lease before it ends, or when the Client
+// sees Redis restart; its Lost channel is then closed.
+
+// A signal is a channel closed once.
+type signal struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func (s *signal) fire() {
+	if s != nil {
+		s.once.Do(func() { close(s.ch) })
+	}
+}
+
+// closed is the channel Lost returns when nothing is held.
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// signal returns the current hold's signal, making it; m.mu is held.
+func (m *Mutex) signal() *signal {
+	if m.lost == nil {
+		m.lost = &signal{ch: make(chan struct{})}
+	}
+	return m.lost
+}
+
+// Lost returns a channel that is closed when the current hold is known to
+// be lost: Refresh, Held or Unlock found another token or no key, Do's
+// auto-refresh could not renew the lease before it ended, or the Client saw
+// Redis restart and the key gone. Each hold has its own channel; an Unlock
+// that releases the lock leaves it open. When nothing is held, Lost returns
+// a closed channel.
+func (m *Mutex) Lost() <-chan struct{} {
+	if m == nil {
+		return closed
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.tokens == nil {
+		return closed
+	}
+	return m.signal().ch
+}
+
+// Held asks Redis whether the lock still holds this hold's token. It
+// returns (false, nil) when nothing is held here, and when the lock has
+// another token or none, which also closes Lost's channel. On a Redis
+// error it returns false and the error, and changes nothing.
+func (m *Mutex) Held(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	if m.c.closed() {
+		return false, fmt.Errorf("%w: %s", ErrClosed, m.name)
+	}
+	return m.verify(ctx)
+}
+
+// verify is Held without the checks, for the Client's restart watch too.
+func (m *Mutex) verify(ctx context.Context) (bool, error) {
+	if err := m.takeOp(ctx); err != nil {
+		return false, m.redisError(ctx, err)
+	}
+	defer m.dropOp()
+	m.mu.Lock()
+	tokens, gen := m.tokens, m.gen
+	m.mu.Unlock()
+	if tokens == nil {
+		return false, nil
+	}
+	cur, err := m.c.get(ctx, m.name)
+	if err != nil {
+		return false, m.redisError(ctx, err)
+	}
+	if slices.Contains(tokens, cur) {
+		return true, nil
+	}
+	m.mu.Lock()
+	if m.gen == gen {
+		m.signal().fire()
+	}
+	m.mu.Unlock()
+	return false, nil
+}
+
+// lostError is the error of a hold found lost; it matches ErrLost and
+// ErrNotHeld.
+func (m *Mutex) lostError(why string) error {
+	return &lockError{
+		msg:  ErrLost.Error() + ": " + m.name + ": " + why,
+		errs: []error{ErrLost, ErrNotHeld},
+	}
+}
+
+// refreshWhile starts auto-refresh for Do's hold. It returns fn's ctx,
+// cancelled with an ErrLost cause when the hold is lost, and stop, which
+// ends the refreshing and waits for it.
+func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
+	fctx, cancel := context.WithCancelCause(ctx)
+	m.mu.Lock()
+	lost := m.signal()
+	m.mu.Unlock()
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		if err := m.refreshUntil(ctx, lost, done); err != nil {
+			cancel(err)
+		}
+	}()
+	return fctx, func() {
+		close(done)
+		<-stopped
+		cancel(nil)
+	}
+}
+
+// refreshUntil calls Refresh every cfg.every until done is closed. It
+// returns an error wrapping ErrLost when the hold is lost: a Refresh, or
+// another call, found it gone, or the lease ended before a Refresh got
+// through. A failed Refresh is tried again on the next tick.
+func (m *Mutex) refreshUntil(ctx context.Context, lost *signal, done <-chan struct{}) error {
+	clk := m.cfg.clock
+	rctx := context.WithoutCancel(ctx) // fn may still run after ctx ends
+	for {
+		t := clk.Timer(m.cfg.every)
+		select {
+		case <-done:
+			t.Stop()
+			return nil
+		case <-lost.ch:
+			t.Stop()
+			return m.lostError("found lost while fn ran")
+		case <-t.C:
+		}
+		left := m.leaseLeft()
+		if left <= 0 {
+			lost.fire()
+			return m.lostError("the lease ended before a Refresh got through")
+		}
+		cctx, cancel := context.WithTimeout(rctx, left)
+		err := m.Refresh(cctx)
+		cancel()
+		switch {
+		case errors.Is(err, ErrLost):
+			return err
+		case errors.Is(err, ErrNotHeld): // fn called Unlock
+			return nil
+		}
+	}
+}
+
+// leaseLeft is how long the current lease surely lasts.
+func (m *Mutex) leaseLeft() time.Duration {
+	m.mu.Lock()
+	from := m.from
+	m.mu.Unlock()
+	return from.Add(m.cfg.lease).Sub(m.cfg.clock.Now())
+}
+
+// get reads a string key; "" when it does not exist.
+func (c *Client) get(ctx context.Context, key string) (string, error) {
+	reply, err := c.command(ctx, "GET", key)
+	switch r := reply.(type) {
+	case nil:
+		return "", err
+	case []byte:
+		return string(r), nil
+	}
+	return "", fmt.Errorf("%w: GET replied %T", ErrUnexpectedReply, reply)
+}
+
+// command runs one command on a connection from the pool.
+func (c *Client) command(ctx context.Context, cmd string, args ...any) (any, error) {
+	conn, err := c.pool.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if conn == nil {
+		return nil, errNilConn
+	}
+	defer conn.Close()
+	return do(ctx, conn, cmd, args)
+}
