@@ -1,9 +1,6 @@
 package main
 
-import (
-	"slices"
-	"strings"
-)
+import "slices"
 
 // A span is a critical section's access to the store on the time line:
 // from its READ (or its start, when it has none) to its WRITE (or its end:
@@ -81,7 +78,7 @@ type stopFigures struct {
 	TakenOver    int // ... of which another section of the lock began during the stop
 	LateRejected int // ... whose READ or WRITE after the SIGCONT the fence rejected
 	LateAccepted int // ... taken over, whose WRITE after the SIGCONT was accepted: must be 0
-	NotHeld      int // ... whose Unlock returned ErrNotHeld
+	NotHeld      int // ... whose Do returned an error matching ErrNotHeld or ErrLost
 }
 
 // stopped analyses the stop faults.
@@ -112,7 +109,7 @@ func (r *record) stopped() stopFigures {
 			case rec.Write == accepted && rec.WriteAt >= to && other:
 				f.LateAccepted++
 			}
-			if strings.HasPrefix(rec.Unlock, "ErrNotHeld") {
+			if rec.NotHeld || rec.ErrLost {
 				f.NotHeld++
 			}
 		}

@@ -52,8 +52,10 @@ type section struct {
 	Value    int64  `json:"value,omitempty"`
 	Write    string `json:"write,omitempty"` // accepted, rejected, skipped, lost (ctx done before), failed
 	WriteAt  int64  `json:"write_at,omitempty"`
-	Exit     int64  `json:"exit,omitempty"`   // when Do returned
-	Unlock   string `json:"unlock,omitempty"` // "ok" or the error kind of Do's Unlock
+	Exit     int64  `json:"exit,omitempty"`     // when Do returned
+	Unlock   string `json:"unlock,omitempty"`   // "ok" or the error kind of Do's Unlock
+	NotHeld  bool   `json:"not_held,omitempty"` // Do's error matched ErrNotHeld
+	ErrLost  bool   `json:"err_lost,omitempty"` // Do's error matched ErrLost
 	LostSeen bool   `json:"lost_seen,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -23,7 +24,9 @@ func (w *worker) hold(rng *rand.Rand, m *uncomplicated.Mutex) {
 	var rec *section
 	var enter event
 	var fnEnd time.Time
+	var lost <-chan struct{} // this hold's
 	err := m.Do(ctx, func(ctx context.Context) error {
+		lost = m.Lost()
 		enter = event{Ev: evEnter, Seq: w.seq.Add(1), Key: key, Fence: m.Fence(), Enter: time.Now().UnixNano()}
 		w.out.emit(enter)
 		rec = w.critical(ctx, key, m.Fence(), work)
@@ -41,7 +44,13 @@ func (w *worker) hold(rng *rand.Rand, m *uncomplicated.Mutex) {
 	w.late("unlock", fnEnd, ret, fnEnd.Add(releaseTimeout))
 	rec.Exit = ret.UnixNano()
 	rec.Unlock = kind(err)
-	// TODO(ErrLost): rec.LostSeen = closed(m.Lost()), once the library has it.
+	rec.NotHeld = errors.Is(err, uncomplicated.ErrNotHeld)
+	rec.ErrLost = errors.Is(err, uncomplicated.ErrLost)
+	select {
+	case <-lost:
+		rec.LostSeen = true
+	default:
+	}
 	if err != nil {
 		w.out.emit(event{Ev: evError, Op: "unlock", Kind: rec.Unlock, Msg: err.Error()})
 	}
@@ -65,7 +74,7 @@ func (w *worker) critical(ctx context.Context, key string, fence uint64, work ti
 	}
 	rec.Read, rec.ReadAt, rec.Value = accepted, at, value
 	time.Sleep(work)
-	if ctx.Err() != nil { // with auto-refresh: the lock was found lost
+	if ctx.Err() != nil { // auto-refresh found the lock lost
 		rec.Write = lostCtx
 		return rec
 	}

@@ -39,7 +39,7 @@ var sentinels = []struct {
 	name string
 	err  error
 }{
-	// TODO(ErrLost): {"ErrLost", uncomplicated.ErrLost},
+	{"ErrLost", uncomplicated.ErrLost},
 	{"ErrStale", uncomplicated.ErrStale},
 	{"ErrNotObtained", uncomplicated.ErrNotObtained},
 	{"ErrNotHeld", uncomplicated.ErrNotHeld},

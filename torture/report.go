@@ -80,8 +80,8 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	p("  taken over while stopped:             %d", s.Stops.TakenOver)
 	p("  late READ/WRITE rejected by fence:    %d", s.Stops.LateRejected)
 	p("  late WRITE accepted (must be 0):      %d", s.Stops.LateAccepted)
-	p("  Unlock returned ErrNotHeld:           %d", s.Stops.NotHeld)
-	p("Lost() closed (TODO: needs ErrLost):    %d", s.LostSeen)
+	p("  Do returned ErrNotHeld or ErrLost:    %d", s.Stops.NotHeld)
+	p("holds whose Lost() closed:              %d", s.LostSeen)
 	p("late calls (must be 0):                 %d (%d more excused: their process was stopped)", len(s.Late), len(s.LateExcused))
 	for _, e := range s.Late {
 		p("  late %-12s by %.0fms (worker %d)", e.Op, float64(e.Over)/1e6, e.Pid)
@@ -93,7 +93,7 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	}
 	p("errors by kind:                         %d", total)
 	for _, k := range keys {
-		p("  %-50s %6d  e.g. %s", k, r.Errors[k], r.Samples[k])
+		p("  %-50s %6d  e.g. %s", k, r.Errors[k], strings.ReplaceAll(r.Samples[k], "\n", " | "))
 	}
 	p("goroutines leaked (workers, must be 0): %d", s.Leaks)
 	for pid, f := range r.Finals {

@@ -75,7 +75,7 @@ func runWorker(spec string) int {
 		uncomplicated.WithLease(cfg.Timeout),
 		uncomplicated.WithStalePolicy(uncomplicated.TakeOver),
 		uncomplicated.WithLogger(slog.New(takeOvers{out: out})),
-		// TODO(ErrLost): uncomplicated.WithAutoRefresh(cfg.Timeout / 3),
+		uncomplicated.WithAutoRefresh(cfg.Timeout / 3),
 	}
 	w := &worker{cfg: cfg, client: uncomplicated.NewClient(lockPool, opts...), store: store{pool: storePool}, out: out}
 
