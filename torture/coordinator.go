@@ -70,6 +70,7 @@ func run(opts options) (*record, error) {
 	if err := c.setup(); err != nil {
 		return nil, err
 	}
+	c.logf("lock server %s behind proxy %s, store server %s", c.lock.Addr, c.proxy.Addr(), c.store.Addr)
 	for range opts.Procs {
 		if err := c.startWorker(); err != nil {
 			return nil, err
