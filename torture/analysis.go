@@ -176,3 +176,26 @@ func (r *record) counts() counts {
 	}
 	return n
 }
+
+// longestGap is the longest time, on any one lock, between two accepted
+// writes (or the run's start or end and the nearest one): how long the
+// lock let nobody work.
+func (r *record) longestGap() (key string, gap int64) {
+	for k, ss := range r.spans() {
+		prev := r.Start.UnixNano()
+		var writes []int64
+		for _, s := range ss {
+			if s.written {
+				writes = append(writes, s.end)
+			}
+		}
+		slices.Sort(writes)
+		for _, w := range append(writes, r.End.UnixNano()) {
+			if w-prev > gap {
+				key, gap = k, w-prev
+			}
+			prev = w
+		}
+	}
+	return key, gap
+}

@@ -69,6 +69,8 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	p("  lost before write (fn ctx done):      %d", s.LostBeforeWrite)
 	p("  store call failed:                    %d", s.StoreFailed)
 	p("critical sections cut by a kill:        %d", s.Killed)
+	key, gap := r.longestGap()
+	p("longest stretch without a write:        %.2fs (%s)", float64(gap)/1e9, key)
 	for _, k := range faultKinds {
 		p("faults injected, %-22s %d", k+":", s.Faults[k])
 	}
