@@ -74,10 +74,12 @@ func (r *record) overlaps() (fenced, unfenced int) {
 // stopFigures are what became of the critical sections open when their
 // process was stopped.
 type stopFigures struct {
-	Holders      int // sections open at a SIGSTOP
-	TakenOver    int // ... of which another section of the lock began during the stop
+	Before       int // sections open at a SIGSTOP that had written already: they only await Do's return
+	Holders      int // the others: holders caught before their WRITE
+	TakenOver    int // ... of which another section of the lock, with a higher fence, began during the stop
 	LateRejected int // ... whose READ or WRITE after the SIGCONT the fence rejected
 	LateAccepted int // ... taken over, whose WRITE after the SIGCONT was accepted: must be 0
+	LostCtx      int // ... that skipped the WRITE because fn's ctx ended (ErrLost)
 	NotHeld      int // ... whose Do returned an error matching ErrNotHeld or ErrLost
 }
 
@@ -88,14 +90,19 @@ func (r *record) stopped() stopFigures {
 	for _, st := range r.Stops {
 		from, to := st.from.UnixNano(), st.to.UnixNano()
 		for _, h := range r.Sections {
-			if h.enter.Pid != st.pid || h.enter.Enter > from || h.rec == nil || h.rec.Exit < from {
+			rec := h.rec
+			if h.enter.Pid != st.pid || h.enter.Enter > from || rec == nil || rec.Exit < from {
+				continue
+			}
+			if rec.WriteAt > 0 && rec.WriteAt < from {
+				f.Before++
 				continue
 			}
 			f.Holders++
-			rec := h.rec
 			other := false
 			for _, s := range spans[h.enter.Key] {
-				if s.h.enter.Pid != st.pid && s.h.enter.Enter >= from && s.h.enter.Enter <= to {
+				e := s.h.enter
+				if e.Pid != st.pid && e.Fence > h.enter.Fence && e.Enter >= from && e.Enter <= to {
 					other = true
 					break
 				}
@@ -108,6 +115,8 @@ func (r *record) stopped() stopFigures {
 				f.LateRejected++
 			case rec.Write == accepted && rec.WriteAt >= to && other:
 				f.LateAccepted++
+			case rec.Write == lostCtx:
+				f.LostCtx++
 			}
 			if rec.NotHeld || rec.ErrLost {
 				f.NotHeld++

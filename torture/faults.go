@@ -73,6 +73,7 @@ func (c *coordinator) injectUntil(end time.Time) {
 		c.mu.Lock()
 		c.rec.Faults[kind]++
 		c.mu.Unlock()
+		c.trace(fmt.Sprintf(`{"ev":"fault","kind":%q,"ret":%d}`, kind, time.Now().UnixNano()))
 	}
 }
 
@@ -90,7 +91,6 @@ func (c *coordinator) inject(kind string) error {
 	case faultReset:
 		c.logf("reset: close every connection")
 		c.proxy.Reset()
-		c.trace(`{"ev":"fault","kind":"reset"}`)
 	case faultBlackhole:
 		c.logf("blackhole for %v", t+t/2)
 		c.proxy.Blackhole(true)
@@ -171,6 +171,7 @@ func (c *coordinator) stop(d time.Duration) error {
 		return err
 	}
 	from := time.Now()
+	c.trace(fmt.Sprintf(`{"ev":"sigstop","pid":%d,"enter":%d}`, pid, from.UnixNano()))
 	c.logf("stop: SIGSTOP worker %d holding %s (fence %d) for %v", pid, h.enter.Key, h.enter.Fence, d)
 	time.Sleep(d)
 	err = syscall.Kill(pid, syscall.SIGCONT)
