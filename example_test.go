@@ -94,6 +94,47 @@ func ExampleMutex_Do() {
 	// order 2, fence 1
 }
 
+// With WithAutoRefresh, Do keeps the lock through a job longer than the
+// lease, and cancels the job's ctx when the lock is lost all the same.
+func ExampleWithAutoRefresh() {
+	srv, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", srv.Addr())
+	}}
+	defer pool.Close()
+	client := uncomplicated.NewClient(pool, uncomplicated.WithTimeout(300*time.Millisecond),
+		uncomplicated.WithAutoRefresh(100*time.Millisecond))
+	defer client.Close()
+
+	m, err := uncomplicated.New(client, Order{N: 42})
+	if err != nil {
+		log.Fatal(err)
+	}
+	err = m.Do(context.Background(), func(ctx context.Context) error {
+		time.Sleep(500 * time.Millisecond) // longer than the 300ms lease
+		held, err := m.Held(ctx)
+		fmt.Println("held after 500ms:", held, err)
+
+		srv.Del(m.Name()) // as if Redis lost the key
+		select {
+		case <-ctx.Done():
+			fmt.Println("job stopped:", errors.Is(context.Cause(ctx), uncomplicated.ErrLost))
+			return ctx.Err()
+		case <-time.After(time.Second):
+			return nil
+		}
+	})
+	fmt.Println("Do reports the loss:", errors.Is(err, uncomplicated.ErrLost))
+	// Output:
+	// held after 500ms: true <nil>
+	// job stopped: true
+	// Do reports the loss: true
+}
+
 // TryLock answers at once: a job that finds its order locked skips it.
 func ExampleMutex_TryLock() {
 	client, stop := exampleClient()

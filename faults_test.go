@@ -21,12 +21,14 @@ var errLostReply = errors.New("connection reset by test")
 
 // faultPool hands out connections to a miniredis that misbehave on request.
 type faultPool struct {
-	pool *redis.Pool
-	drop atomic.Int32                  // commands still to drop before they are sent
-	lose atomic.Int32                  // commands still to lose the reply of
-	then atomic.Bool                   // a lost reply makes the next command drop
-	hang atomic.Pointer[chan struct{}] // when set, commands wait for it to close
-	hung chan struct{}                 // gets a value when a command starts to hang
+	pool   *redis.Pool
+	drop   atomic.Int32                  // commands still to drop before they are sent
+	lose   atomic.Int32                  // commands still to lose the reply of
+	then   atomic.Bool                   // a lost reply makes the next command drop
+	down   atomic.Bool                   // every command fails unsent
+	failed atomic.Int32                  // commands failed by down
+	hang   atomic.Pointer[chan struct{}] // when set, commands wait for it to close
+	hung   chan struct{}                 // gets a value when a command starts to hang
 }
 
 func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
@@ -77,6 +79,10 @@ func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	if c.p.down.Load() {
+		c.p.failed.Add(1)
+		return nil, errLostReply
 	}
 	if c.p.drop.CompareAndSwap(1, 0) {
 		return nil, errLostReply
@@ -295,5 +301,29 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("nothing received after 10s")
 		panic("unreachable")
+	}
+}
+
+// Do's Unlock ignores the cancellation of ctx but not its deadline: with
+// Redis hanging, Do returns soon after the deadline, not 5s later.
+func TestFault_doReturnsByDeadline(t *testing.T) {
+	fp, _ := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	var release func()
+	start := time.Now()
+	err := m.Do(ctx, func(ctx context.Context) error {
+		release = fp.hangNext()
+		<-ctx.Done()
+		return nil
+	})
+	took := time.Since(start)
+	release()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Do() = %v; want the Unlock's DeadlineExceeded", err)
+	}
+	if took > 2*time.Second {
+		t.Errorf("Do() returned %v after it began; want soon after its 100ms deadline", took)
 	}
 }

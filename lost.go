@@ -28,6 +28,15 @@ func (s *signal) fire() {
 	}
 }
 
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // closed is the channel Lost returns when nothing is held.
 var closed = func() chan struct{} {
 	ch := make(chan struct{})
@@ -119,44 +128,45 @@ func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func()) {
 	m.mu.Lock()
 	lost := m.signal()
 	m.mu.Unlock()
+	// Refreshing goes on after ctx ends, as fn may still run, and a
+	// Refresh under way ends when fn returns.
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	done, stopped := make(chan struct{}), make(chan struct{})
+	tick := m.cfg.clock.Ticker(m.cfg.every) // made here, so that it counts from Lock
 	go func() {
 		defer close(stopped)
-		if err := m.refreshUntil(ctx, lost, done); err != nil {
+		defer tick.Stop()
+		if err := m.refreshUntil(rctx, tick.C, lost, done); err != nil {
 			cancel(err)
 		}
 	}()
 	return fctx, func() {
 		close(done)
+		rcancel()
 		<-stopped
 		cancel(nil)
 	}
 }
 
-// refreshUntil calls Refresh every cfg.every until done is closed. It
+// refreshUntil calls Refresh at every tick until done is closed. It
 // returns an error wrapping ErrLost when the hold is lost: a Refresh, or
 // another call, found it gone, or the lease ended before a Refresh got
 // through. A failed Refresh is tried again on the next tick.
-func (m *Mutex) refreshUntil(ctx context.Context, lost *signal, done <-chan struct{}) error {
-	clk := m.cfg.clock
-	rctx := context.WithoutCancel(ctx) // fn may still run after ctx ends
+func (m *Mutex) refreshUntil(ctx context.Context, tick <-chan time.Time, lost *signal, done <-chan struct{}) error {
 	for {
-		t := clk.Timer(m.cfg.every)
 		select {
 		case <-done:
-			t.Stop()
 			return nil
 		case <-lost.ch:
-			t.Stop()
 			return m.lostError("found lost while fn ran")
-		case <-t.C:
+		case <-tick:
 		}
 		left := m.leaseLeft()
 		if left <= 0 {
 			lost.fire()
 			return m.lostError("the lease ended before a Refresh got through")
 		}
-		cctx, cancel := context.WithTimeout(rctx, left)
+		cctx, cancel := context.WithTimeout(ctx, left)
 		err := m.Refresh(cctx)
 		cancel()
 		switch {

@@ -144,7 +144,7 @@ func WithPrefix(s string) Option {
 // Refresh finds the lock gone, or the lease has surely ended because no
 // Refresh got through, Do cancels fn's ctx with a cause wrapping ErrLost and
 // returns an error wrapping ErrLost. Default 0: off. It needs a lease: d
-// must be positive and below it.
+// must be at least 1ms and below the lease.
 func WithAutoRefresh(d time.Duration) Option {
 	return func(c *config) { c.every = d }
 }
@@ -175,8 +175,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: unknown stale policy %v", ErrInvalidArgument, c.policy)
 	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
 		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
-	case c.every < 0 || c.every > 0 && c.every >= c.lease:
-		return fmt.Errorf("%w: auto-refresh period must be positive and below the lease %v, got %v", ErrInvalidArgument, c.lease, c.every)
+	case c.every < 0 || c.every > 0 && (c.every < minTick || c.every >= c.lease):
+		return fmt.Errorf("%w: auto-refresh period must be at least %v and below the lease %v, got %v", ErrInvalidArgument, minTick, c.lease, c.every)
 	}
 	return nil
 }

@@ -500,11 +500,29 @@ func (m *Mutex) dropOp() { <-m.op }
 // time, as the connections' deadlines are.
 const releaseTimeout = 5 * time.Second
 
+// releaseGrace is how long the Unlock that ends Do may run past the
+// deadline of Do's ctx.
+const releaseGrace = 50 * time.Millisecond
+
+// releaseContext is the ctx of the Unlock that ends Do: it ignores the
+// cancellation of ctx, so that a lock is released also when fn returned
+// because ctx ended, but not its deadline, so that Do returns in time.
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return uctx, cancel
+	}
+	dctx, dcancel := context.WithDeadline(uctx, dl.Add(releaseGrace))
+	return dctx, func() { dcancel(); cancel() }
+}
+
 // Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
 // fn panics (the panic then goes on). With WithAutoRefresh, the lock is
 // refreshed while fn runs, and fn's ctx is cancelled when the lock is
 // lost. The Unlock ignores ctx's cancellation, so that a lock is released
-// even when fn returned because ctx ended. Do returns Lock's error without
+// even when fn returned because ctx ended, but it ends 50ms after ctx's
+// deadline, if ctx has one, and after 5s otherwise. Do returns Lock's error without
 // running fn, or fn's error joined with Unlock's. When the lock was lost
 // while fn ran, the error wraps ErrLost, also when fn returned nil.
 func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err error) {
@@ -517,24 +535,22 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 	if err := m.Lock(ctx); err != nil {
 		return err
 	}
-	lost := m.Lost()
 	fctx, stop := ctx, func() {}
 	if m.cfg.every > 0 {
 		fctx, stop = m.refreshWhile(ctx)
 	}
 	defer func() {
 		stop()
-		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		m.mu.Lock()
+		lost := m.lost // made by whatever found the hold lost
+		m.mu.Unlock()
+		uctx, cancel := releaseContext(ctx)
 		defer cancel()
 		if uerr := m.Unlock(uctx); uerr != nil {
 			err = errors.Join(err, uerr)
 		}
-		select {
-		case <-lost:
-			if !errors.Is(err, ErrLost) {
-				err = errors.Join(err, m.lostError("lost while fn ran"))
-			}
-		default:
+		if lost != nil && isClosed(lost.ch) && !errors.Is(err, ErrLost) {
+			err = errors.Join(err, m.lostError("lost while fn ran"))
 		}
 	}()
 	return fn(fctx)

@@ -191,8 +191,8 @@ func (wk *worker) run(ctx context.Context, w int) error {
 		switch {
 		case errors.Is(err, uncomplicated.ErrStale):
 			wk.tl.say(wk.name, "gave up on order %d: %v", order.N, err)
-		case errors.Is(err, uncomplicated.ErrNotHeld):
-			wk.tl.say(wk.name, "Unlock of order %d: %v", order.N, err)
+		case errors.Is(err, uncomplicated.ErrLost):
+			wk.tl.say(wk.name, "lost order %d's lock: %v", order.N, err)
 		case err != nil:
 			return err
 		}

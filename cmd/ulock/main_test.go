@@ -36,7 +36,7 @@ func TestDemo_takeOver(t *testing.T) {
 	t.Setenv("REDIS_URL", "")
 	out := runDemoT(t, quick...)
 	wantLines(t, out, "embedded in-memory Redis", "hangs for", "taken over", "store REJECTED the write of order 2: fence 1",
-		"lock not held", "1 rejected by their fence")
+		"lost order 2's lock: uncomplicated: lock lost", "1 rejected by their fence")
 }
 
 func TestDemo_fail(t *testing.T) {

@@ -1,0 +1,259 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// Lost gives a closed channel when nothing is held, a fresh open one per
+// hold, and leaves a released hold's channel open.
+func TestMutex_Lost_perHold(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	m := mustNew(t, env.Client, Order{1})
+	if !isClosed(m.Lost()) {
+		t.Error("Lost() before Lock is open; want closed")
+	}
+	var nilMutex *uncomplicated.Mutex
+	if !isClosed(nilMutex.Lost()) {
+		t.Error("Lost() of a nil *Mutex is open; want closed")
+	}
+	mustLock(t, m)
+	first := m.Lost()
+	if isClosed(first) {
+		t.Fatal("Lost() while held is closed; want open")
+	}
+	if err := m.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if isClosed(first) {
+		t.Error("a released hold's Lost channel is closed; want open")
+	}
+	if !isClosed(m.Lost()) {
+		t.Error("Lost() after Unlock is open; want closed")
+	}
+	mustLock(t, m)
+	if second := m.Lost(); second == first || isClosed(second) {
+		t.Error("the second hold's Lost channel is the first's or closed; want a fresh open one")
+	}
+}
+
+// Refresh, Held and Unlock that find another token or no key report the
+// hold lost and close its channel.
+func TestMutex_lostFound(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		steal func(env *uncomplicatedtest.Env, m *uncomplicated.Mutex)
+		find  func(m *uncomplicated.Mutex) error
+	}{
+		{"Refresh after expiry", expire, func(m *uncomplicated.Mutex) error { return m.Refresh(context.Background()) }},
+		{"Unlock after overwrite", overwrite, func(m *uncomplicated.Mutex) error { return m.Unlock(context.Background()) }},
+		{"Held after expiry", expire, held},
+		{"Held after overwrite", overwrite, held},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(time.Second))
+			m := mustNew(t, env.Client, Order{1})
+			mustLock(t, m)
+			lost := m.Lost()
+			tc.steal(env, m)
+			err := tc.find(m)
+			if !errors.Is(err, uncomplicated.ErrLost) {
+				t.Errorf("found lost: %v; want ErrLost", err)
+			}
+			if !errors.Is(err, uncomplicated.ErrNotHeld) {
+				t.Errorf("found lost: %v; want ErrNotHeld as well", err)
+			}
+			if !isClosed(lost) {
+				t.Error("Lost channel open after the loss was found; want closed")
+			}
+		})
+	}
+}
+
+func expire(env *uncomplicatedtest.Env, m *uncomplicated.Mutex) { env.Redis.Del(m.Name()) }
+
+func overwrite(env *uncomplicatedtest.Env, m *uncomplicated.Mutex) {
+	_ = env.Redis.Set(m.Name(), "another holder's token")
+}
+
+// held turns Held's (false, nil) into an ErrLost for the table above.
+func held(m *uncomplicated.Mutex) error {
+	ok, err := m.Held(context.Background())
+	switch {
+	case err != nil:
+		return err
+	case ok:
+		return nil
+	}
+	return errors.Join(uncomplicated.ErrLost, uncomplicated.ErrNotHeld)
+}
+
+// Held is true while our token is there, also after a Refresh, and false
+// without a Redis call when nothing is held. A Redis error changes nothing.
+func TestMutex_Held(t *testing.T) {
+	fp, mr := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	before := mr.CommandCount()
+	if ok, err := m.Held(context.Background()); ok || err != nil {
+		t.Errorf("Held() before Lock = %v, %v; want false, nil", ok, err)
+	}
+	if n := mr.CommandCount() - before; n != 0 {
+		t.Errorf("Held() without a hold sent %d commands; want 0", n)
+	}
+	mustLock(t, m)
+	if err := m.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := m.Held(context.Background()); !ok || err != nil {
+		t.Errorf("Held() = %v, %v; want true, nil", ok, err)
+	}
+	fp.dropNextRequest()
+	if ok, err := m.Held(context.Background()); ok || !errors.Is(err, errLostReply) {
+		t.Errorf("Held() with Redis failing = %v, %v; want false and the error", ok, err)
+	}
+	if isClosed(m.Lost()) {
+		t.Error("a failed Held closed the Lost channel; want it open")
+	}
+	if ok, err := m.Held(context.Background()); !ok || err != nil {
+		t.Errorf("Held() after the failure = %v, %v; want true, nil", ok, err)
+	}
+}
+
+// Do reports a lock lost while fn ran, also when fn returned nil.
+func TestMutex_Do_lost(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	m := mustNew(t, env.Client, Order{1})
+	err := m.Do(context.Background(), func(context.Context) error {
+		expire(env, m)
+		return nil
+	})
+	if !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("Do() = %v; want ErrLost", err)
+	}
+}
+
+// WithAutoRefresh is checked against the lease.
+func TestWithAutoRefresh_invalid(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	for _, tc := range []struct {
+		name string
+		opts []uncomplicated.Option
+	}{
+		{"negative", []uncomplicated.Option{uncomplicated.WithAutoRefresh(-time.Second)}},
+		{"below a millisecond", []uncomplicated.Option{uncomplicated.WithAutoRefresh(time.Microsecond)}},
+		{"equal to the lease", []uncomplicated.Option{uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(time.Second)}},
+		{"above the timeout", []uncomplicated.Option{uncomplicated.WithTimeout(time.Second), uncomplicated.WithAutoRefresh(2 * time.Second)}},
+		{"without a lease", []uncomplicated.Option{uncomplicated.WithLease(0), uncomplicated.WithAutoRefresh(time.Second)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := uncomplicated.New(env.Client, Order{1}, tc.opts...); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+				t.Errorf("New() = %v; want ErrInvalidArgument", err)
+			}
+		})
+	}
+	if _, err := uncomplicated.New(env.Client, Order{1}, uncomplicated.WithAutoRefresh(0)); err != nil {
+		t.Errorf("New(WithAutoRefresh(0)) = %v; want nil: 0 is off", err)
+	}
+}
+
+// Auto-refresh keeps a lock through an fn that runs for many leases, with
+// a new token each time, so waiters see it busy.
+func TestMutex_Do_autoRefresh(t *testing.T) {
+	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(time.Second), uncomplicated.WithAutoRefresh(300*time.Millisecond))
+	m := mustNew(t, env.Client, Order{1})
+	tokens := map[string]bool{}
+	err := m.Do(context.Background(), func(ctx context.Context) error {
+		for i := range 10 {
+			token, _ := env.Redis.Get(m.Name())
+			tokens[token] = true
+			env.Advance(300 * time.Millisecond)
+			eventually(t, "refreshed", func() bool {
+				now, err := env.Redis.Get(m.Name())
+				return err == nil && !tokens[now]
+			})
+			if ctx.Err() != nil {
+				t.Fatalf("fn's ctx ended after %d refreshes: %v", i, context.Cause(ctx))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("Do() = %v; want nil after 3s under a 1s lease", err)
+	}
+	if len(tokens) != 10 {
+		t.Errorf("%d tokens seen; want 10", len(tokens))
+	}
+}
+
+// A refresh that finds the lock gone cancels fn's ctx with an ErrLost
+// cause, and Do returns ErrLost.
+func TestMutex_Do_autoRefreshFindsLoss(t *testing.T) {
+	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(time.Second), uncomplicated.WithAutoRefresh(300*time.Millisecond))
+	m := mustNew(t, env.Client, Order{1})
+	err := m.Do(context.Background(), func(ctx context.Context) error {
+		overwrite(env, m)
+		env.Advance(300 * time.Millisecond)
+		eventually(t, "cancelled", func() bool { return ctx.Err() != nil })
+		if cause := context.Cause(ctx); !errors.Is(cause, uncomplicated.ErrLost) {
+			t.Errorf("context.Cause(fn's ctx) = %v; want ErrLost", cause)
+		}
+		return ctx.Err()
+	})
+	if !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("Do() = %v; want ErrLost", err)
+	}
+	if v, _ := env.Redis.Get(m.Name()); v != "another holder's token" {
+		t.Errorf("key = %q; want the other holder's token left alone", v)
+	}
+}
+
+// When no refresh gets through, fn's ctx is cancelled as the lease ends,
+// not before: the key has surely expired by then.
+func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
+	fp, mr := newFaultPool(t)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	mr.SetTime(mock.Now())
+	client := uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Second),
+		uncomplicated.WithAutoRefresh(300*time.Millisecond))
+	m := mustNew(t, client, Order{1})
+	err := m.Do(context.Background(), func(ctx context.Context) error {
+		fp.down.Store(true)
+		defer fp.down.Store(false)
+		for range 3 {
+			mock.Add(300 * time.Millisecond)
+			eventually(t, "refresh tried", func() bool { return fp.failed.Load() > 0 })
+			fp.failed.Store(0)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("fn's ctx ended at 900ms of a 1s lease: %v", context.Cause(ctx))
+		}
+		mock.Add(100 * time.Millisecond)
+		mock.Add(200 * time.Millisecond)
+		eventually(t, "cancelled", func() bool { return ctx.Err() != nil })
+		if cause := context.Cause(ctx); !errors.Is(cause, uncomplicated.ErrLost) {
+			t.Errorf("context.Cause(fn's ctx) = %v; want ErrLost", cause)
+		}
+		return nil
+	})
+	if !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("Do() = %v; want ErrLost", err)
+	}
+}

@@ -1,0 +1,64 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+// A Redis that restarts without persistence forgets the lock. The Client
+// sees the new run_id and closes the hold's Lost channel without a call
+// from the holder. Here the "restart" is a pool switched to a second
+// server, which has another run_id and no keys.
+func TestClient_restartLosesHolds(t *testing.T) {
+	before, after := redistest.Start(t), redistest.Start(t)
+	var addr atomic.Value
+	addr.Store(before.Addr)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", addr.Load().(string))
+	}} // no idle connections: every command dials the current address
+	t.Cleanup(func() { _ = pool.Close() })
+	client := uncomplicated.NewClient(pool)
+	t.Cleanup(func() { _ = client.Close() })
+	m := mustNew(t, client, Order{1})
+	mustLock(t, m)
+	lost := m.Lost()
+
+	polls := 0 // each counts as an INFO call itself
+	eventually(t, "the run_id read", func() bool {
+		polls++
+		return infoCalls(t, before) >= polls
+	})
+	if isClosed(lost) {
+		t.Fatal("Lost() closed before any restart")
+	}
+	addr.Store(after.Addr)
+	eventually(t, "the hold lost", func() bool { return isClosed(lost) })
+	if ok, err := m.Held(context.Background()); ok || err != nil {
+		t.Errorf("Held() after the restart = %v, %v; want false, nil", ok, err)
+	}
+}
+
+// infoCalls is how many INFO commands s has run.
+func infoCalls(t *testing.T, s *redistest.Server) int {
+	stats, _ := redis.String(s.Do(t, "INFO", "commandstats"), nil)
+	for line := range strings.SplitSeq(stats, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_info:calls="); ok {
+			n := 0
+			for _, c := range rest {
+				if c < '0' || c > '9' {
+					break
+				}
+				n = n*10 + int(c-'0')
+			}
+			return n
+		}
+	}
+	return 0
+}
