@@ -208,7 +208,7 @@ func (c *coordinator) stopWorkers() {
 	for _, p := range procs {
 		_ = p.stdin.Close()
 	}
-	grace := time.After(budget(c.opts.Timeout) + releaseTimeout + 10*time.Second)
+	grace := time.After(budget(c.opts.Timeout) + storeTimeout + 10*time.Second)
 	for _, p := range procs {
 		select {
 		case <-p.done:

@@ -41,7 +41,7 @@ func (w *worker) hold(rng *rand.Rand, m *uncomplicated.Mutex) {
 		return
 	}
 	w.late("lock", start, time.Unix(0, enter.Enter), deadline)
-	w.late("unlock", fnEnd, ret, fnEnd.Add(releaseTimeout))
+	w.late("unlock", fnEnd, ret, later(deadline, fnEnd).Add(unlockGrace))
 	rec.Exit = ret.UnixNano()
 	rec.Unlock = kind(err)
 	rec.NotHeld = errors.Is(err, uncomplicated.ErrNotHeld)
@@ -123,4 +123,11 @@ func (w *worker) late(op string, start, ret, bound time.Time) {
 	if over := ret.Sub(bound); over > lateSlack {
 		w.out.emit(event{Ev: evLate, Op: op, Enter: start.UnixNano(), Ret: ret.UnixNano(), Over: int64(over)})
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -38,9 +38,10 @@ const (
 	// lateSlack is how far past its bound a call may return without being
 	// counted late.
 	lateSlack = 100 * time.Millisecond
-	// releaseTimeout is the bound Do gives its Unlock, past the end of fn,
-	// whatever the ctx (see Mutex.Do in the library).
-	releaseTimeout = 5 * time.Second
+	// unlockGrace is how long past its ctx's deadline Do's Unlock may run
+	// (see Mutex.Do in the library); Do returns by then, or at once after
+	// a fn that outran the deadline.
+	unlockGrace = 50 * time.Millisecond
 	// storeTimeout bounds each call to the store.
 	storeTimeout = 2 * time.Second
 )
