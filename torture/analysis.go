@@ -1,6 +1,9 @@
 package main
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // A span is a critical section's access to the store on the time line:
 // from its READ (or its start, when it has none) to its WRITE (or its end:
@@ -76,15 +79,18 @@ func (r *record) overlaps() (fenced, unfenced int) {
 type stopFigures struct {
 	Before       int // sections open at a SIGSTOP that had written already: they only await Do's return
 	Holders      int // the others: holders caught before their WRITE
-	TakenOver    int // ... of which another section of the lock, with a higher fence, began during the stop
+	TakenOver    int // ... of which another section of the lock, with a higher fence, began during the stop once the lease could have ended
 	LateRejected int // ... whose READ or WRITE after the SIGCONT the fence rejected
 	LateAccepted int // ... taken over, whose WRITE after the SIGCONT was accepted: must be 0
 	LostCtx      int // ... that skipped the WRITE because fn's ctx ended (ErrLost)
 	NotHeld      int // ... whose Do returned an error matching ErrNotHeld or ErrLost
+	Unnoticed    int // ... taken over, whose Do returned no such error: must be 0
 }
 
-// stopped analyses the stop faults.
-func (r *record) stopped() stopFigures {
+// stopped analyses the stop faults. A holder's lease, refreshed every
+// timeout/3, cannot end within timeout/2 of the stop: a section that began
+// then followed a release that got through before the stop took effect.
+func (r *record) stopped(timeout time.Duration) stopFigures {
 	var f stopFigures
 	spans := r.spans()
 	for _, st := range r.Stops {
@@ -102,7 +108,7 @@ func (r *record) stopped() stopFigures {
 			other := false
 			for _, s := range spans[h.enter.Key] {
 				e := s.h.enter
-				if e.Pid != st.pid && e.Fence > h.enter.Fence && e.Enter >= from && e.Enter <= to {
+				if e.Pid != st.pid && e.Fence > h.enter.Fence && e.Enter >= from+int64(timeout/2) && e.Enter <= to {
 					other = true
 					break
 				}
@@ -120,6 +126,8 @@ func (r *record) stopped() stopFigures {
 			}
 			if rec.NotHeld || rec.ErrLost {
 				f.NotHeld++
+			} else if other {
+				f.Unnoticed++
 			}
 		}
 	}

@@ -48,8 +48,14 @@ func TestRecord_stopped(t *testing.T) {
 	at(2, 1, 6, 500, &section{Read: accepted, ReadAt: 510, Write: accepted, WriteAt: 520, Exit: 530})
 	at(1, 2, 7, 99, &section{Read: accepted, ReadAt: 98, Write: accepted, WriteAt: 99, Exit: 1150}) // had written
 
-	got := r.stopped()
+	got := r.stopped(400)
 	want := stopFigures{Before: 1, Holders: 1, TakenOver: 1, LateRejected: 1, NotHeld: 1}
+	if got != want {
+		t.Errorf("stopped() = %+v; want %+v", got, want)
+	}
+	r.Sections[secID{1, 1}].rec.ErrLost = false // Do said nothing
+	got = r.stopped(400)
+	want.NotHeld, want.Unnoticed = 0, 1
 	if got != want {
 		t.Errorf("stopped() = %+v; want %+v", got, want)
 	}

@@ -25,7 +25,7 @@ type summary struct {
 
 // summarize computes the figures and checks the pass criteria.
 func (r *record) summarize(opts options) summary {
-	s := summary{counts: r.counts(), Faults: r.Faults, TakenOver: r.TakenOver, Stops: r.stopped()}
+	s := summary{counts: r.counts(), Faults: r.Faults, TakenOver: r.TakenOver, Stops: r.stopped(opts.Timeout)}
 	s.Fenced, s.Unfenced = r.overlaps()
 	for _, t := range r.Store {
 		s.LostUpdates += t.Accepted - t.Value // every store starts at 0
@@ -48,6 +48,7 @@ func (r *record) summarize(opts options) summary {
 	fail(len(s.Late) > 0, "late calls: %d", len(s.Late))
 	fail(s.Leaks > 0, "workers with leaked goroutines: %d", s.Leaks)
 	fail(s.Stops.LateAccepted > 0, "stopped holders whose late write was accepted after a take-over: %d", s.Stops.LateAccepted)
+	fail(s.Stops.Unnoticed > 0, "stopped holders taken over whose Do returned no ErrNotHeld or ErrLost: %d", s.Stops.Unnoticed)
 	fail(len(r.Crashed) > 0, "workers that failed: %s", strings.Join(r.Crashed, "; "))
 	fail(len(r.Hung) > 0, "workers killed after the grace period: %v", r.Hung)
 	fail(s.NoFinal > 0, "workers that ended without their final report: %d", s.NoFinal)
@@ -85,6 +86,7 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	p("  late WRITE accepted (must be 0):      %d", s.Stops.LateAccepted)
 	p("  WRITE skipped, fn's ctx lost:         %d", s.Stops.LostCtx)
 	p("  Do returned ErrNotHeld or ErrLost:    %d", s.Stops.NotHeld)
+	p("  taken over, Do said nothing (must be 0): %d", s.Stops.Unnoticed)
 	p("holds whose Lost() closed:              %d", s.LostSeen)
 	p("late calls (must be 0):                 %d (%d more excused: their process was stopped)", len(s.Late), len(s.LateExcused))
 	for _, e := range s.Late {
