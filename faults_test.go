@@ -327,3 +327,38 @@ func TestFault_doReturnsByDeadline(t *testing.T) {
 		t.Errorf("Do() returned %v after it began; want soon after its 100ms deadline", took)
 	}
 }
+
+// A waiter that gives up while its Client cannot reach Redis leaves its
+// entry in the queue. When a release hands it the lock, its Client, which
+// still listens, releases the lock at once rather than leaving it to the
+// gone waiter's lease.
+func TestFault_goneWaiterHandOffReleased(t *testing.T) {
+	fp, mr := newFaultPool(t)
+	holderClient := uncomplicated.NewClient(fp.pool)
+	t.Cleanup(func() { _ = holderClient.Close() })
+	holder := mustNew(t, holderClient, Order{1})
+	mustLock(t, holder)
+
+	client := uncomplicated.NewClient(fp, uncomplicated.WithTimeout(10*time.Second))
+	t.Cleanup(func() { _ = client.Close() })
+	waiter := mustNew(t, client, Order{1})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := lockAsync(ctx, waiter)
+	queue := "lock:queue:{" + waiter.Name() + "}"
+	eventually(t, "the waiter in the queue", func() bool {
+		entries, _ := mr.List(queue)
+		return len(entries) == 1
+	})
+	fp.down.Store(true)
+	cancel()
+	if err := recv(t, done); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Lock() = %v; want context.Canceled", err)
+	}
+	eventually(t, "the leave script failed", func() bool { return fp.failed.Load() > 0 })
+	fp.down.Store(false)
+
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+	eventually(t, "the lock freed", func() bool { return !mr.Exists(holder.Name()) })
+}

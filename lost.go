@@ -81,6 +81,9 @@ func (m *Mutex) Held(ctx context.Context) (bool, error) {
 	if m.c.closed() {
 		return false, fmt.Errorf("%w: %s", ErrClosed, m.name)
 	}
+	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
+		return false, m.redisError(ctx, err)
+	}
 	return m.verify(ctx)
 }
 

@@ -198,8 +198,14 @@ func (c *Client) eval(ctx context.Context, s *script, keys []any, args ...any) (
 
 // do runs a command that ends when ctx does. redigo watches a ctx with a
 // goroutine per call; a ctx that can never end (context.Background) does
-// without it.
-func do(ctx context.Context, conn redis.Conn, cmd string, args []any) (any, error) {
+// without it. A panic while reading the reply becomes an error; one in
+// redigo's own goroutine cannot be caught here.
+func do(ctx context.Context, conn redis.Conn, cmd string, args []any) (reply any, err error) {
+	defer func() {
+		if r := recover(); r != nil { // redigo panics on some malformed replies
+			reply, err = nil, fmt.Errorf("%w: the connection panicked reading it: %v", ErrUnexpectedReply, r)
+		}
+	}()
 	if ctx.Done() == nil {
 		return conn.Do(cmd, args...)
 	}

@@ -57,8 +57,10 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 				}
 				return nil
 			}
-			// Another waiter took it over first: a new holder to watch.
-			p.watch(out.holder, now)
+			// Another waiter took it over first: a new holder to watch,
+			// with patience restarted even if the reply names the same
+			// token, which only a server that is not Redis gives.
+			p = patience{holder: out.holder, since: now, seen: true}
 		}
 		fence, err := m.sleep(ctx, obs, &w, m.cfg.timeout-p.age(now))
 		if err != nil {
@@ -145,12 +147,19 @@ func (w *waiter) queued() string {
 }
 
 // end stops listening and, unless the waiter got the lock, takes it out of
-// the queue, releasing the lock if a release has just handed it over.
+// the queue, releasing the lock if a release has just handed it over. The
+// Client remembers its token, so that a hand-off that reaches it after a
+// failed leave is released too.
 func (w *waiter) end(acquired bool) {
+	left := w.inQueue && !acquired
 	if w.l != nil {
-		w.l.close()
+		var gone *Mutex
+		if left {
+			gone = w.m
+		}
+		w.l.close(gone)
 	}
-	if w.inQueue && !acquired {
+	if left {
 		w.m.background(leaveScript, w.entry, w.token)
 	}
 }

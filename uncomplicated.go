@@ -336,6 +336,9 @@ func (m *Mutex) TryLock(ctx context.Context) (ok bool, err error) {
 	if m.c.closed() {
 		return false, m.notObtained("client closed", ErrClosed)
 	}
+	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
+		return false, m.notObtained(err.Error(), err)
+	}
 	select {
 	case m.sem <- struct{}{}:
 	default:
@@ -390,6 +393,9 @@ func (m *Mutex) unlock(ctx context.Context) error {
 	m.c.unwatch(m)
 	m.fence.Store(0)
 	defer func() { <-m.sem }()
+	if opErr == nil {
+		opErr = ctx.Err() // redigo may still send on an ended ctx
+	}
 	if opErr != nil {
 		return m.redisError(ctx, opErr)
 	}
@@ -442,6 +448,9 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 	}
 	if m.c.closed() {
 		return fmt.Errorf("%w: %s", ErrClosed, m.name)
+	}
+	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
+		return m.redisError(ctx, err)
 	}
 	if err := m.takeOp(ctx); err != nil {
 		return m.redisError(ctx, err)

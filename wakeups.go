@@ -20,6 +20,10 @@ import (
 // join the queue only once Redis has confirmed their subscription, so a
 // release cannot pick a waiter that would not hear it.
 
+// maxGone bounds the tokens of waiters that left the queue without the
+// lock that a Client remembers (see gone).
+const maxGone = 4096
+
 // maxIdleChannels bounds the subscriptions a Client keeps after their last
 // waiter left, so that a lock waited for again needs no SUBSCRIBE. A
 // variable for the tests.
@@ -49,6 +53,12 @@ type wakeups struct {
 	changed  chan struct{} // closed, and made again, when conn fails or retrying is set
 	chans    map[string]*channel
 	idle     *list.List // names of channels without waiters, least recently used first
+	// gone holds the tokens of waiters that left the queue without the
+	// lock, with their Mutex, oldest first in goneOrder: a hand-off to one
+	// of them (its leave script failed, or is still on its way) is
+	// released at once rather than left to its lease.
+	gone      map[string]*Mutex
+	goneOrder []string
 }
 
 // channel is one subscription of a Client.
@@ -66,6 +76,7 @@ func newWakeups(pool Pool, clk clock.Clock) *wakeups {
 	return &wakeups{
 		pool: pool, clock: clk, ctx: ctx, cancel: cancel,
 		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
+		gone: map[string]*Mutex{},
 	}
 }
 
@@ -123,12 +134,21 @@ func (w *wakeups) signal() {
 	w.changed = make(chan struct{})
 }
 
-// close ends the registration; the subscription stays for a while.
-func (l *listener) close() {
+// close ends the registration; the subscription stays for a while. A
+// waiter that leaves the queue without the lock passes its Mutex as gone.
+func (l *listener) close(gone *Mutex) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(l.ch.waiters, l.token)
+	if gone != nil {
+		w.gone[l.token] = gone
+		w.goneOrder = append(w.goneOrder, l.token)
+		if len(w.goneOrder) > maxGone {
+			delete(w.gone, w.goneOrder[0])
+			w.goneOrder = w.goneOrder[1:]
+		}
+	}
 	if len(l.ch.waiters) > 0 || w.chans[l.name] != l.ch {
 		return
 	}
@@ -254,10 +274,22 @@ func (w *wakeups) serve(conn redis.Conn) {
 		case redis.Subscription:
 			w.confirm(v.Channel)
 		case error:
+			if conn.Err() == nil { // a reply that is not pub/sub: end the connection
+				poison(conn)
+			}
 			w.down()
 			return
 		}
 	}
+}
+
+// poison ends conn, so that returning it to the pool does not wait for
+// the end of its subscriptions: redigo ends a connection whose ctx has
+// already expired, and its pool then drops it.
+func poison(conn redis.Conn) {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	_, _ = conn.(redis.ConnWithContext).ReceiveContext(ctx)
 }
 
 // keepAlive PINGs the listening connection every pingEvery until stop is
@@ -328,9 +360,10 @@ func (w *wakeups) confirm(name string) {
 	}
 }
 
-// deliver passes a hand-off, "<token> <fence>", to its waiter. A waiter
-// that has gone (it got the lock by an attempt of its own, or gave up and
-// its leaveScript releases the lock) is ignored.
+// deliver passes a hand-off, "<token> <fence>", to its waiter. A hand-off
+// to a waiter that left the queue without the lock is released: its leave
+// script may have failed. Other tokens are ignored: their waiter got the
+// lock by an attempt of its own.
 func (w *wakeups) deliver(name string, data []byte) {
 	token, f, ok := strings.Cut(string(data), " ")
 	fence, err := strconv.ParseUint(f, 10, 64)
@@ -338,7 +371,8 @@ func (w *wakeups) deliver(name string, data []byte) {
 		return
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	gone := w.gone[token]
+	delete(w.gone, token)
 	if ch := w.chans[name]; ch != nil {
 		if wake := ch.waiters[token]; wake != nil {
 			select {
@@ -346,5 +380,9 @@ func (w *wakeups) deliver(name string, data []byte) {
 			default:
 			}
 		}
+	}
+	w.mu.Unlock()
+	if gone != nil {
+		gone.background(releaseScript, token)
 	}
 }

@@ -1,0 +1,298 @@
+package uncomplicated
+
+import (
+	"encoding/binary"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Fuzz targets for what comes from outside: lock names and prefixes from
+// the caller, replies from the server. Their seeds run with go test; run
+// one with go test -run '^$' -fuzz FuzzParseOutcome -fuzztime 30s .
+
+// FuzzLockKeys makes locks with any prefix and name, by Named and New. It
+// never panics; a bad prefix or name is reported with the right sentinel;
+// every key of a valid lock carries the lock name as its hash tag, so all
+// of them share its Redis Cluster slot; and distinct names share no key.
+// (FuzzLockName in lockname_test.go checks the escaping itself.)
+func FuzzLockKeys(f *testing.F) {
+	for _, s := range [][3]string{
+		{"lock", "42", "43"}, {"lock", "a*b", "a?b"}, {"lock", "[x]", "{x}"}, {"lock", "{}", "}{"},
+		{"lock", "a\x00b", "a\x00c"}, {"app:v1", "x", "y"}, {"", "x", "y"}, {"a{b", "x", "y"},
+		{"lock", "", "x"}, {"*", "lock:fence:{x}", "x"}, {"p:uncomplicated.strID", "x", "x"},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, prefix, a, b string) {
+		c := NewClient(&redis.Pool{}, WithPrefix(prefix))
+		badPrefix := prefix == "" || strings.ContainsAny(prefix, "{}")
+		var locks []*Mutex
+		for _, name := range []string{a, b} {
+			named, err := c.Named(name)
+			obj, objErr := New(c, strID(name))
+			for _, e := range []error{err, objErr} {
+				switch {
+				case badPrefix && !errors.Is(e, ErrInvalidArgument):
+					t.Fatalf("prefix %q: error = %v; want ErrInvalidArgument", prefix, e)
+				case !badPrefix && name == "" && !errors.Is(e, ErrInvalidID):
+					t.Fatalf("name \"\": error = %v; want ErrInvalidID", e)
+				case !badPrefix && name != "" && e != nil:
+					t.Fatalf("prefix %q, name %q: error = %v; want a lock", prefix, name, e)
+				}
+			}
+			if err != nil || objErr != nil {
+				return
+			}
+			for _, m := range []*Mutex{named, obj} {
+				checkKeys(t, m)
+			}
+			if named.name == obj.name {
+				t.Fatalf("Named(%q) and New(strID(%q)) share the lock %q", name, name, named.name)
+			}
+			locks = append(locks, named, obj)
+		}
+		if a == b {
+			return
+		}
+		seen := map[string]int{}
+		for i, m := range locks {
+			for _, k := range lockKeys(m) {
+				if j, ok := seen[k]; ok && j != i {
+					t.Fatalf("locks %q and %q share the key %q", locks[j].name, m.name, k)
+				}
+				seen[k] = i
+			}
+		}
+	})
+}
+
+// lockKeys are the lock's keys and its wake-up channel.
+func lockKeys(m *Mutex) []string { return []string{m.name, m.fenceKey, m.queueKey, m.channel} }
+
+// checkKeys checks that every key of m has m's name as its hash tag.
+func checkKeys(t *testing.T, m *Mutex) {
+	t.Helper()
+	if strings.ContainsAny(m.name, "{}") {
+		t.Fatalf("lock name %q holds a brace", m.name)
+	}
+	want := keySlot(m.name)
+	for _, k := range lockKeys(m)[1:] {
+		if tag := hashTag(k); tag != m.name {
+			t.Errorf("hash tag of %q = %q; want the lock name %q", k, tag, m.name)
+		}
+		if got := keySlot(k); got != want {
+			t.Errorf("slot of %q = %d; want %d, the slot of %q", k, got, want, m.name)
+		}
+		if k == m.name {
+			t.Errorf("key %q is the lock name", k)
+		}
+	}
+	if m.fenceKey == m.queueKey || !strings.HasPrefix(m.fenceKey, m.cfg.prefix+":") {
+		t.Errorf("fence and queue keys %q, %q; want distinct keys under the prefix %q", m.fenceKey, m.queueKey, m.cfg.prefix)
+	}
+}
+
+// hashTag is what Redis Cluster hashes of key: the text in its first
+// {...}, when not empty, or the whole key.
+func hashTag(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}
+
+// decodeReply builds a reply of any shape from fuzz bytes: the types
+// redigo returns (nil, int64, []byte, string, redis.Error, []any) and a
+// few it never does. It returns the reply and the bytes left.
+func decodeReply(b []byte, depth int) (any, []byte) {
+	if len(b) == 0 {
+		return nil, b
+	}
+	tag, b := b[0], b[1:]
+	arg := byte(0)
+	if len(b) > 0 {
+		arg = b[0]
+	}
+	take := func(n int) []byte {
+		n = min(n, len(b))
+		v := b[:n:n]
+		b = b[n:]
+		return v
+	}
+	switch tag % 9 {
+	case 0:
+		return nil, b
+	case 1: // a small integer, where the valid ones are
+		take(1)
+		return int64(int8(arg)), b
+	case 2: // any int64
+		v := take(8)
+		var w [8]byte
+		copy(w[:], v)
+		return int64(binary.BigEndian.Uint64(w[:])), b
+	case 3:
+		take(1)
+		return take(int(arg % 24)), b
+	case 4:
+		take(1)
+		return string(take(int(arg % 24))), b
+	case 5:
+		take(1)
+		return redis.Error(take(int(arg % 24))), b
+	case 6:
+		take(1)
+		n := int(arg % 4)
+		if depth >= 3 {
+			n = 0
+		}
+		r := make([]any, n)
+		for i := range r {
+			r[i], b = decodeReply(b, depth+1)
+		}
+		return r, b
+	case 7:
+		take(1)
+		return []any(nil), b
+	default: // types redigo never returns
+		take(1)
+		return []any{int(1), uint64(1), float64(1), true, []string{"1"}, map[string]int{}, struct{}{}, []byte(nil)}[arg%8], b
+	}
+}
+
+// encodeSeeds are fuzz inputs for decodeReply: every valid reply shape
+// and near misses.
+var encodeSeeds = [][]byte{
+	{},
+	{1, 1}, {1, 0}, {1, 0xff}, {1, 7},
+	{2, 0x80, 0, 0, 0, 0, 0, 0, 0}, {2, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	{3, 3, 'a', 'b', 'c'}, {3, 0}, {4, 2, 'O', 'K'}, {5, 4, 'E', 'R', 'R', ' '},
+	{6, 2, 1, 1, 1, 5},             // [1, 5]: acquired, fence 5
+	{6, 2, 1, 0, 3, 2, 'h', 'i'},   // [0, "hi"]: held by hi
+	{6, 2, 1, 1, 1, 0},             // [1, 0]
+	{6, 2, 1, 1, 1, 0xfb},          // [1, -5]
+	{6, 2, 1, 1, 3, 1, 'x'},        // [1, "x"]
+	{6, 2, 1, 0, 0},                // [0, nil]
+	{6, 3, 1, 1, 1, 1, 1, 1},       // [1, 1, 1]
+	{6, 1, 1, 1},                   // [1]
+	{6, 2, 6, 1, 1, 1, 1, 1},       // [[1], 1]
+	{6, 2, 8, 0, 1, 1},             // [int(1), 1]
+	{6, 2, 2, 0, 0, 0, 0, 0, 0, 0}, // [0, ...]
+	{7, 0}, {8, 0}, {8, 4}, {8, 7},
+}
+
+// validOutcome is what the scripts reply: {1, fence > 0} or {0, holder}.
+func validOutcome(reply any) (outcome, bool) {
+	r, ok := reply.([]any)
+	if !ok || len(r) != 2 {
+		return outcome{}, false
+	}
+	flag, ok := r[0].(int64)
+	switch {
+	case !ok:
+	case flag == 1:
+		if f, ok := r[1].(int64); ok && f > 0 {
+			return outcome{fence: uint64(f)}, true
+		}
+	case flag == 0:
+		if h, ok := r[1].([]byte); ok {
+			return outcome{holder: string(h)}, true
+		}
+	}
+	return outcome{}, false
+}
+
+func FuzzParseOutcome(f *testing.F) {
+	for _, s := range encodeSeeds {
+		f.Add(s, int64(1), []byte("holder"))
+	}
+	f.Add([]byte{}, int64(0), []byte{})
+	f.Add([]byte{}, int64(-1), []byte(nil))
+	f.Fuzz(func(t *testing.T, data []byte, fence int64, holder []byte) {
+		reply, _ := decodeReply(data, 0)
+		got, err := parseOutcome(reply)
+		if want, ok := validOutcome(reply); ok {
+			if err != nil || got != want {
+				t.Fatalf("parseOutcome(%#v) = %+v, %v; want %+v, nil", reply, got, err, want)
+			}
+		} else if !errors.Is(err, ErrUnexpectedReply) || got != (outcome{}) {
+			t.Fatalf("parseOutcome(%#v) = %+v, %v; want ErrUnexpectedReply", reply, got, err)
+		}
+
+		// Valid replies round-trip.
+		if fence > 0 {
+			if got, err := parseOutcome([]any{int64(1), fence}); err != nil || got.fence != uint64(fence) || got.holder != "" {
+				t.Fatalf("parseOutcome({1, %d}) = %+v, %v", fence, got, err)
+			}
+		} else if _, err := parseOutcome([]any{int64(1), fence}); !errors.Is(err, ErrUnexpectedReply) {
+			t.Fatalf("parseOutcome({1, %d}) = %v; want ErrUnexpectedReply", fence, err)
+		}
+		if got, err := parseOutcome([]any{int64(0), slicesClone(holder)}); err != nil || got.fence != 0 || got.holder != string(holder) {
+			t.Fatalf("parseOutcome({0, %q}) = %+v, %v", holder, got, err)
+		}
+	})
+}
+
+// slicesClone returns a non-nil copy of b: redigo's bulk strings are never
+// nil slices.
+func slicesClone(b []byte) []byte { return append([]byte{}, b...) }
+
+// validRelease is what releaseScript and leaveScript reply: 0, 1 or the
+// non-empty token of the waiter the lock went to.
+func validRelease(reply any) (ok bool, next string, valid bool) {
+	switch r := reply.(type) {
+	case int64:
+		return r == 1, "", r == 0 || r == 1
+	case []byte:
+		return true, string(r), len(r) > 0
+	}
+	return false, "", false
+}
+
+func FuzzParseRelease(f *testing.F) {
+	for _, s := range encodeSeeds {
+		f.Add(s, []byte("next"))
+	}
+	f.Add([]byte{}, []byte{})
+	f.Fuzz(func(t *testing.T, data []byte, token []byte) {
+		reply, _ := decodeReply(data, 0)
+		ok, next, err := parseRelease(reply)
+		if wantOK, wantNext, valid := validRelease(reply); valid {
+			if err != nil || ok != wantOK || next != wantNext {
+				t.Fatalf("parseRelease(%#v) = %v, %q, %v; want %v, %q, nil", reply, ok, next, err, wantOK, wantNext)
+			}
+		} else if !errors.Is(err, ErrUnexpectedReply) || ok || next != "" {
+			t.Fatalf("parseRelease(%#v) = %v, %q, %v; want ErrUnexpectedReply", reply, ok, next, err)
+		}
+
+		// Valid replies round-trip.
+		ok, next, err = parseRelease(slicesClone(token))
+		if len(token) > 0 && (err != nil || !ok || next != string(token)) {
+			t.Fatalf("parseRelease(%q) = %v, %q, %v; want true, %q, nil", token, ok, next, err, token)
+		}
+		if len(token) == 0 && !errors.Is(err, ErrUnexpectedReply) {
+			t.Fatalf("parseRelease(\"\") = %v; want ErrUnexpectedReply", err)
+		}
+	})
+}
+
+func FuzzParseFlag(f *testing.F) {
+	for _, s := range encodeSeeds {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		reply, _ := decodeReply(data, 0)
+		got, err := parseFlag(reply)
+		if n, ok := reply.(int64); ok && (n == 0 || n == 1) {
+			if err != nil || got != (n == 1) {
+				t.Fatalf("parseFlag(%#v) = %v, %v; want %v, nil", reply, got, err, n == 1)
+			}
+		} else if !errors.Is(err, ErrUnexpectedReply) || got {
+			t.Fatalf("parseFlag(%#v) = %v, %v; want false, ErrUnexpectedReply", reply, got, err)
+		}
+	})
+}
