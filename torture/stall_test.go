@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -13,16 +12,12 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
-// TestRepro_staleQueueEntry reproduces the stall the torture shows after
-// restart, reset and blackhole faults: a waiter that gives up while Redis
-// is unreachable leaves its queue entry, and since its Client still
-// listens on the lock, the next Unlock hands the lock to nobody for a
-// whole lease. It fails while the library has that flaw, so it runs only
-// with TORTURE_REPRO=1.
-func TestRepro_staleQueueEntry(t *testing.T) {
-	if os.Getenv("TORTURE_REPRO") != "1" {
-		t.Skip("a reproduction of a library flaw; TORTURE_REPRO=1 runs it")
-	}
+// TestMutex_staleQueueEntry guards against the stall the torture found
+// after restart, reset and blackhole faults (fixed on main by 2f2f5f9): a
+// waiter that gives up while Redis is unreachable leaves its queue entry,
+// and since its Client still listens on the lock, the next Unlock handed
+// the lock to nobody for a whole lease. It takes about 10 s.
+func TestMutex_staleQueueEntry(t *testing.T) {
 	requireRedis(t)
 	srv := redistest.Start(t)
 	p, err := newProxy(srv.Addr)
