@@ -27,7 +27,8 @@ const RequireEnv = "UNCOMPLICATED_REQUIRE_REDIS"
 
 // A Server is a running redis-server.
 type Server struct {
-	Addr string // 127.0.0.1:port
+	Addr string   // 127.0.0.1:port
+	argv []string // redis-server and its arguments, for Restart
 	cmd  *exec.Cmd
 	dir  string
 	done chan struct{} // closed when the process has exited
@@ -135,20 +136,47 @@ func launchOnce(bin string, args []string) (*Server, error) {
 		"--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
 		"--logfile", filepath.Join(dir, "redis.log"),
 	}
-	cmd := exec.Command(bin, append(base, args...)...)
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
+	s := &Server{
+		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		argv: append(append([]string{bin}, base...), args...), dir: dir,
+	}
+	if err := s.start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	s := &Server{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd, dir: dir, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.done) }()
 	if err := s.awaitReady(5 * time.Second); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "redis.log"))
 		s.Stop()
-		return nil, fmt.Errorf("%w; log:\n%s", err, log)
+		return nil, err
 	}
 	return s, nil
+}
+
+// start runs the server's process and a goroutine that closes done when it
+// exits.
+func (s *Server) start() error {
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	s.cmd, s.done = cmd, done
+	return nil
+}
+
+// Restart kills the server with SIGKILL, as a crash would, and starts it
+// again on the same port with the same directory and arguments, so that it
+// loads what it had persisted (start it with "--appendonly", "yes" for
+// that). It returns once the new process answers PING, or an error that
+// includes its log. It must not run concurrently with Stop or Restart.
+func (s *Server) Restart() error {
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	if err := s.start(); err != nil {
+		return err
+	}
+	return s.awaitReady(5 * time.Second)
 }
 
 func freePort() (int, error) {
@@ -173,14 +201,20 @@ func (s *Server) awaitReady(limit time.Duration) error {
 		}
 		select {
 		case <-s.done:
-			return fmt.Errorf("redis-server on %s exited at start", s.Addr)
+			return fmt.Errorf("redis-server on %s exited at start; log:\n%s", s.Addr, s.log())
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on %s not ready after %v: %w", s.Addr, limit, err)
+			return fmt.Errorf("redis-server on %s not ready after %v: %w; log:\n%s", s.Addr, limit, err, s.log())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// log returns the server's log file.
+func (s *Server) log() []byte {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
+	return b
 }
 
 // Stop kills the server and removes its directory.

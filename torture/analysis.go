@@ -1,0 +1,218 @@
+package main
+
+import (
+	"slices"
+	"time"
+)
+
+// A span is a critical section's access to the store on the time line:
+// from its READ (or its start, when it has none) to its WRITE (or its end:
+// Do's return, or the kill of its process).
+type span struct {
+	h          *hold
+	start, end int64 // Unix nanoseconds
+	written    bool  // its WRITE was accepted
+}
+
+// spans returns the record's critical sections by lock name, each sorted
+// by start. A section whose worker ended without reporting its end (killed
+// at the grace period) ends at the run's end.
+func (r *record) spans() map[string][]span {
+	byKey := map[string][]span{}
+	for _, h := range r.Sections {
+		s := span{h: h, start: h.enter.Enter, end: r.End.UnixNano()}
+		if t, ok := r.Kills[h.enter.Pid]; ok && h.rec == nil {
+			s.end = t.UnixNano()
+		}
+		if rec := h.rec; rec != nil {
+			if rec.ReadAt > 0 {
+				s.start = rec.ReadAt
+			}
+			s.end = rec.Exit
+			if rec.WriteAt > 0 {
+				s.end = rec.WriteAt
+			}
+			s.written = rec.Write == accepted
+		}
+		byKey[h.enter.Key] = append(byKey[h.enter.Key], s)
+	}
+	for _, ss := range byKey {
+		slices.SortFunc(ss, func(a, b span) int { return cmp64(a.start, b.start) })
+	}
+	return byKey
+}
+
+func cmp64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// overlaps counts the pairs of critical sections of one lock whose spans
+// overlap: fenced when the fence stopped at least one of the two from
+// writing (or its process died first), unfenced when both writes were
+// accepted.
+func (r *record) overlaps() (fenced, unfenced int) {
+	for _, ss := range r.spans() {
+		for i, a := range ss {
+			for _, b := range ss[i+1:] {
+				if b.start >= a.end {
+					break
+				}
+				if a.written && b.written {
+					unfenced++
+				} else {
+					fenced++
+				}
+			}
+		}
+	}
+	return fenced, unfenced
+}
+
+// stopFigures are what became of the critical sections open when their
+// process was stopped.
+type stopFigures struct {
+	Before       int // sections open at a SIGSTOP that had written already: they only await Do's return
+	Holders      int // the others: holders caught before their WRITE
+	TakenOver    int // ... of which another section of the lock, with a higher fence, began during the stop once the lease could have ended
+	LateRejected int // ... whose READ or WRITE after the SIGCONT the fence rejected
+	LateAccepted int // ... taken over, whose WRITE after the SIGCONT was accepted: must be 0
+	LostCtx      int // ... that skipped the WRITE because fn's ctx ended (ErrLost)
+	NotHeld      int // ... whose Do returned an error matching ErrNotHeld or ErrLost
+	Unnoticed    int // ... taken over, whose Do returned no such error: must be 0
+}
+
+// stopped analyses the stop faults. A holder's lease, refreshed every
+// timeout/3, cannot end within timeout/2 of the stop: a section that began
+// then followed a release that got through before the stop took effect.
+func (r *record) stopped(timeout time.Duration) stopFigures {
+	var f stopFigures
+	spans := r.spans()
+	for _, st := range r.Stops {
+		from, to := st.from.UnixNano(), st.to.UnixNano()
+		for _, h := range r.Sections {
+			rec := h.rec
+			if h.enter.Pid != st.pid || h.enter.Enter > from || rec == nil || rec.Exit < from {
+				continue
+			}
+			if rec.WriteAt > 0 && rec.WriteAt < from {
+				f.Before++
+				continue
+			}
+			f.Holders++
+			other := false
+			for _, s := range spans[h.enter.Key] {
+				e := s.h.enter
+				if e.Pid != st.pid && e.Fence > h.enter.Fence && e.Enter >= from+int64(timeout/2) && e.Enter <= to {
+					other = true
+					break
+				}
+			}
+			if other {
+				f.TakenOver++
+			}
+			switch {
+			case rec.Read == rejected && rec.ReadAt >= to, rec.Write == rejected && rec.WriteAt >= to:
+				f.LateRejected++
+			case rec.Write == accepted && rec.WriteAt >= to && other:
+				f.LateAccepted++
+			case rec.Write == lostCtx:
+				f.LostCtx++
+			}
+			if rec.NotHeld || rec.ErrLost {
+				f.NotHeld++
+			} else if other {
+				f.Unnoticed++
+			}
+		}
+	}
+	return f
+}
+
+// lateCalls splits the late calls into those a stop of their own process
+// explains (its clock ran on while it could not) and the others.
+func (r *record) lateCalls() (late, excused []event) {
+	for _, e := range r.Late {
+		if r.stoppedDuring(e.Pid, e.Enter, e.Ret) {
+			excused = append(excused, e)
+		} else {
+			late = append(late, e)
+		}
+	}
+	return late, excused
+}
+
+// stoppedDuring reports whether pid was stopped at some time in [from, to].
+func (r *record) stoppedDuring(pid int, from, to int64) bool {
+	for _, st := range r.Stops {
+		if st.pid == pid && st.from.UnixNano() <= to && st.to.Add(lateSlack).UnixNano() >= from {
+			return true
+		}
+	}
+	return false
+}
+
+// counts sums the sections' outcomes.
+type counts struct {
+	Started, Completed, Killed            int
+	ReadRejected, WriteRejected, Accepted int
+	LostBeforeWrite, StoreFailed          int
+	LostSeen                              int
+}
+
+func (r *record) counts() counts {
+	var n counts
+	for _, h := range r.Sections {
+		n.Started++
+		rec := h.rec
+		if rec == nil {
+			n.Killed++
+			continue
+		}
+		n.Completed++
+		switch {
+		case rec.Read == rejected:
+			n.ReadRejected++
+		case rec.Read == failed, rec.Write == failed:
+			n.StoreFailed++
+		case rec.Write == rejected:
+			n.WriteRejected++
+		case rec.Write == accepted:
+			n.Accepted++
+		case rec.Write == lostCtx:
+			n.LostBeforeWrite++
+		}
+		if rec.LostSeen {
+			n.LostSeen++
+		}
+	}
+	return n
+}
+
+// longestGap is the longest time, on any one lock, between two accepted
+// writes (or the run's start or end and the nearest one): how long the
+// lock let nobody work.
+func (r *record) longestGap() (key string, gap int64) {
+	for k, ss := range r.spans() {
+		prev := r.Start.UnixNano()
+		var writes []int64
+		for _, s := range ss {
+			if s.written {
+				writes = append(writes, s.end)
+			}
+		}
+		slices.Sort(writes)
+		for _, w := range append(writes, r.End.UnixNano()) {
+			if w-prev > gap {
+				key, gap = k, w-prev
+			}
+			prev = w
+		}
+	}
+	return key, gap
+}

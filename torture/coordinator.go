@@ -1,0 +1,258 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+// options are the torture's settings, from flags or a test.
+type options struct {
+	Procs, Goroutines, Keys int
+	Duration, Timeout       time.Duration
+	Seed                    uint64
+	Faults                  []string // kinds to inject; see faultKinds
+	Verbose                 bool
+	Log                     io.Writer // progress lines with Verbose; nil: none
+	Exe                     string    // the binary that runs as a worker
+	Trace                   io.Writer // every worker event, as received; nil: none
+}
+
+// A coordinator runs the servers, the proxy and the workers, injects the
+// faults, and gathers the workers' events into the run's record.
+type coordinator struct {
+	opts  options
+	rng   *rand.Rand // the coordinator's own choices; used by one goroutine
+	lock  *redistest.Server
+	store *redistest.Server
+	proxy *proxy
+	keys  []string
+
+	mu      sync.Mutex // guards procs and rec
+	procs   map[int]*proc
+	rec     *record
+	workers sync.WaitGroup // one per proc's reader
+}
+
+// A proc is a worker process.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	done   chan struct{} // closed when its output has ended and it has exited
+	killed bool          // by the kill fault or at the end's grace period; guarded by coordinator.mu
+}
+
+// run runs the whole torture and returns its record, or an error when the
+// setup failed.
+func run(opts options) (*record, error) {
+	c := &coordinator{
+		opts:  opts,
+		rng:   rand.New(rand.NewPCG(opts.Seed, 0x70c7)),
+		procs: map[int]*proc{},
+		rec:   newRecord(),
+	}
+	for i := range opts.Keys {
+		c.keys = append(c.keys, fmt.Sprintf("torture-%d", i))
+	}
+	c.rec.Start = time.Now()
+	defer c.shutdown()
+	if err := c.setup(); err != nil {
+		return nil, err
+	}
+	c.logf("lock server %s behind proxy %s, store server %s", c.lock.Addr, c.proxy.Addr(), c.store.Addr)
+	for range opts.Procs {
+		if err := c.startWorker(); err != nil {
+			return nil, err
+		}
+	}
+	end := time.Now().Add(opts.Duration)
+	c.injectUntil(end)
+	if wait := time.Until(end); wait > 0 {
+		time.Sleep(wait)
+	}
+	c.stopWorkers()
+	c.rec.End = time.Now()
+	return c.rec, c.tally()
+}
+
+// setup starts the two servers and the proxy, and zeroes the store.
+func (c *coordinator) setup() error {
+	var err error
+	if c.lock, err = redistest.Launch("--appendonly", "yes", "--appendfsync", "always"); err != nil {
+		return fmt.Errorf("lock server: %w", err)
+	}
+	if c.store, err = redistest.Launch(); err != nil {
+		return fmt.Errorf("store server: %w", err)
+	}
+	if c.proxy, err = newProxy(c.lock.Addr); err != nil {
+		return err
+	}
+	s := c.storeClient()
+	defer s.pool.Close()
+	for _, key := range c.keys {
+		if err := s.reset(context.Background(), "lock:"+key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *coordinator) storeClient() store {
+	return store{pool: newPool(c.store.Addr, storeTimeout)}
+}
+
+// shutdown stops what setup started, whatever happened.
+func (c *coordinator) shutdown() {
+	c.mu.Lock()
+	for _, p := range c.procs {
+		_ = p.cmd.Process.Kill()
+	}
+	c.mu.Unlock()
+	c.workers.Wait()
+	if c.proxy != nil {
+		c.proxy.Close()
+	}
+	for _, s := range []*redistest.Server{c.lock, c.store} {
+		if s != nil {
+			s.Stop()
+		}
+	}
+}
+
+// startWorker starts one worker process and the goroutine that reads its
+// events.
+func (c *coordinator) startWorker() error {
+	spec, err := json.Marshal(workerConfig{
+		LockAddr: c.proxy.Addr(), StoreAddr: c.store.Addr, Keys: c.keys,
+		Goroutines: c.opts.Goroutines, Timeout: c.opts.Timeout, Seed: c.rng.Uint64(),
+	})
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.opts.Exe)
+	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = sysProcAttr()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	p := &proc{cmd: cmd, stdin: stdin, done: make(chan struct{})}
+	c.mu.Lock()
+	c.procs[cmd.Process.Pid] = p
+	c.rec.Workers++
+	c.mu.Unlock()
+	c.workers.Add(1)
+	go c.read(p, stdout)
+	return nil
+}
+
+// read handles a worker's events until its output ends, then waits for it
+// and records how it ended.
+func (c *coordinator) read(p *proc, stdout io.Reader) {
+	defer c.workers.Done()
+	defer close(p.done)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 4<<20)
+	for sc.Scan() {
+		var e event
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			c.logf("worker %d: %s", p.cmd.Process.Pid, sc.Text())
+			continue
+		}
+		c.mu.Lock()
+		c.rec.add(e)
+		if c.opts.Trace != nil {
+			fmt.Fprintf(c.opts.Trace, "%s\n", sc.Bytes())
+		}
+		c.mu.Unlock()
+	}
+	_, _ = io.Copy(io.Discard, stdout)
+	err := p.cmd.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pid := p.cmd.Process.Pid
+	if !p.killed && err != nil {
+		c.rec.Crashed = append(c.rec.Crashed, fmt.Sprintf("worker %d: %v", pid, err))
+	}
+	delete(c.procs, pid)
+}
+
+// stopWorkers closes every worker's stdin, which tells it to finish, and
+// kills those still running after the grace period.
+func (c *coordinator) stopWorkers() {
+	c.mu.Lock()
+	procs := make([]*proc, 0, len(c.procs))
+	for _, p := range c.procs {
+		procs = append(procs, p)
+	}
+	c.mu.Unlock()
+	for _, p := range procs {
+		_ = p.stdin.Close()
+	}
+	grace := time.After(budget(c.opts.Timeout) + storeTimeout + 10*time.Second)
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-grace:
+			c.mu.Lock()
+			p.killed = true
+			c.rec.Hung = append(c.rec.Hung, p.cmd.Process.Pid)
+			c.mu.Unlock()
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+}
+
+// tally reads the store's counters into the record.
+func (c *coordinator) tally() error {
+	s := c.storeClient()
+	defer s.pool.Close()
+	for _, key := range c.keys {
+		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+		t, err := s.tally(ctx, "lock:"+key)
+		cancel()
+		if err != nil {
+			return err
+		}
+		c.rec.Store["lock:"+key] = t
+	}
+	return nil
+}
+
+// lockDo runs one command on the lock server directly, not through the
+// proxy.
+func (c *coordinator) lockDo(cmd string, args ...any) (any, error) {
+	conn, err := redis.Dial("tcp", c.lock.Addr, redis.DialConnectTimeout(time.Second),
+		redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.Do(cmd, args...)
+}
+
+func (c *coordinator) logf(format string, args ...any) {
+	if c.opts.Verbose && c.opts.Log != nil {
+		fmt.Fprintf(c.opts.Log, "%8.3fs  %s\n", time.Since(c.rec.Start).Seconds(), fmt.Sprintf(format, args...))
+	}
+}

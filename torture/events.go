@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+)
+
+// Workers report to the coordinator one JSON event per line on stdout.
+// Times are Unix nanoseconds of this machine's clock.
+type event struct {
+	Ev  string `json:"ev"`  // one of the ev* constants
+	Pid int    `json:"pid"` // the worker's process id
+	Seq int64  `json:"seq,omitempty"`
+
+	// evEnter and evSection: one critical section.
+	Key   string   `json:"key,omitempty"`
+	Fence uint64   `json:"fence,omitempty"`
+	Enter int64    `json:"enter,omitempty"` // when fn began
+	Rec   *section `json:"rec,omitempty"`   // evSection: how it went
+
+	// evError: a failed call.
+	Op   string `json:"op,omitempty"`
+	Kind string `json:"kind,omitempty"` // see kind
+	Msg  string `json:"msg,omitempty"`
+
+	// evLate: a call, made at Enter, that returned at Ret, Over
+	// nanoseconds after its bound.
+	Ret  int64 `json:"ret,omitempty"`
+	Over int64 `json:"over,omitempty"`
+
+	// evFinal: the worker's end.
+	Leaked int    `json:"leaked,omitempty"` // goroutines goleak found
+	Leak   string `json:"leak,omitempty"`   // goleak's report
+}
+
+// Events.
+const (
+	evReady    = "ready"    // the worker is running
+	evEnter    = "enter"    // a critical section began (fn was called)
+	evSection  = "section"  // a critical section ended, with its record
+	evError    = "error"    // a call failed
+	evLate     = "late"     // a call returned after its deadline plus lateSlack
+	evFinal    = "final"    // the worker closed everything and is exiting
+	evTakeOver = "takeover" // the library logged "lock taken over"
+)
+
+// A section is the record of one critical section, sent when it ends.
+type section struct {
+	Read     string `json:"read,omitempty"`    // outcome: accepted, rejected, skipped, failed
+	ReadAt   int64  `json:"read_at,omitempty"` // the store's time of the READ
+	Value    int64  `json:"value,omitempty"`
+	Write    string `json:"write,omitempty"` // accepted, rejected, skipped, lost (ctx done before), failed
+	WriteAt  int64  `json:"write_at,omitempty"`
+	Exit     int64  `json:"exit,omitempty"`     // when Do returned
+	Unlock   string `json:"unlock,omitempty"`   // "ok" or the error kind of Do's Unlock
+	NotHeld  bool   `json:"not_held,omitempty"` // Do's error matched ErrNotHeld
+	ErrLost  bool   `json:"err_lost,omitempty"` // Do's error matched ErrLost
+	LostSeen bool   `json:"lost_seen,omitempty"`
+}
+
+// Outcomes of a READ or WRITE.
+const (
+	accepted = "accepted"
+	rejected = "rejected"
+	skipped  = "skipped" // not attempted: the READ was rejected or failed
+	lostCtx  = "lost"    // not attempted: fn's ctx was done (the lock was lost)
+	failed   = "failed"  // the call to the store failed
+)
+
+// An emitter writes events as lines; it is safe for concurrent use.
+type emitter struct {
+	mu  sync.Mutex // guards w and enc: one line at a time
+	w   io.Writer
+	pid int
+}
+
+// emit writes e, stamped with the worker's pid, as one line.
+func (em *emitter) emit(e event) {
+	e.Pid = em.pid
+	b, err := json.Marshal(e)
+	if err != nil {
+		panic(err) // every field marshals
+	}
+	em.mu.Lock()
+	defer em.mu.Unlock()
+	_, _ = em.w.Write(append(b, '\n'))
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The fault kinds, in the order the report lists them.
+const (
+	faultKill      = "kill"      // SIGKILL a worker inside a critical section, start another
+	faultStop      = "stop"      // SIGSTOP a worker inside a critical section past the timeout
+	faultRestart   = "restart"   // kill -9 the lock server and start it again on its port
+	faultReset     = "reset"     // the proxy closes every connection
+	faultBlackhole = "blackhole" // the proxy forwards nothing, past the timeout
+	faultLatency   = "latency"   // the proxy delays traffic by more than the timeout
+	faultExpire    = "expire"    // PEXPIRE a held lock's key to 1 ms
+)
+
+var faultKinds = []string{faultKill, faultStop, faultRestart, faultReset, faultBlackhole, faultLatency, faultExpire}
+
+// parseFaults parses -faults: a comma-separated list of kinds, "all" or
+// "none".
+func parseFaults(s string) ([]string, error) {
+	switch s {
+	case "all":
+		return slices.Clone(faultKinds), nil
+	case "none", "":
+		return nil, nil
+	}
+	var kinds []string
+	for k := range strings.SplitSeq(s, ",") {
+		k = strings.TrimSpace(k)
+		if !slices.Contains(faultKinds, k) {
+			return nil, fmt.Errorf("unknown fault %q (want some of %v, all or none)", k, faultKinds)
+		}
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds, nil
+}
+
+// injectUntil injects faults one at a time until end, after a random gap
+// before each: first every enabled kind once, in a random order, so that
+// even a short run has them all, then kinds at random.
+func (c *coordinator) injectUntil(end time.Time) {
+	kinds := c.opts.Faults
+	if len(kinds) == 0 {
+		return
+	}
+	first := slices.Clone(kinds)
+	c.rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+	for {
+		gap := c.opts.Timeout/2 + time.Duration(c.rng.Int64N(int64(c.opts.Timeout)))
+		// A fault takes up to 2 timeouts, and its effects settle within
+		// budget: leave that much of the run without a new fault, once
+		// every kind has had its turn.
+		if len(first) == 0 && time.Now().Add(gap+2*c.opts.Timeout+budget(c.opts.Timeout)).After(end) {
+			return
+		}
+		time.Sleep(gap)
+		kind := kinds[c.rng.IntN(len(kinds))]
+		if len(first) > 0 {
+			kind, first = first[0], first[1:]
+		}
+		if err := c.inject(kind); err != nil {
+			c.logf("fault %s not injected: %v", kind, err)
+			continue
+		}
+		c.mu.Lock()
+		c.rec.Faults[kind]++
+		c.mu.Unlock()
+		c.trace(fmt.Sprintf(`{"ev":"fault","kind":%q,"ret":%d}`, kind, time.Now().UnixNano()))
+	}
+}
+
+// inject injects one fault and returns when it is over.
+func (c *coordinator) inject(kind string) error {
+	t := c.opts.Timeout
+	switch kind {
+	case faultKill:
+		return c.kill()
+	case faultStop:
+		return c.stop(t + t/2)
+	case faultRestart:
+		c.logf("restart: kill -9 the lock server")
+		return c.lock.Restart()
+	case faultReset:
+		c.logf("reset: close every connection")
+		c.proxy.Reset()
+	case faultBlackhole:
+		c.logf("blackhole for %v", t+t/2)
+		c.proxy.Blackhole(true)
+		time.Sleep(t + t/2)
+		c.proxy.Blackhole(false)
+	case faultLatency:
+		c.logf("latency %v for %v", t+t/5, 2*t)
+		c.proxy.SetLatency(t + t/5)
+		time.Sleep(2 * t)
+		c.proxy.SetLatency(0)
+	case faultExpire:
+		return c.expire()
+	default:
+		return fmt.Errorf("unknown fault %q", kind)
+	}
+	return nil
+}
+
+// holder waits, up to a few timeouts, for a critical section the events
+// show open, and returns it.
+func (c *coordinator) holder(pick func([]*hold) *hold) (*hold, error) {
+	deadline := time.Now().Add(3 * c.opts.Timeout)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		open := make([]*hold, 0, len(c.rec.Open))
+		for _, h := range c.rec.Open {
+			if _, live := c.procs[h.enter.Pid]; live {
+				open = append(open, h)
+			}
+		}
+		c.mu.Unlock()
+		if len(open) > 0 {
+			slices.SortFunc(open, func(a, b *hold) int { return int(a.enter.Seq - b.enter.Seq) })
+			return pick(open), nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil, fmt.Errorf("no critical section open for %v", 3*c.opts.Timeout)
+}
+
+func (c *coordinator) random(open []*hold) *hold { return open[c.rng.IntN(len(open))] }
+
+// kill SIGKILLs a worker inside a critical section and starts another.
+func (c *coordinator) kill() error {
+	h, err := c.holder(c.random)
+	if err != nil {
+		return err
+	}
+	pid := h.enter.Pid
+	c.mu.Lock()
+	p := c.procs[pid]
+	if p != nil {
+		p.killed = true
+	}
+	c.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("worker %d has exited", pid)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.rec.killed(pid, time.Now())
+	c.mu.Unlock()
+	c.logf("kill: SIGKILL worker %d holding %s (fence %d)", pid, h.enter.Key, h.enter.Fence)
+	<-p.done
+	return c.startWorker()
+}
+
+// stop SIGSTOPs a worker inside a critical section for d, then SIGCONTs it.
+func (c *coordinator) stop(d time.Duration) error {
+	h, err := c.holder(c.random)
+	if err != nil {
+		return err
+	}
+	pid := h.enter.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	from := time.Now()
+	c.trace(fmt.Sprintf(`{"ev":"sigstop","pid":%d,"enter":%d}`, pid, from.UnixNano()))
+	c.logf("stop: SIGSTOP worker %d holding %s (fence %d) for %v", pid, h.enter.Key, h.enter.Fence, d)
+	time.Sleep(d)
+	err = syscall.Kill(pid, syscall.SIGCONT)
+	c.mu.Lock()
+	c.rec.Stops = append(c.rec.Stops, stop{pid: pid, from: from, to: time.Now()})
+	c.mu.Unlock()
+	return err
+}
+
+// expire makes a held lock's key expire at once, under its holder.
+func (c *coordinator) expire() error {
+	for range 10 {
+		h, err := c.holder(c.random)
+		if err != nil {
+			return err
+		}
+		n, err := c.lockDo("PEXPIRE", h.enter.Key, 1)
+		if err != nil {
+			return err
+		}
+		if n == int64(1) {
+			c.logf("expire: PEXPIRE %s 1 under fence %d", h.enter.Key, h.enter.Fence)
+			return nil
+		}
+	}
+	return fmt.Errorf("no held key found to expire")
+}
+
+// trace writes a line to the trace, if any.
+func (c *coordinator) trace(line string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.opts.Trace != nil {
+		fmt.Fprintf(c.opts.Trace, "%s\n", line)
+	}
+}
