@@ -21,14 +21,15 @@ var errLostReply = errors.New("connection reset by test")
 
 // faultPool hands out connections to a miniredis that misbehave on request.
 type faultPool struct {
-	pool   *redis.Pool
-	drop   atomic.Int32                  // commands still to drop before they are sent
-	lose   atomic.Int32                  // commands still to lose the reply of
-	then   atomic.Bool                   // a lost reply makes the next command drop
-	down   atomic.Bool                   // every command fails unsent
-	failed atomic.Int32                  // commands failed by down
-	hang   atomic.Pointer[chan struct{}] // when set, commands wait for it to close
-	hung   chan struct{}                 // gets a value when a command starts to hang
+	pool    *redis.Pool
+	drop    atomic.Int32                  // commands still to drop before they are sent
+	lose    atomic.Int32                  // commands still to lose the reply of
+	then    atomic.Bool                   // a lost reply makes the next command drop
+	down    atomic.Bool                   // every command fails unsent
+	failed  atomic.Int32                  // commands failed by down
+	loading atomic.Int32                  // commands still to answer LOADING
+	hang    atomic.Pointer[chan struct{}] // when set, commands wait for it to close
+	hung    chan struct{}                 // gets a value when a command starts to hang
 }
 
 func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
@@ -79,6 +80,9 @@ func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	if c.p.loading.Add(-1) >= 0 {
+		return nil, redis.Error("LOADING Redis is loading the dataset in memory")
 	}
 	if c.p.down.Load() {
 		c.p.failed.Add(1)
@@ -361,4 +365,16 @@ func TestFault_goneWaiterHandOffReleased(t *testing.T) {
 		t.Fatalf("Unlock() = %v", err)
 	}
 	eventually(t, "the lock freed", func() bool { return !mr.Exists(holder.Name()) })
+}
+
+// A Redis that restarted and is loading its data answers LOADING: Lock
+// waits for it on its ticks instead of failing.
+func TestFault_lockWaitsWhileLoading(t *testing.T) {
+	fp, _ := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp), Order{1}, uncomplicated.WithTimeout(time.Second))
+	fp.loading.Store(3)
+	mustLock(t, m)
+	if n := fp.loading.Load(); n >= 0 {
+		t.Errorf("%d LOADING replies left; want all 3 used", n+1)
+	}
 }

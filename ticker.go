@@ -2,11 +2,15 @@ package uncomplicated
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
@@ -29,6 +33,12 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 		queue := w.queue()
 		from := m.cfg.clock.Now()
 		out, err := m.acquire(ctx, w.token, w.entry, queue)
+		if loading(err) { // a restarted Redis reading its data: not a failure yet
+			if _, err := m.sleep(ctx, obs, &w, m.cfg.tick()); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return m.gaveUp(ctx, err)
 		}
@@ -208,6 +218,13 @@ func (m *Mutex) sleep(ctx context.Context, obs settle.Observer, w *waiter, left 
 	case <-m.c.done:
 		return 0, m.notObtained("client closed", ErrClosed)
 	}
+}
+
+// loading reports Redis's LOADING error: the server restarted and is
+// reading its data from disk.
+func loading(err error) bool {
+	var rerr redis.Error
+	return errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "LOADING ")
 }
 
 // jitter returns a random duration in [0, bound), or 0 when bound is not

@@ -275,7 +275,9 @@ func (m *Mutex) Fence() uint64 {
 // returns an error wrapping ErrStale and ErrNotObtained, or with TakeOver
 // replaces the holder. When ctx ends or the Client closes first, Lock returns
 // an error wrapping ErrNotObtained and ctx.Err() or ErrClosed. A Redis error
-// ends Lock at once. On failure Lock leaves the lock as it found it.
+// ends Lock at once, but for LOADING (a restarted Redis reading its data),
+// which Lock waits out on its ticks. On failure Lock leaves the lock as it
+// found it.
 func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
