@@ -223,7 +223,10 @@ func (m *Mutex) sleep(ctx context.Context, obs settle.Observer, w *waiter, left 
 // loading reports Redis's LOADING error: the server restarted and is
 // reading its data from disk.
 func loading(err error) bool {
-	var rerr redis.Error
+	if err == nil {
+		return false
+	}
+	var rerr redis.Error // on the heap, as errors.As takes it
 	return errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "LOADING ")
 }
 
