@@ -7,3 +7,9 @@ func SetMaxIdleChannels(n int) (restore func()) {
 	maxIdleChannels = n
 	return func() { maxIdleChannels = old }
 }
+
+// KeySlot is keySlot, Redis Cluster's slot of a key, for the external tests.
+var KeySlot = keySlot
+
+// IsClosed reports whether a channel is closed.
+var IsClosed = isClosed

@@ -428,7 +428,7 @@ func TestHostile_oddIDs(t *testing.T) {
 		if !r.mr.Exists(name) || !r.mr.Exists(fence) {
 			t.Errorf("ID %.20q: keys %.60q and its fence counter missing; have %d keys", id, name, len(r.mr.Keys()))
 		}
-		if a, b := clusterSlot(name), clusterSlot(fence); a != b {
+		if a, b := uncomplicated.KeySlot(name), uncomplicated.KeySlot(fence); a != b {
 			t.Errorf("ID %.20q: slots of the lock and its fence counter = %d, %d; want one slot", id, a, b)
 		}
 	}
@@ -453,28 +453,6 @@ func mustNewCode(t *testing.T, c *uncomplicated.Client, id Code) *uncomplicated.
 		t.Fatalf("New(%.20q) = %v; want a valid ID", string(id), err)
 	}
 	return m
-}
-
-// clusterSlot is Redis Cluster's slot of key: CRC16-XMODEM of its hash tag
-// (the text inside the first {...}, when not empty) or of the key, mod 16384.
-func clusterSlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
 }
 
 // Options at the ends of their valid ranges make mutexes that lock,

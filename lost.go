@@ -30,6 +30,7 @@ func (s *signal) fire() {
 	}
 }
 
+// isClosed reports whether ch is closed.
 func isClosed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:

@@ -8,50 +8,41 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/benbjohnson/clock"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // Lost gives a closed channel when nothing is held, a fresh open one per
 // hold, and leaves a released hold's channel open.
 func TestMutex_Lost_perHold(t *testing.T) {
 	env := uncomplicatedtest.New(t)
 	m := mustNew(t, env.Client, Order{1})
-	if !isClosed(m.Lost()) {
+	if !uncomplicated.IsClosed(m.Lost()) {
 		t.Error("Lost() before Lock is open; want closed")
 	}
 	var nilMutex *uncomplicated.Mutex
-	if !isClosed(nilMutex.Lost()) {
+	if !uncomplicated.IsClosed(nilMutex.Lost()) {
 		t.Error("Lost() of a nil *Mutex is open; want closed")
 	}
 	mustLock(t, m)
 	first := m.Lost()
-	if isClosed(first) {
+	if uncomplicated.IsClosed(first) {
 		t.Fatal("Lost() while held is closed; want open")
 	}
 	if err := m.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if isClosed(first) {
+	if uncomplicated.IsClosed(first) {
 		t.Error("a released hold's Lost channel is closed; want open")
 	}
-	if !isClosed(m.Lost()) {
+	if !uncomplicated.IsClosed(m.Lost()) {
 		t.Error("Lost() after Unlock is open; want closed")
 	}
 	mustLock(t, m)
-	if second := m.Lost(); second == first || isClosed(second) {
+	if second := m.Lost(); second == first || uncomplicated.IsClosed(second) {
 		t.Error("the second hold's Lost channel is the first's or closed; want a fresh open one")
 	}
 }
@@ -82,7 +73,7 @@ func TestMutex_lostFound(t *testing.T) {
 			if !errors.Is(err, uncomplicated.ErrNotHeld) {
 				t.Errorf("found lost: %v; want ErrNotHeld as well", err)
 			}
-			if !isClosed(lost) {
+			if !uncomplicated.IsClosed(lost) {
 				t.Error("Lost channel open after the loss was found; want closed")
 			}
 		})
@@ -130,7 +121,7 @@ func TestMutex_Held(t *testing.T) {
 	if ok, err := m.Held(context.Background()); ok || !errors.Is(err, errLostReply) {
 		t.Errorf("Held() with Redis failing = %v, %v; want false and the error", ok, err)
 	}
-	if isClosed(m.Lost()) {
+	if uncomplicated.IsClosed(m.Lost()) {
 		t.Error("a failed Held closed the Lost channel; want it open")
 	}
 	if ok, err := m.Held(context.Background()); !ok || err != nil {
@@ -230,13 +221,9 @@ func TestMutex_Do_autoRefreshFindsLoss(t *testing.T) {
 // not before (the key has surely expired by then) and not at the next
 // tick.
 func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
-	fp, mr := newFaultPool(t)
-	mock := clock.NewMock()
-	mock.Set(time.Now())
-	mr.SetTime(mock.Now())
-	client := uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Second),
-		uncomplicated.WithAutoRefresh(300*time.Millisecond))
-	m := mustNew(t, client, Order{1})
+	fp, _, mock := newMockFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Second),
+		uncomplicated.WithAutoRefresh(300*time.Millisecond)), Order{1})
 	err := m.Do(context.Background(), func(ctx context.Context) error {
 		fp.down.Store(true)
 		defer fp.down.Store(false)
@@ -293,7 +280,7 @@ func TestMutex_lostFound_earlierHold(t *testing.T) {
 			second := m.Lost()
 			release()
 			_ = recv(t, done)
-			if isClosed(second) {
+			if uncomplicated.IsClosed(second) {
 				t.Errorf("the second hold's Lost channel closed by the first hold's %s", call)
 			}
 		})
@@ -319,13 +306,9 @@ func TestMutex_Do_overrunReleased(t *testing.T) {
 
 // Do returns as soon as fn does, ending a Refresh under way.
 func TestMutex_Do_stopsRefreshUnderWay(t *testing.T) {
-	fp, mr := newFaultPool(t)
-	mock := clock.NewMock()
-	mock.Set(time.Now())
-	mr.SetTime(mock.Now())
-	client := uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Minute),
-		uncomplicated.WithAutoRefresh(time.Second))
-	m := mustNew(t, client, Order{1})
+	fp, mr, mock := newMockFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Minute),
+		uncomplicated.WithAutoRefresh(time.Second)), Order{1})
 	var release func()
 	start := time.Now()
 	err := m.Do(context.Background(), func(ctx context.Context) error {
@@ -379,4 +362,15 @@ func TestMutex_Do_autoRefreshPanics(t *testing.T) {
 	if env.Redis.Exists(m.Name()) {
 		t.Errorf("key %s left behind", m.Name())
 	}
+}
+
+// newMockFaultPool is newFaultPool with a mock clock that its miniredis
+// follows.
+func newMockFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis, *clock.Mock) {
+	t.Helper()
+	fp, mr := newFaultPool(t)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	mr.SetTime(mock.Now())
+	return fp, mr, mock
 }

@@ -35,11 +35,11 @@ func TestClient_restartLosesHolds(t *testing.T) {
 		polls++
 		return infoCalls(t, before) >= polls
 	})
-	if isClosed(lost) {
+	if uncomplicated.IsClosed(lost) {
 		t.Fatal("Lost() closed before any restart")
 	}
 	addr.Store(after.Addr)
-	eventually(t, "the hold lost", func() bool { return isClosed(lost) })
+	eventually(t, "the hold lost", func() bool { return uncomplicated.IsClosed(lost) })
 	if ok, err := m.Held(context.Background()); ok || err != nil {
 		t.Errorf("Held() after the restart = %v, %v; want false, nil", ok, err)
 	}
