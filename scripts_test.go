@@ -14,6 +14,17 @@ import (
 
 // The scripts' rules, run directly on miniredis and on a real server.
 
+// scriptConn takes a connection from pool, closed at the test's end.
+func scriptConn(t *testing.T, pool *redis.Pool) redis.Conn {
+	t.Helper()
+	conn, err := pool.GetContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
+}
+
 func scriptServers(t *testing.T) map[string]*redis.Pool {
 	t.Helper()
 	mr := miniredis.RunT(t)
@@ -40,11 +51,7 @@ func TestTakeOverScript(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
 			t.Run(server+"/"+tc.name, func(t *testing.T) {
-				conn, err := pool.GetContext(context.Background())
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer conn.Close()
+				conn := scriptConn(t, pool)
 				must(t, conn, "FLUSHALL")
 				must(t, conn, "SET", "fence", 7)
 				if tc.holder != "" {
@@ -72,11 +79,7 @@ func TestTakeOverScript(t *testing.T) {
 func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
-			conn, err := pool.GetContext(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := scriptConn(t, pool)
 			must(t, conn, "SET", "lock", "b")
 			steps := []struct {
 				script *script
@@ -299,11 +302,7 @@ func queued(t *testing.T, conn redis.Conn) []string {
 func TestAcquireScript_oursRestartsLease(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
-			conn, err := pool.GetContext(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "SET", "fence", 7)
 			must(t, conn, "SET", "lock", "mine", "PX", 100)
