@@ -121,43 +121,47 @@ func (m *Mutex) verify(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// lostError is the error of a hold found lost; it matches ErrLost and
-// ErrNotHeld.
-func (m *Mutex) lostError(why string) error {
-	return &lockError{
-		msg:  ErrLost.Error() + ": " + m.name + ": " + why,
-		errs: []error{ErrLost, ErrNotHeld},
-	}
+// A renewer is a hold that auto-refresh keeps: a Mutex's, a Permit or a
+// hold of an RWMutex.
+type renewer interface {
+	Refresh(ctx context.Context) error
+	leaseLeft() time.Duration // how long the current lease surely lasts
+	lostSignal() *signal      // the hold's Lost signal, made if needed
 }
 
-// refreshWhile starts auto-refresh for Do's hold. It returns fn's ctx,
+// lostSignal returns the current hold's signal, making it.
+func (m *Mutex) lostSignal() *signal {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.signal()
+}
+
+// refreshWhile starts auto-refresh for Do's hold r. It returns fn's ctx,
 // cancelled with an ErrLost cause when the hold is lost, and stop, which
 // ends the refreshing, waits for it, and returns what it panicked with, if
 // it did (a Pool's panic), for Do to panic with once the lock is released.
-func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func() any) {
+func (b *base) refreshWhile(ctx context.Context, r renewer) (context.Context, func() any) {
 	fctx, cancel := context.WithCancelCause(ctx)
-	m.mu.Lock()
-	lost := m.signal()
-	m.mu.Unlock()
+	lost := r.lostSignal()
 	// Refreshing goes on after ctx ends, as fn may still run, and a
 	// Refresh under way ends when fn returns.
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	done, stopped := make(chan struct{}), make(chan struct{})
 	// Made here, so that they count from Lock.
-	tick := m.cfg.clock.Ticker(m.cfg.every)
-	expiry := m.cfg.clock.Timer(m.leaseLeft())
+	tick := b.cfg.clock.Ticker(b.cfg.every)
+	expiry := b.cfg.clock.Timer(r.leaseLeft())
 	var panicked any
 	go func() {
 		defer close(stopped)
 		defer tick.Stop()
 		defer expiry.Stop()
 		defer func() {
-			if r := recover(); r != nil {
-				panicked = r
-				cancel(fmt.Errorf("uncomplicated: %s: auto-refresh panicked: %v", m.name, r))
+			if p := recover(); p != nil {
+				panicked = p
+				cancel(fmt.Errorf("uncomplicated: %s: auto-refresh panicked: %v", b.name, p))
 			}
 		}()
-		if err := m.refreshUntil(rctx, tick.C, expiry, lost, done); err != nil {
+		if err := b.refreshUntil(rctx, r, tick.C, expiry, lost, done); err != nil {
 			cancel(err)
 		}
 	}()
@@ -175,29 +179,29 @@ func (m *Mutex) refreshWhile(ctx context.Context) (context.Context, func() any) 
 // another call, found it gone, or the lease ended (expiry fires at its
 // end, as far as the last Refresh that got through tells) before a Refresh
 // got through. A failed Refresh is tried again on the next tick.
-func (m *Mutex) refreshUntil(ctx context.Context, tick <-chan time.Time, expiry *clock.Timer, lost *signal, done <-chan struct{}) error {
+func (b *base) refreshUntil(ctx context.Context, r renewer, tick <-chan time.Time, expiry *clock.Timer, lost *signal, done <-chan struct{}) error {
 	for {
 		select {
 		case <-done:
 			return nil
 		case <-lost.ch:
-			return m.lostError("found lost while fn ran")
+			return b.lostError("found lost while fn ran")
 		case <-expiry.C:
-			if left := m.leaseLeft(); left > 0 { // a Refresh got through meanwhile
+			if left := r.leaseLeft(); left > 0 { // a Refresh got through meanwhile
 				expiry.Reset(left)
 				continue
 			}
 			lost.fire()
-			return m.lostError("the lease ended before a Refresh got through")
+			return b.lostError("the lease ended before a Refresh got through")
 		case <-tick:
 		}
-		left := m.leaseLeft()
+		left := r.leaseLeft()
 		if left <= 0 {
 			lost.fire()
-			return m.lostError("the lease ended before a Refresh got through")
+			return b.lostError("the lease ended before a Refresh got through")
 		}
 		cctx, cancel := context.WithTimeout(ctx, left)
-		err := m.Refresh(cctx)
+		err := r.Refresh(cctx)
 		cancel()
 		switch {
 		case errors.Is(err, ErrLost):

@@ -170,7 +170,7 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 		w.l.close(gone)
 	}
 	if left {
-		w.m.background(ctx, leaveScript, w.entry, w.token)
+		w.m.background(ctx, leaveScript, w.m.keys[:], w.entry, w.token)
 	}
 }
 
@@ -182,41 +182,47 @@ func (m *Mutex) stale(ctx context.Context, age time.Duration) error {
 	return m.notObtained(fmt.Sprintf("stale: one holder token for %v", age.Round(time.Millisecond)), ErrStale)
 }
 
-// sleep waits a random time below the tick, but not past left, the rest of
-// the waiter's patience, so that staleness is judged exactly at the timeout.
-// It returns early with the fence when a release hands the lock to the
-// waiter, at once when its subscription is confirmed and it can join the
-// queue, or when the listening connection fails while the waiter waits for
-// that, and with an error when ctx ends or the Client closes.
+// sleep is nap for a waiter of the Mutex, which waits for its
+// subscription to be confirmed until it is in the queue.
 func (m *Mutex) sleep(ctx context.Context, obs settle.Observer, w *waiter, left time.Duration) (uint64, error) {
-	d := min(jitter(m.cfg.tick()), left)
-	t := m.cfg.clock.Timer(d)
+	return m.nap(ctx, obs, w.l, w.token, !w.inQueue, left)
+}
+
+// nap waits a random time below the tick, but not past left, the rest of
+// the waiter's patience, so that staleness is judged exactly at the timeout.
+// It returns early with what l hears (the fence of a hand-off to token, or
+// 0 for a wake-up), and, with ready, at once when l's subscription is
+// confirmed, or when the listening connection fails while the waiter waits
+// for that; with an error when ctx ends or the Client closes.
+func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (uint64, error) {
+	d := min(jitter(b.cfg.tick()), left)
+	t := b.cfg.clock.Timer(d)
 	defer t.Stop()
 	var wake <-chan uint64
-	var ready, changed <-chan struct{}
+	var confirmed, changed <-chan struct{}
 	coming := false
-	if w.l != nil {
-		wake = w.l.wake
-		if !w.inQueue {
-			_, coming, ready, changed = w.l.state()
+	if l != nil {
+		wake = l.wake
+		if ready {
+			_, coming, confirmed, changed = l.state()
 		}
 	}
 	if obs != nil && !coming { // a confirmation on its way keeps the waiter active
-		defer obs.Park(m.cfg.clock.Now().Add(d), w.token)()
+		defer obs.Park(b.cfg.clock.Now().Add(d), token)()
 	}
 	select {
 	case <-t.C:
 		return 0, nil
 	case fence := <-wake:
 		return fence, nil
-	case <-ready:
+	case <-confirmed:
 		return 0, nil
 	case <-changed: // a failed connection: back to ticks, asleep
 		return 0, nil
 	case <-ctx.Done():
-		return 0, m.notObtained(ctx.Err().Error(), ctx.Err())
-	case <-m.c.done:
-		return 0, m.notObtained("client closed", ErrClosed)
+		return 0, b.notObtained(ctx.Err().Error(), ctx.Err())
+	case <-b.c.done:
+		return 0, b.notObtained("client closed", ErrClosed)
 	}
 }
 

@@ -99,13 +99,13 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex          // guards closing, wake, holding and the Adds to cleanups
-	closing  bool                // Close has begun
-	wake     *wakeups            // the listening connection, made by the first waiter
-	holding  map[*Mutex]struct{} // the Mutexes holding a lock
-	watching bool                // the restart watch runs
-	serverID string              // the last run_id the restart watch read
-	cleanups sync.WaitGroup      // background clean-ups, the listening connection, the restart watch
+	mu       sync.Mutex            // guards closing, wake, holding and the Adds to cleanups
+	closing  bool                  // Close has begun
+	wake     *wakeups              // the listening connection, made by the first waiter
+	holding  map[verifier]struct{} // the holds of the Client's locks
+	watching bool                  // the restart watch runs
+	serverID string                // the last run_id the restart watch read
+	cleanups sync.WaitGroup        // background clean-ups, the listening connection, the restart watch
 }
 
 // NewClient returns a Client using pool, with opts as the defaults of every
@@ -208,7 +208,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 		return nil, err
 	}
 	m := &Mutex{
-		c: c, cfg: cfg, name: key, fenceKey: fenceKey(cfg.prefix, key),
+		base: base{c: c, cfg: cfg, name: key}, fenceKey: fenceKey(cfg.prefix, key),
 		queueKey: queueKey(cfg.prefix, key), channel: wakeChannel(cfg.prefix, key, c.id),
 		lease: cfg.leaseMillis(),
 		sem:   make(chan struct{}, 1), op: make(chan struct{}, 1),
@@ -222,9 +222,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 // holder at a time has the lock, as long as its lease lasts. Make one with
 // New or Client.Named; the zero value returns ErrInvalidArgument.
 type Mutex struct {
-	c        *Client
-	cfg      config
-	name     string
+	base
 	fenceKey string
 	queueKey string // the waiters' queue
 	channel  string // where this Client hears of hand-offs to its waiters
@@ -408,7 +406,7 @@ func (m *Mutex) unlock(ctx context.Context, later bool) error {
 	}
 	if opErr != nil {
 		if later {
-			m.background(ctx, releaseScript, tokens...)
+			m.background(ctx, releaseScript, m.keys[:], tokens...)
 		}
 		return m.redisError(ctx, opErr)
 	}
@@ -417,7 +415,7 @@ func (m *Mutex) unlock(ctx context.Context, later bool) error {
 	case errors.Is(err, ErrLost):
 		lost.fire()
 	case err != nil && later && m.ctxErr(ctx) != nil:
-		m.background(ctx, releaseScript, tokens...)
+		m.background(ctx, releaseScript, m.keys[:], tokens...)
 	}
 	return err
 }
@@ -564,7 +562,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 	}
 	fctx, stop := ctx, func() any { return nil }
 	if m.cfg.every > 0 {
-		fctx, stop = m.refreshWhile(ctx)
+		fctx, stop = m.refreshWhile(ctx, m)
 	}
 	defer func() {
 		panicked := stop()
@@ -634,7 +632,7 @@ func (m *Mutex) resolve(ctx context.Context, token, entry, queue string, lost er
 	if err == nil {
 		return out, nil
 	}
-	m.background(ctx, releaseScript, token)
+	m.background(ctx, releaseScript, m.keys[:], token)
 	return outcome{}, errors.Join(lost, err)
 }
 
@@ -664,37 +662,6 @@ func (m *Mutex) flag(ctx context.Context, s *script, keys []any, args ...any) (b
 	return false, m.redisError(ctx, err)
 }
 
-// background runs releaseScript or leaveScript on the lock's keys with
-// args: it releases what a lost acquisition, or a Do that ran out of time,
-// may have left, or takes a waiter that gave up out of the queue (a release
-// may have just handed it the lock). It runs in a goroutine that Close
-// waits for, bounded by releaseTimeout; a Pool that panics there ends the
-// clean-up, not the process. Once Close has begun, it runs in the caller's
-// goroutine instead, which is then returning, bounded by the deadline of
-// ctx as Do's release is.
-func (m *Mutex) background(ctx context.Context, s *script, args ...string) {
-	c := m.c
-	c.mu.Lock()
-	closing := c.closing
-	if !closing {
-		c.cleanups.Add(1)
-	}
-	c.mu.Unlock()
-	if closing {
-		rctx, cancel := releaseContext(ctx)
-		defer cancel()
-		_, _, _ = c.eval(rctx, s, m.keys[:], anys(args)...)
-		return
-	}
-	go func() {
-		defer c.cleanups.Done()
-		defer func() { _ = recover() }()
-		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		_, _, _ = c.eval(rctx, s, m.keys[:], anys(args)...)
-	}()
-}
-
 // hold records a hold that Redis granted to a call sent at or after from.
 func (m *Mutex) hold(token string, fence uint64, from time.Time) {
 	m.mu.Lock()
@@ -712,54 +679,4 @@ func (m *Mutex) acquired(ctx context.Context, token string, fence uint64, from t
 	if m.logs(ctx) {
 		m.debug(ctx, "lock acquired", slog.Uint64("fence", fence), slog.Bool("handed_off", handedOff))
 	}
-}
-
-// redisError wraps a failed call with the lock name; when ctx has ended,
-// the cause is ctx's error rather than what the connection made of it.
-func (m *Mutex) redisError(ctx context.Context, err error) error {
-	if cerr := m.ctxErr(ctx); cerr != nil {
-		err = cerr
-	}
-	return fmt.Errorf("uncomplicated: %s: %w", m.name, err)
-}
-
-// gaveUp turns the error of an acquisition attempt that ctx cut short into
-// an ErrNotObtained; other errors, and nil, pass.
-func (m *Mutex) gaveUp(ctx context.Context, err error) error {
-	if cerr := m.ctxErr(ctx); err != nil && cerr != nil {
-		return m.notObtained(cerr.Error(), cerr)
-	}
-	return err
-}
-
-// ctxErr is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed:
-// redigo sets the connection's deadline to ctx's, so its i/o timeout can
-// come a moment before ctx's own timer fires.
-func (m *Mutex) ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !m.cfg.clock.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
-// notObtained is the error of a Lock that gave up; it matches
-// ErrNotObtained and cause.
-func (m *Mutex) notObtained(why string, cause error) error {
-	return &lockError{
-		msg:  ErrNotObtained.Error() + ": " + m.name + ": " + why,
-		errs: []error{ErrNotObtained, cause},
-	}
-}
-
-func (m *Mutex) logs(ctx context.Context) bool {
-	return m.cfg.logger.Enabled(ctx, slog.LevelDebug)
-}
-
-// debug logs msg at Debug with the lock name; callers check logs first, so
-// that a silent logger costs nothing.
-func (m *Mutex) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
-	m.cfg.logger.LogAttrs(ctx, slog.LevelDebug, msg, append([]slog.Attr{slog.String("lock", m.name)}, attrs...)...)
 }

@@ -383,6 +383,6 @@ func (w *wakeups) deliver(name string, data []byte) {
 	}
 	w.mu.Unlock()
 	if gone != nil {
-		gone.background(w.ctx, releaseScript, token)
+		gone.background(w.ctx, releaseScript, gone.keys[:], token)
 	}
 }

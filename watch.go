@@ -19,16 +19,23 @@ import (
 // restartEvery is how often a Client that holds locks looks for a restart.
 const restartEvery = time.Second
 
+// A verifier is a hold the restart watch checks: a Mutex's, a Permit, or
+// a hold of an RWMutex. verify asks Redis whether the hold is still there,
+// closing its Lost signal when not.
+type verifier interface {
+	verify(ctx context.Context) (bool, error)
+}
+
 // watch records m's new hold, and starts the restart watch if it is not
 // running.
-func (c *Client) watch(m *Mutex) {
+func (c *Client) watch(m verifier) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
 		return
 	}
 	if c.holding == nil {
-		c.holding = map[*Mutex]struct{}{}
+		c.holding = map[verifier]struct{}{}
 	}
 	c.holding[m] = struct{}{}
 	if !c.watching {
@@ -39,7 +46,7 @@ func (c *Client) watch(m *Mutex) {
 }
 
 // unwatch forgets m's hold.
-func (c *Client) unwatch(m *Mutex) {
+func (c *Client) unwatch(m verifier) {
 	c.mu.Lock()
 	delete(c.holding, m)
 	c.mu.Unlock()
@@ -63,7 +70,7 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 			c.mu.Unlock()
 			return
 		}
-		ms := make([]*Mutex, 0, len(c.holding))
+		ms := make([]verifier, 0, len(c.holding))
 		for m := range c.holding {
 			ms = append(ms, m)
 		}
@@ -76,7 +83,7 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 // seen or none was seen yet, checks the holds of ms, until every check
 // succeeds. A Pool that panics counts as an error: no
 // caller could receive the panic.
-func (c *Client) checkRestart(ms []*Mutex) {
+func (c *Client) checkRestart(ms []verifier) {
 	defer func() { _ = recover() }()
 	ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
 	defer cancel()
