@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
 // A base is what every lock of this package has: its Client, its options
@@ -101,4 +104,49 @@ func (b *base) lostError(why string) error {
 		msg:  ErrLost.Error() + ": " + b.name + ": " + why,
 		errs: []error{ErrLost, ErrNotHeld},
 	}
+}
+
+// enter takes sem, waiting while another goroutine of this process holds
+// the lock (the Mutex, or the RWMutex as a writer).
+func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	if obs != nil {
+		defer obs.Park(time.Time{}, "")() // no timer: only an Unlock wakes it
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return b.notObtained(ctx.Err().Error(), ctx.Err())
+	case <-b.c.done:
+		return b.notObtained("client closed", ErrClosed)
+	}
+}
+
+// flag runs a script that replies 1 or 0.
+func (b *base) flag(ctx context.Context, s *script, keys []any, args ...any) (bool, error) {
+	reply, _, err := b.c.eval(ctx, s, keys, args...)
+	if err == nil {
+		var ok bool
+		if ok, err = parseFlag(reply); err == nil {
+			return ok, nil
+		}
+	}
+	return false, b.redisError(ctx, err)
+}
+
+// open reports, as an acquisition's error, a closed Client or an ended
+// ctx: redigo may still send on an ended ctx.
+func (b *base) open(ctx context.Context) error {
+	if b.c.closed() {
+		return b.notObtained("client closed", ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return b.notObtained(err.Error(), err)
+	}
+	return nil
 }

@@ -112,6 +112,18 @@ func queueKey(prefix, name string) string {
 	return prefix + ":queue:{" + name + "}"
 }
 
+// sharedKey names one of the keys of lock name that an RWMutex or a
+// Semaphore keeps, such as lock:readers:{lock:orders.Order:42}.
+func sharedKey(prefix, part, name string) string {
+	return prefix + ":" + part + ":{" + name + "}"
+}
+
+// broadcastChannel names the channel on which every waiter of lock name,
+// an RWMutex or a Semaphore, hears of its releases.
+func broadcastChannel(prefix, name string) string {
+	return prefix + ":wake:{" + name + "}"
+}
+
 // wakeChannel names the channel on which the Client with id hears that
 // lock name was handed to one of its waiters.
 func wakeChannel(prefix, name, id string) string {

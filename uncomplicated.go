@@ -291,7 +291,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		obs.Waiting(1)
 		defer obs.Waiting(-1)
 	}
-	if err := m.enter(ctx, obs); err != nil {
+	if err := m.enter(ctx, obs, m.sem); err != nil {
 		return err
 	}
 	held := false
@@ -303,27 +303,6 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	err := m.wait(ctx, obs)
 	held = err == nil
 	return err
-}
-
-// enter takes m.sem, waiting while another goroutine of this process holds
-// the Mutex.
-func (m *Mutex) enter(ctx context.Context, obs settle.Observer) error {
-	select {
-	case m.sem <- struct{}{}:
-		return nil
-	default:
-	}
-	if obs != nil {
-		defer obs.Park(time.Time{}, "")() // no timer: only an Unlock wakes it
-	}
-	select {
-	case m.sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return m.notObtained(ctx.Err().Error(), ctx.Err())
-	case <-m.c.done:
-		return m.notObtained("client closed", ErrClosed)
-	}
 }
 
 // TryLock makes one attempt and never waits nor takes over. It returns
@@ -503,19 +482,7 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 }
 
 // takeOp waits for m.op, or for ctx to end.
-func (m *Mutex) takeOp(ctx context.Context) error {
-	select {
-	case m.op <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case m.op <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (m *Mutex) takeOp(ctx context.Context) error { return takeOp(ctx, m.op) }
 
 func (m *Mutex) dropOp() { <-m.op }
 
@@ -648,18 +615,6 @@ func (m *Mutex) outcome(ctx context.Context, s *script, token string, args ...an
 	var serverErr redis.Error
 	unknown = sent && !errors.As(err, &serverErr) && !errors.Is(err, ErrUnexpectedReply)
 	return outcome{}, unknown, m.redisError(ctx, err)
-}
-
-// flag runs refreshScript.
-func (m *Mutex) flag(ctx context.Context, s *script, keys []any, args ...any) (bool, error) {
-	reply, _, err := m.c.eval(ctx, s, keys, args...)
-	if err == nil {
-		var ok bool
-		if ok, err = parseFlag(reply); err == nil {
-			return ok, nil
-		}
-	}
-	return false, m.redisError(ctx, err)
 }
 
 // hold records a hold that Redis granted to a call sent at or after from.

@@ -360,11 +360,33 @@ func (w *wakeups) confirm(name string) {
 	}
 }
 
+// wakeAll is the message of a release of an RWMutex or a Semaphore: it
+// wakes every waiter on the channel, and each tries again.
+const wakeAll = "*"
+
+// broadcast wakes every waiter on channel name with a 0 fence.
+func (w *wakeups) broadcast(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ch := w.chans[name]; ch != nil {
+		for _, wake := range ch.waiters {
+			select {
+			case wake <- 0:
+			default:
+			}
+		}
+	}
+}
+
 // deliver passes a hand-off, "<token> <fence>", to its waiter. A hand-off
 // to a waiter that left the queue without the lock is released: its leave
 // script may have failed. Other tokens are ignored: their waiter got the
 // lock by an attempt of its own.
 func (w *wakeups) deliver(name string, data []byte) {
+	if string(data) == wakeAll {
+		w.broadcast(name)
+		return
+	}
 	token, f, ok := strings.Cut(string(data), " ")
 	fence, err := strconv.ParseUint(f, 10, 64)
 	if !ok || err != nil || fence == 0 {

@@ -1,0 +1,153 @@
+package uncomplicated
+
+// The RWMutex's scripts. KEYS[1] holds the writer's token, with its lease
+// as TTL; KEYS[2] is the set of readers; KEYS[3] the set of waiting
+// writers, each with a short expiry that its attempts push back, so that a
+// writer that died while waiting stops holding readers back; KEYS[4] is
+// the fence counter. Readers may enter only while there is no writer and
+// no waiting writer: that makes the lock write-preferring.
+
+// rwLockScript makes one writer's attempt for token ARGV[1] with lease
+// ARGV[2]. When it is blocked and ARGV[3] is not "0", the writer waits:
+// it is added to the waiting writers for ARGV[3] ms, which keeps new
+// readers out. With ARGV[4] = "x" (a take-over) it first evicts the
+// blockers the caller saw, writer ARGV[5] ("" none) and readers ARGV[6..],
+// but only if they are still exactly what blocks it. Replies {1, fence}
+// when it holds the lock, also when it already did (a lost reply asked
+// again: the lease restarts), and {0, 0, writer, readers} when blocked.
+var rwLockScript = newScript(4, holdersLua+`
+local t = now()
+prune(KEYS[2], nil, t)
+prune(KEYS[3], nil, t)
+local cur = redis.call('GET', KEYS[1])
+if cur == ARGV[1] then
+  if ARGV[2] ~= '0' then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
+  redis.call('ZREM', KEYS[3], ARGV[1])
+  return {1, tonumber(redis.call('GET', KEYS[4]))}
+end
+local readers = redis.call('ZRANGE', KEYS[2], 0, -1)
+local evict = false
+if ARGV[4] == 'x' and (cur or '') == ARGV[5] then
+  local seen = {}
+  for i = 6, #ARGV do
+    seen[ARGV[i]] = true
+  end
+  evict = true
+  for _, r in ipairs(readers) do
+    if not seen[r] then
+      evict = false
+    end
+  end
+end
+if not evict and (cur or #readers > 0) then
+  if ARGV[3] ~= '0' then
+    redis.call('ZADD', KEYS[3], ms(t + tonumber(ARGV[3])), ARGV[1])
+  end
+  return {0, 0, cur or '', readers}
+end
+local fence = redis.pcall('INCR', KEYS[4])
+if type(fence) ~= 'number' then
+  return redis.error_reply('uncomplicated: fence counter is not an integer: ' .. KEYS[4])
+end
+for _, r in ipairs(readers) do
+  redis.call('ZREM', KEYS[2], r)
+end
+if ARGV[2] == '0' then
+  redis.call('SET', KEYS[1], ARGV[1])
+else
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+return {1, fence}
+`)
+
+// rwRLockScript makes one reader's attempt for token ARGV[1] with lease
+// ARGV[2]. With a stale writer's token ARGV[3] (a take-over), it first
+// evicts that writer if it still holds the lock, and wakes the waiters on
+// channel ARGV[4]. Replies {1, 0} when the reader is in, also when it
+// already was (the lease restarts), {0, 0, writer, {}} behind a writer,
+// and {0, 0, "", {}} behind waiting writers.
+var rwRLockScript = newScript(4, holdersLua+`
+local t = now()
+prune(KEYS[2], nil, t)
+prune(KEYS[3], nil, t)
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
+  redis.call('ZADD', KEYS[2], expiry(t, ARGV[2]), ARGV[1])
+  return {1, 0}
+end
+local cur = redis.call('GET', KEYS[1])
+if cur and ARGV[3] ~= '' and cur == ARGV[3] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[4], '`+wakeAll+`')
+  cur = false
+end
+if cur then
+  return {0, 0, cur, {}}
+end
+if redis.call('ZCARD', KEYS[3]) > 0 then
+  return {0, 0, '', {}}
+end
+redis.call('ZADD', KEYS[2], expiry(t, ARGV[2]), ARGV[1])
+return {1, 0}
+`)
+
+// rwUnlockScript frees the lock if the writer is one of the tokens
+// ARGV[2..], and wakes the waiters on channel ARGV[1]. Replies 1, or 0 when
+// no token holds it.
+var rwUnlockScript = newScript(1, `
+local cur = redis.call('GET', KEYS[1])
+for i = 2, #ARGV do
+  if cur == ARGV[i] then
+    redis.call('DEL', KEYS[1])
+    redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
+    return 1
+  end
+end
+return 0
+`)
+
+// rwRUnlockScript takes the reader of one of the tokens ARGV[2..] out of
+// the readers KEYS[1]; when it was the last, it wakes the waiters on
+// channel ARGV[1]. Replies 1, or 0 when no token is a reader.
+var rwRUnlockScript = newScript(1, holdersLua+`
+prune(KEYS[1], nil, now())
+local released = 0
+for i = 2, #ARGV do
+  released = released + redis.call('ZREM', KEYS[1], ARGV[i])
+end
+if released == 0 then
+  return 0
+end
+if redis.call('ZCARD', KEYS[1]) == 0 then
+  redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
+end
+return 1
+`)
+
+// rwLeaveScript takes a writer that gave up, token ARGV[2], out of the
+// waiting writers KEYS[1]; when it was the last, it wakes the waiters on
+// channel ARGV[1], readers held back by it. Replies 0.
+var rwLeaveScript = newScript(1, holdersLua+`
+prune(KEYS[1], nil, now())
+if redis.call('ZREM', KEYS[1], ARGV[2]) == 1 and redis.call('ZCARD', KEYS[1]) == 0 then
+  redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
+end
+return 0
+`)
+
+// rwRRefreshScript, if one of the tokens ARGV[3..] is a reader in KEYS[1],
+// replaces it with ARGV[2] and restarts the lease ARGV[1]. Replies 1, or 0
+// when no token is a reader.
+var rwRRefreshScript = newScript(1, holdersLua+`
+local t = now()
+prune(KEYS[1], nil, t)
+for i = 3, #ARGV do
+  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
+    redis.call('ZADD', KEYS[1], expiry(t, ARGV[1]), ARGV[2])
+    return 1
+  end
+end
+return 0
+`)
