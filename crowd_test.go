@@ -1,0 +1,139 @@
+package uncomplicated
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// The patience of a waiter blocked by several holders, step by step: each
+// step shows the blockers seen at an instant (seconds from the start) and
+// the stale blockers and patience age that follow.
+func TestCrowd_steps(t *testing.T) {
+	const timeout = 10 * time.Second
+	type step struct {
+		at       int // seconds
+		blockers []string
+		stale    []string
+		age      int // seconds
+	}
+	cases := []struct {
+		name  string
+		each  bool
+		steps []step
+	}{
+		{"set unchanged is stale at the timeout", false, []step{
+			{0, []string{"a", "b"}, nil, 0},
+			{9, []string{"b", "a"}, nil, 9},
+			{10, []string{"a", "b"}, []string{"a", "b"}, 10},
+		}},
+		{"a reader leaving restarts the set's patience", false, []step{
+			{0, []string{"a", "b"}, nil, 0},
+			{5, []string{"a"}, nil, 0},
+			{14, []string{"a"}, nil, 9},
+			{15, []string{"a"}, []string{"a"}, 10},
+		}},
+		{"a new writer token restarts it", false, []step{
+			{0, []string{"w:x"}, nil, 0},
+			{8, []string{"w:y"}, nil, 0},
+			{18, []string{"w:y"}, []string{"w:y"}, 10},
+		}},
+		{"no blockers is busy, never stale", false, []step{
+			{0, nil, nil, 0},
+			{10, nil, nil, 0},
+			{30, nil, nil, 0},
+		}},
+		{"each holder: one stuck among busy ones is stale", true, []step{
+			{0, []string{"a", "b"}, nil, 0},
+			{4, []string{"a", "c"}, nil, 4},
+			{9, []string{"a", "d"}, nil, 9},
+			{10, []string{"d", "a"}, []string{"a"}, 10},
+		}},
+		{"each holder: the one seen longest goes first", true, []step{
+			{0, []string{"a"}, nil, 0},
+			{3, []string{"a", "b"}, nil, 3},
+			{10, []string{"b", "a"}, []string{"a"}, 10},
+			{12, []string{"b"}, nil, 9},
+			{13, []string{"b"}, []string{"b"}, 10},
+		}},
+		{"each holder: ties go to the smallest token", true, []step{
+			{0, []string{"c", "a", "b"}, nil, 0},
+			{10, []string{"b", "c", "a"}, []string{"a"}, 10},
+		}},
+	}
+	start := time.Unix(1_700_000_000, 0)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := crowd{each: tc.each}
+			for _, s := range tc.steps {
+				now := start.Add(time.Duration(s.at) * time.Second)
+				p.watch(s.blockers, now)
+				stale, age := p.stale(now, timeout)
+				if !slices.Equal(stale, s.stale) || age != time.Duration(s.age)*time.Second {
+					t.Fatalf("at %ds: stale() = %v, %v; want %v, %ds", s.at, stale, age, s.stale, s.age)
+				}
+			}
+		})
+	}
+}
+
+// After a failed take-over the waiter watches the winner for a whole
+// timeout, even when the reply names holders it had seen.
+func TestCrowd_restart(t *testing.T) {
+	for _, each := range []bool{false, true} {
+		start := time.Unix(1_700_000_000, 0)
+		p := crowd{each: each}
+		p.watch([]string{"a"}, start)
+		now := start.Add(time.Minute)
+		p.restart(now)
+		if stale, age := p.stale(now, time.Minute); stale != nil || age != 0 {
+			t.Errorf("each=%v: stale() after restart = %v, %v; want none, 0", each, stale, age)
+		}
+	}
+}
+
+func TestParseGrant(t *testing.T) {
+	cases := []struct {
+		reply any
+		want  grant
+		err   bool
+	}{
+		{[]any{int64(1), int64(7)}, grant{ok: true, fence: 7}, false},
+		{[]any{int64(1), int64(0)}, grant{ok: true}, false},
+		{[]any{int64(0), int64(0), []byte("w"), []any{[]byte("a"), []byte("b")}}, grant{writer: "w", holders: []string{"a", "b"}}, false},
+		{[]any{int64(0), int64(0), []byte(""), []any{}}, grant{holders: []string{}}, false},
+		{[]any{int64(1), int64(-1)}, grant{}, true},
+		{[]any{int64(0), int64(0)}, grant{}, true},
+		{[]any{int64(0), int64(0), int64(3), []any{}}, grant{}, true},
+		{[]any{int64(0), int64(0), []byte(""), []any{int64(1)}}, grant{}, true},
+		{[]any{int64(2), int64(1)}, grant{}, true},
+		{"OK", grant{}, true},
+		{nil, grant{}, true},
+	}
+	for _, tc := range cases {
+		got, err := parseGrant(tc.reply)
+		if tc.err {
+			if !errors.Is(err, ErrUnexpectedReply) {
+				t.Errorf("parseGrant(%v) = %v; want ErrUnexpectedReply", tc.reply, err)
+			}
+			continue
+		}
+		if err != nil || got.ok != tc.want.ok || got.fence != tc.want.fence || got.writer != tc.want.writer || !slices.Equal(got.holders, tc.want.holders) {
+			t.Errorf("parseGrant(%v) = %+v, %v; want %+v", tc.reply, got, err, tc.want)
+		}
+	}
+}
+
+func TestGrant_blockers(t *testing.T) {
+	g := grant{writer: "x", holders: []string{"a"}}
+	if got := g.blockers(); !slices.Equal(got, []string{"w:x", "a"}) {
+		t.Errorf("blockers() = %v; want [w:x a]", got)
+	}
+	if w, ok := cutWriter("w:x"); !ok || w != "x" {
+		t.Errorf(`cutWriter("w:x") = %q, %v; want "x", true`, w, ok)
+	}
+	if _, ok := cutWriter("a"); ok {
+		t.Error(`cutWriter("a") reports a writer`)
+	}
+}
