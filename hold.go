@@ -38,12 +38,15 @@ type holdKind struct {
 	refresh *script // ARGV: lease, new token, tokens...
 	release *script // ARGV: channel, tokens...; replies 1 or 0
 	zset    bool    // held in a set of holders; else a string key
+	// refreshKeys is how many of the hold's keys refresh takes, from the
+	// first; release takes them all.
+	refreshKeys int
 }
 
 var (
-	permitKind = &holdKind{what: "permit", refresh: semRefreshScript, release: semReleaseScript, zset: true}
-	writerKind = &holdKind{what: "write lock", refresh: refreshScript, release: rwUnlockScript}
-	readerKind = &holdKind{what: "read lock", refresh: rwRRefreshScript, release: rwRUnlockScript, zset: true}
+	permitKind = &holdKind{what: "permit", refresh: semRefreshScript, release: semReleaseScript, zset: true, refreshKeys: 2}
+	writerKind = &holdKind{what: "write lock", refresh: refreshScript, release: rwUnlockScript, refreshKeys: 1}
+	readerKind = &holdKind{what: "read lock", refresh: rwRRefreshScript, release: rwRUnlockScript, zset: true, refreshKeys: 1}
 )
 
 // newHold records a hold that Redis granted to token, for a call sent at
@@ -79,7 +82,7 @@ func (h *hold) Refresh(ctx context.Context) error {
 	}
 	next := newToken()
 	sent := h.b.cfg.clock.Now()
-	ok, err := h.b.flag(ctx, h.kind.refresh, h.keys, append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
+	ok, err := h.b.flag(ctx, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
 
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -31,7 +31,7 @@ import (
 // ErrInvalidArgument.
 type RWMutex struct {
 	base
-	keys    [4]any // writer, readers, waiting writers, fence counter
+	keys    [6]any // writer, readers, waiting writers, fence counter, waiting readers, readers' turn
 	channel string // where releases wake the lock's waiters
 	intent  int64  // ms a waiting writer keeps new readers out after each attempt
 	// sem holds a value while a goroutine of this process holds the write
@@ -69,9 +69,10 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 		base: base{c: c, cfg: cfg, name: key}, channel: broadcastChannel(cfg.prefix, key),
 		intent: intentFor(cfg.tick()), sem: make(chan struct{}, 1),
 	}
-	rw.keys = [4]any{
+	rw.keys = [6]any{
 		sharedKey(cfg.prefix, "writer", key), sharedKey(cfg.prefix, "readers", key),
 		sharedKey(cfg.prefix, "writers", key), sharedKey(cfg.prefix, "rwfence", key),
+		sharedKey(cfg.prefix, "waiting", key), sharedKey(cfg.prefix, "turn", key),
 	}
 	return rw, nil
 }
@@ -140,7 +141,7 @@ func (rw *RWMutex) lock(ctx context.Context) (*hold, error) {
 			return rw.tryLock(ctx, token, rw.intent, stale)
 		},
 		leave: func(ctx context.Context) {
-			rw.background(ctx, rwLeaveScript, rw.keys[2:3], rw.channel, token)
+			rw.background(ctx, rwLeaveScript, []any{rw.keys[2], rw.keys[5]}, rw.channel, token)
 		},
 	}
 	g, err := a.wait(ctx, obs)
@@ -188,14 +189,14 @@ func (rw *RWMutex) tryLock(ctx context.Context, token string, intent int64, stal
 			}
 		}
 	}
-	undo := func() { rw.background(ctx, rwUnlockScript, rw.keys[:1], rw.channel, token) }
+	undo := func() { rw.background(ctx, rwUnlockScript, rw.writerKeys(), rw.channel, token) }
 	return rw.attempt(ctx, rwLockScript, rw.keys[:], undo, args...)
 }
 
 // held records a new write hold.
 func (rw *RWMutex) held(ctx context.Context, token string, fence uint64, from time.Time) *hold {
 	rw.logAcquired(ctx, writerKind.what, fence)
-	h := rw.newHold(writerKind, rw.keys[:1], rw.channel, token, fence, from)
+	h := rw.newHold(writerKind, rw.writerKeys(), rw.channel, token, fence, from)
 	rw.mu.Lock()
 	rw.writer = h
 	rw.mu.Unlock()
@@ -289,7 +290,10 @@ func (rw *RWMutex) rlock(ctx context.Context) (*hold, error) {
 			if len(stale) > 0 {
 				evict, _ = cutWriter(stale[0])
 			}
-			return rw.tryRLock(ctx, token, evict)
+			return rw.tryRLock(ctx, token, rw.intent, evict)
+		},
+		leave: func(ctx context.Context) {
+			rw.background(ctx, rwLeaveScript, []any{rw.keys[4], rw.keys[5]}, rw.channel, token)
 		},
 	}
 	if _, err := a.wait(ctx, obs); err != nil {
@@ -307,7 +311,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	}
 	token := newToken()
 	from := rw.cfg.clock.Now()
-	g, err := rw.tryRLock(ctx, token, "")
+	g, err := rw.tryRLock(ctx, token, 0, "")
 	if err != nil || !g.ok {
 		return false, rw.gaveUp(ctx, err)
 	}
@@ -318,11 +322,17 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// tryRLock makes one reader's attempt, evicting the stale writer evict if
-// not "".
-func (rw *RWMutex) tryRLock(ctx context.Context, token, evict string) (grant, error) {
+// tryRLock makes one reader's attempt; intent is how long a blocked reader
+// counts as waiting (0: not at all), evict a stale writer to evict.
+func (rw *RWMutex) tryRLock(ctx context.Context, token string, intent int64, evict string) (grant, error) {
 	undo := func() { rw.background(ctx, rwRUnlockScript, rw.keys[1:2], rw.channel, token) }
-	return rw.attempt(ctx, rwRLockScript, rw.keys[:], undo, token, rw.cfg.leaseMillis(), evict, rw.channel)
+	return rw.attempt(ctx, rwRLockScript, rw.keys[:], undo, token, rw.cfg.leaseMillis(), evict, rw.channel, intent)
+}
+
+// writerKeys are the KEYS of rwUnlockScript: the writer, the waiting
+// readers and the readers' turn.
+func (rw *RWMutex) writerKeys() []any {
+	return []any{rw.keys[0], rw.keys[4], rw.keys[5]}
 }
 
 func (rw *RWMutex) readHold(ctx context.Context, token string, from time.Time) *hold {

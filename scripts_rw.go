@@ -2,10 +2,15 @@ package uncomplicated
 
 // The RWMutex's scripts. KEYS[1] holds the writer's token, with its lease
 // as TTL; KEYS[2] is the set of readers; KEYS[3] the set of waiting
-// writers, each with a short expiry that its attempts push back, so that a
-// writer that died while waiting stops holding readers back; KEYS[4] is
-// the fence counter. Readers may enter only while there is no writer and
-// no waiting writer: that makes the lock write-preferring.
+// writers and KEYS[5] of waiting readers, each with a short expiry that
+// its attempts push back, so that a waiter that died soon stops counting;
+// KEYS[4] is the fence counter; KEYS[6] the readers whose turn it is.
+//
+// Readers may enter only while there is no writer and no waiting writer:
+// that makes the lock write-preferring. So that a stream of writers cannot
+// starve readers either, a writer's release gives the readers waiting at
+// that moment their turn: they enter before the next writer, which waits
+// until they are in, or their entries have expired.
 
 // rwLockScript makes one writer's attempt for token ARGV[1] with lease
 // ARGV[2]. When it is blocked and ARGV[3] is not "0", the writer waits:
@@ -14,11 +19,13 @@ package uncomplicated
 // blockers the caller saw, writer ARGV[5] ("" none) and readers ARGV[6..],
 // but only if they are still exactly what blocks it. Replies {1, fence}
 // when it holds the lock, also when it already did (a lost reply asked
-// again: the lease restarts), and {0, 0, writer, readers} when blocked.
-var rwLockScript = newScript(4, holdersLua+`
+// again: the lease restarts), and {0, 0, writer, readers} when blocked,
+// with no writer nor readers when readers have their turn.
+var rwLockScript = newScript(6, holdersLua+`
 local t = now()
 prune(KEYS[2], nil, t)
 prune(KEYS[3], nil, t)
+prune(KEYS[6], nil, t)
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   if ARGV[2] ~= '0' then
@@ -41,7 +48,7 @@ if ARGV[4] == 'x' and (cur or '') == ARGV[5] then
     end
   end
 end
-if not evict and (cur or #readers > 0) then
+if not evict and (cur or #readers > 0 or redis.call('ZCARD', KEYS[6]) > 0) then
   if ARGV[3] ~= '0' then
     redis.call('ZADD', KEYS[3], ms(t + tonumber(ARGV[3])), ARGV[1])
   end
@@ -66,13 +73,19 @@ return {1, fence}
 // rwRLockScript makes one reader's attempt for token ARGV[1] with lease
 // ARGV[2]. With a stale writer's token ARGV[3] (a take-over), it first
 // evicts that writer if it still holds the lock, and wakes the waiters on
-// channel ARGV[4]. Replies {1, 0} when the reader is in, also when it
-// already was (the lease restarts), {0, 0, writer, {}} behind a writer,
-// and {0, 0, "", {}} behind waiting writers.
-var rwRLockScript = newScript(4, holdersLua+`
+// channel ARGV[4]. A reader has its turn when a writer's release gave it
+// one; otherwise it waits behind waiting writers. When it is blocked and
+// ARGV[5] is not "0", it is added to the waiting readers for ARGV[5] ms.
+// Replies {1, 0} when the reader is in, also when it already was (the
+// lease restarts), {0, 0, writer, {}} behind a writer, and {0, 0, "", {}}
+// behind waiting writers.
+var rwRLockScript = newScript(6, holdersLua+`
 local t = now()
-prune(KEYS[2], nil, t)
-prune(KEYS[3], nil, t)
+for i = 2, 6 do
+  if i ~= 4 then
+    prune(KEYS[i], nil, t)
+  end
+end
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
   redis.call('ZADD', KEYS[2], expiry(t, ARGV[2]), ARGV[1])
   return {1, 0}
@@ -83,24 +96,31 @@ if cur and ARGV[3] ~= '' and cur == ARGV[3] then
   redis.call('PUBLISH', ARGV[4], '`+wakeAll+`')
   cur = false
 end
-if cur then
-  return {0, 0, cur, {}}
+if cur or (not redis.call('ZSCORE', KEYS[6], ARGV[1]) and redis.call('ZCARD', KEYS[3]) > 0) then
+  if ARGV[5] ~= '0' then
+    redis.call('ZADD', KEYS[5], ms(t + tonumber(ARGV[5])), ARGV[1])
+  end
+  return {0, 0, cur or '', {}}
 end
-if redis.call('ZCARD', KEYS[3]) > 0 then
-  return {0, 0, '', {}}
-end
+redis.call('ZREM', KEYS[5], ARGV[1])
+redis.call('ZREM', KEYS[6], ARGV[1])
 redis.call('ZADD', KEYS[2], expiry(t, ARGV[2]), ARGV[1])
 return {1, 0}
 `)
 
-// rwUnlockScript frees the lock if the writer is one of the tokens
-// ARGV[2..], and wakes the waiters on channel ARGV[1]. Replies 1, or 0 when
-// no token holds it.
-var rwUnlockScript = newScript(1, `
+// rwUnlockScript frees the lock if the writer KEYS[1] is one of the tokens
+// ARGV[2..], gives the readers waiting in KEYS[2] their turn (KEYS[3]), and
+// wakes the waiters on channel ARGV[1]. Replies 1, or 0 when no token holds
+// it.
+var rwUnlockScript = newScript(3, holdersLua+`
 local cur = redis.call('GET', KEYS[1])
 for i = 2, #ARGV do
   if cur == ARGV[i] then
     redis.call('DEL', KEYS[1])
+    prune(KEYS[2], nil, now())
+    if redis.call('EXISTS', KEYS[2]) == 1 then
+      redis.call('ZUNIONSTORE', KEYS[3], 2, KEYS[3], KEYS[2], 'AGGREGATE', 'MAX')
+    end
     redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
     return 1
   end
@@ -126,12 +146,12 @@ end
 return 1
 `)
 
-// rwLeaveScript takes a writer that gave up, token ARGV[2], out of the
-// waiting writers KEYS[1]; when it was the last, it wakes the waiters on
-// channel ARGV[1], readers held back by it. Replies 0.
-var rwLeaveScript = newScript(1, holdersLua+`
-prune(KEYS[1], nil, now())
-if redis.call('ZREM', KEYS[1], ARGV[2]) == 1 and redis.call('ZCARD', KEYS[1]) == 0 then
+// rwLeaveScript takes a waiter that gave up, token ARGV[2], out of the
+// waiting writers or readers KEYS[1] and the readers' turn KEYS[2], and
+// wakes the waiters on channel ARGV[1], which it may have held back.
+// Replies 0.
+var rwLeaveScript = newScript(2, `
+if redis.call('ZREM', KEYS[1], ARGV[2]) + redis.call('ZREM', KEYS[2], ARGV[2]) > 0 then
   redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
 end
 return 0
