@@ -386,3 +386,58 @@ func TestRWMutex_RDo_autoRefresh(t *testing.T) {
 		t.Fatalf("RDo() = %v", err)
 	}
 }
+
+// A writer's Unlock gives the readers waiting at that moment their turn:
+// they get in before the next writer, even though it waited first, so a
+// stream of writers cannot starve readers; the writer gets the lock when
+// they leave.
+func TestRWMutex_readersTurnAfterWriter(t *testing.T) {
+	env, waiters := semEnv(t)
+	ctx := context.Background()
+	first := mustRW(t, env.Client)
+	mustWLock(t, first)
+	reader := mustRW(t, waiters)
+	read := async(func() error { return reader.RLock(ctx) })
+	env.AwaitWaiters(1)
+	second := mustRW(t, env.NewClient(uncomplicated.WithTimeout(patience), uncomplicated.WithTicks(ticks)))
+	wrote := async(func() error { return second.Lock(ctx) })
+	env.AwaitWaiters(2)
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+	if err := recv(t, read); err != nil {
+		t.Fatalf("waiting reader's RLock() = %v", err)
+	}
+	env.Advance(2 * tick)
+	if n := env.Waiters(); n != 1 {
+		t.Fatalf("Waiters() = %d while the reader holds; want 1, the second writer", n)
+	}
+	if r, _ := tries(t, env.NewClient()); r {
+		t.Error("a new reader got in while the second writer waited")
+	}
+	if err := reader.RUnlock(ctx); err != nil {
+		t.Fatalf("RUnlock() = %v", err)
+	}
+	if err := recv(t, wrote); err != nil {
+		t.Fatalf("second writer's Lock() = %v", err)
+	}
+}
+
+// A reader that died in its turn holds writers back only until its entry
+// expires, a few ticks.
+func TestRWMutex_deadReadersTurnExpires(t *testing.T) {
+	env, _ := semEnv(t)
+	rw := mustRW(t, env.Client)
+	key := "lock:turn:{" + rw.Name() + "}"
+	intent := 3*tick + 100*time.Millisecond
+	if _, err := env.Redis.ZAdd(key, float64(env.Clock.Now().Add(intent).UnixMilli()), "dead"); err != nil {
+		t.Fatal(err)
+	}
+	if _, w := tries(t, env.NewClient()); w {
+		t.Fatal("a writer got in during a reader's turn")
+	}
+	env.Advance(intent)
+	if _, w := tries(t, env.NewClient()); !w {
+		t.Fatal("a writer was held back after the dead reader's turn expired")
+	}
+}
