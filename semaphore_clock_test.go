@@ -299,3 +299,25 @@ func isClosedChan(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+// A permit whose entry vanished (an eviction, a restart) is found lost by
+// Held, which closes its Lost channel; Refresh then reports ErrLost.
+func TestPermit_lostFound(t *testing.T) {
+	env, _ := semEnv(t)
+	ctx := context.Background()
+	s := mustSemaphore(t, env.Client, 1)
+	p := mustAcquire(t, s)
+	if ok, err := p.Held(ctx); !ok || err != nil {
+		t.Fatalf("Held() = %v, %v; want true", ok, err)
+	}
+	env.Redis.Del(permitsKey(env.Client, 1))
+	if ok, err := p.Held(ctx); ok || err != nil {
+		t.Fatalf("Held() after the entry vanished = %v, %v; want false, nil", ok, err)
+	}
+	if !isClosedChan(p.Lost()) {
+		t.Error("Lost() still open")
+	}
+	if err := p.Refresh(ctx); !errors.Is(err, uncomplicated.ErrLost) || !errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Errorf("Refresh() = %v; want ErrLost and ErrNotHeld", err)
+	}
+}

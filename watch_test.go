@@ -13,7 +13,8 @@ import (
 )
 
 // A Redis that restarts without persistence forgets the lock. The Client
-// sees the new run_id and closes the hold's Lost channel without a call
+// sees the new run_id and closes the Lost channels of the hold and of a
+// permit without a call
 // from the holder. Here the "restart" is a pool switched to a second
 // server, which has another run_id and no keys.
 func TestClient_restartLosesHolds(t *testing.T) {
@@ -29,6 +30,7 @@ func TestClient_restartLosesHolds(t *testing.T) {
 	m := mustNew(t, client, Order{1})
 	mustLock(t, m)
 	lost := m.Lost()
+	p := mustAcquire(t, mustSemaphore(t, client, 1))
 
 	polls := 0 // each counts as an INFO call itself
 	eventually(t, "the run_id read", func() bool {
@@ -40,6 +42,7 @@ func TestClient_restartLosesHolds(t *testing.T) {
 	}
 	addr.Store(after.Addr)
 	eventually(t, "the hold lost", func() bool { return uncomplicated.IsClosed(lost) })
+	eventually(t, "the permit lost", func() bool { return uncomplicated.IsClosed(p.Lost()) })
 	if ok, err := m.Held(context.Background()); ok || err != nil {
 		t.Errorf("Held() after the restart = %v, %v; want false, nil", ok, err)
 	}
