@@ -185,3 +185,72 @@ func Example_takeOver() {
 	// TakeOver: next worker holds fence 2
 	// hung worker's Unlock: uncomplicated: lock lost: lock:uncomplicated_test.Order:42: expired or taken over
 }
+
+// Many readers or one writer: a report is read by many at once and
+// rebuilt by one. Once a writer waits, new readers wait behind it.
+func ExampleRWMutex() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	report := Order{N: 7}
+	rw, err := uncomplicated.NewRW(client, report)
+	if err != nil {
+		log.Fatal(err)
+	}
+	other, _ := uncomplicated.NewRW(client, report) // as another process would
+
+	if err := rw.RLock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	reading, _ := other.TryRLock(ctx)
+	writing, _ := other.TryLock(ctx)
+	fmt.Println("second reader in:", reading, "writer in:", writing)
+	_ = other.RUnlock(ctx)
+	_ = rw.RUnlock(ctx)
+
+	err = rw.Do(ctx, func(ctx context.Context) error {
+		fmt.Println("rebuilding with fence", rw.Fence())
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// second reader in: true writer in: false
+	// rebuilding with fence 1
+}
+
+// At most three exports run at once, across every process.
+func ExampleSemaphore() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	exports, err := client.NamedSemaphore("exports", 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var permits []*uncomplicated.Permit
+	for range 3 {
+		p, err := exports.Acquire(ctx)
+		if err != nil {
+			log.Fatal(err)
+		}
+		permits = append(permits, p)
+	}
+	_, ok, _ := exports.TryAcquire(ctx)
+	fmt.Println("fourth export may start:", ok)
+
+	_ = permits[0].Release(ctx)
+	err = exports.Do(ctx, func(ctx context.Context) error {
+		fmt.Println("exporting under", exports.Name())
+		return nil
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// fourth export may start: false
+	// exporting under lock:exports
+}
