@@ -57,16 +57,13 @@ func (c *Client) NamedRW(name string, opts ...Option) (*RWMutex, error) {
 }
 
 func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)) (*RWMutex, error) {
-	cfg, err := c.config(opts)
+	b, err := c.base(opts, name)
 	if err != nil {
 		return nil, err
 	}
-	key, err := name(cfg.prefix)
-	if err != nil {
-		return nil, err
-	}
+	cfg, key := b.cfg, b.name
 	rw := &RWMutex{
-		base: base{c: c, cfg: cfg, name: key}, channel: broadcastChannel(cfg.prefix, key),
+		base: b, channel: broadcastChannel(cfg.prefix, key),
 		intent: intentFor(cfg.tick()), sem: make(chan struct{}, 1),
 	}
 	rw.keys = [6]any{
@@ -133,6 +130,12 @@ func (rw *RWMutex) lock(ctx context.Context) (*hold, error) {
 	if err := rw.enter(ctx, obs, rw.sem); err != nil {
 		return nil, err
 	}
+	held := false
+	defer func() {
+		if !held { // also when a Pool or logger panics
+			<-rw.sem
+		}
+	}()
 	token := newToken()
 	from := rw.cfg.clock.Now()
 	a := acquisition{
@@ -146,9 +149,9 @@ func (rw *RWMutex) lock(ctx context.Context) (*hold, error) {
 	}
 	g, err := a.wait(ctx, obs)
 	if err != nil {
-		<-rw.sem
 		return nil, err
 	}
+	held = true
 	return rw.held(ctx, token, g.fence, from), nil
 }
 
@@ -164,13 +167,19 @@ func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	default:
 		return false, nil
 	}
+	held := false
+	defer func() {
+		if !held {
+			<-rw.sem
+		}
+	}()
 	token := newToken()
 	from := rw.cfg.clock.Now()
 	g, err := rw.tryLock(ctx, token, 0, nil)
 	if err != nil || !g.ok {
-		<-rw.sem
 		return false, rw.gaveUp(ctx, err)
 	}
+	held = true
 	rw.held(ctx, token, g.fence, from)
 	return true, nil
 }

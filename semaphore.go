@@ -47,18 +47,15 @@ func (c *Client) NamedSemaphore(name string, permits int, opts ...Option) (*Sema
 }
 
 func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) (string, error)) (*Semaphore, error) {
-	cfg, err := c.config(opts)
+	b, err := c.base(opts, name)
 	if err != nil {
 		return nil, err
 	}
 	if permits < 1 || permits > MaxPermits {
 		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, MaxPermits, permits)
 	}
-	key, err := name(cfg.prefix)
-	if err != nil {
-		return nil, err
-	}
-	s := &Semaphore{base: base{c: c, cfg: cfg, name: key}, permits: permits, channel: broadcastChannel(cfg.prefix, key)}
+	cfg, key := b.cfg, b.name
+	s := &Semaphore{base: b, permits: permits, channel: broadcastChannel(cfg.prefix, key)}
 	s.keys = [3]any{sharedKey(cfg.prefix, "permits", key), sharedKey(cfg.prefix, "fences", key), sharedKey(cfg.prefix, "semfence", key)}
 	return s, nil
 }

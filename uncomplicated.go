@@ -170,6 +170,19 @@ func (c *Client) closed() bool {
 	}
 }
 
+// base checks opts and names a lock.
+func (c *Client) base(opts []Option, name func(prefix string) (string, error)) (base, error) {
+	cfg, err := c.config(opts)
+	if err != nil {
+		return base{}, err
+	}
+	key, err := name(cfg.prefix)
+	if err != nil {
+		return base{}, err
+	}
+	return base{c: c, cfg: cfg, name: key}, nil
+}
+
 // config merges the Client's options with opts and checks the result.
 func (c *Client) config(opts []Option) (config, error) {
 	switch {
@@ -199,16 +212,13 @@ func (c *Client) Named(name string, opts ...Option) (*Mutex, error) {
 
 // mutex checks opts, names the lock and makes its Mutex.
 func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) (*Mutex, error) {
-	cfg, err := c.config(opts)
+	b, err := c.base(opts, name)
 	if err != nil {
 		return nil, err
 	}
-	key, err := name(cfg.prefix)
-	if err != nil {
-		return nil, err
-	}
+	cfg, key := b.cfg, b.name
 	m := &Mutex{
-		base: base{c: c, cfg: cfg, name: key}, fenceKey: fenceKey(cfg.prefix, key),
+		base: b, fenceKey: fenceKey(cfg.prefix, key),
 		queueKey: queueKey(cfg.prefix, key), channel: wakeChannel(cfg.prefix, key, c.id),
 		lease: cfg.leaseMillis(),
 		sem:   make(chan struct{}, 1), op: make(chan struct{}, 1),
