@@ -378,3 +378,48 @@ func TestFault_lockWaitsWhileLoading(t *testing.T) {
 		t.Errorf("%d LOADING replies left; want all 3 used", n+1)
 	}
 }
+
+// A Pool that panics under an RWMutex's writer: the panic goes on, and the
+// writer slot of the process is free again.
+func TestFault_panickingPool_RWMutex(t *testing.T) {
+	var panics atomic.Bool
+	panics.Store(true)
+	env := uncomplicatedtest.New(t)
+	rw := mustRW(t, uncomplicated.NewClient(panicPool{&panics, env}))
+	for _, lock := range []func() error{
+		func() error { return rw.Lock(context.Background()) },
+		func() error { _, err := rw.TryLock(context.Background()); return err },
+	} {
+		func() {
+			defer func() { _ = recover() }()
+			_ = lock()
+			t.Error("the lock returned; want the Pool's panic")
+		}()
+	}
+	panics.Store(false)
+	if ok, err := rw.TryLock(context.Background()); !ok || err != nil {
+		t.Errorf("TryLock() after the panics = %v, %v; want true, nil", ok, err)
+	}
+}
+
+// Closing the Client while an RDo or a Semaphore's Do runs: the hold is
+// still released, and Do reports ErrClosed.
+func TestClient_Close_duringRDoAndSemaphoreDo(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	ctx := context.Background()
+	c := env.NewClient()
+	rw := mustRW(t, c)
+	if err := rw.RDo(ctx, func(context.Context) error { return c.Close() }); !errors.Is(err, uncomplicated.ErrClosed) {
+		t.Errorf("RDo() = %v; want ErrClosed", err)
+	}
+	c = env.NewClient()
+	s := mustSemaphore(t, c, 1)
+	if err := s.Do(ctx, func(context.Context) error { return c.Close() }); !errors.Is(err, uncomplicated.ErrClosed) {
+		t.Errorf("Semaphore Do() = %v; want ErrClosed", err)
+	}
+	for _, k := range []string{"lock:readers:{" + rw.Name() + "}", permitsKey(env.Client, 1)} {
+		if env.Redis.Exists(k) {
+			t.Errorf("key %s left behind by Close during Do", k)
+		}
+	}
+}
