@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
@@ -12,15 +13,20 @@ import (
 func TestMain(m *testing.M) { redistest.Main(m) }
 
 // BenchmarkUncontended times one lock+unlock of each Redis row's lock by
-// one goroutine.
+// one goroutine: RLock+RUnlock and Acquire+Release for the RW read and
+// Semaphore rows.
 func BenchmarkUncontended(b *testing.B) {
 	s := redistest.Shared(b)
+	cfg, err := parseFlags(nil, io.Discard) // the defaults, for the permits
+	if err != nil {
+		b.Fatal(err)
+	}
 	for _, r := range allRows() {
 		if r.inProcess {
 			continue
 		}
 		b.Run(r.name, func(b *testing.B) {
-			lockers, closeAll, err := r.open(s.Addr, r.key(), 1)
+			lockers, closeAll, err := r.open(s.Addr, r.key(), 1, cfg.semPermits())
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -39,15 +45,46 @@ func BenchmarkUncontended(b *testing.B) {
 // BenchmarkUncontendedBackground is BenchmarkUncontended/uncomplicated with
 // context.Background(), which redigo runs without a goroutine per call.
 func BenchmarkUncontendedBackground(b *testing.B) {
-	pool := newPool(redistest.Shared(b).Addr)
-	defer pool.Close()
-	c := uncomplicated.NewClient(pool)
-	defer c.Close()
+	c := backgroundClient(b)
 	m, err := c.Named("bench-background")
 	if err != nil {
 		b.Fatal(err)
 	}
 	lockUnlock(b, context.Background(), m)
+}
+
+// BenchmarkUncontendedBackgroundRLock is BenchmarkUncontended/uncomplicated_RW_read
+// (RLock+RUnlock) with context.Background().
+func BenchmarkUncontendedBackgroundRLock(b *testing.B) {
+	c := backgroundClient(b)
+	rw, err := c.NamedRW("bench-background-rw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lockUnlock(b, context.Background(), readLocker{rw})
+}
+
+// BenchmarkUncontendedBackgroundAcquire is
+// BenchmarkUncontended/uncomplicated_Semaphore (Acquire+Release) with
+// context.Background().
+func BenchmarkUncontendedBackgroundAcquire(b *testing.B) {
+	c := backgroundClient(b)
+	s, err := c.NamedSemaphore("bench-background-semaphore", 4)
+	if err != nil {
+		b.Fatal(err)
+	}
+	lockUnlock(b, context.Background(), &semaphoreLocker{s: s})
+}
+
+// backgroundClient returns a Client on the shared server, closed with b.
+func backgroundClient(b *testing.B) *uncomplicated.Client {
+	pool := newPool(redistest.Shared(b).Addr)
+	c := uncomplicated.NewClient(pool)
+	b.Cleanup(func() {
+		_ = c.Close()
+		_ = pool.Close()
+	})
+	return c
 }
 
 // lockUnlock is the benchmark loop: one Lock and one Unlock per op.

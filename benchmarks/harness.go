@@ -23,9 +23,13 @@ const (
 type result struct {
 	name      string
 	inProcess bool
-	failed    error // the row could not run; nothing below is set
+	own       bool   // one of our RWMutex and Semaphore rows, not a peer
+	ceiling   string // the in-process row it is compared with
+	capacity  int    // holders allowed at once in the contended run
+	failed    error  // the row could not run; nothing below is set
 
 	lockUnlock     time.Duration // uncontended lock+unlock p50
+	interleaved    time.Duration // the same, timed in turn with other rows; 0 if not
 	cmdsLockUnlock float64       // Redis commands per uncontended lock+unlock
 
 	utilisation            float64 // share of the contended run the lock was held
@@ -43,7 +47,7 @@ type result struct {
 
 // runRow runs the uncontended and then the contended measurement of r.
 func (e *env) runRow(r row, cfg config) result {
-	res := result{name: r.name, inProcess: r.inProcess}
+	res := result{name: r.name, inProcess: r.inProcess, own: r.own, ceiling: r.ceiling, capacity: r.capacity(cfg)}
 	if err := e.uncontended(r, cfg, &res); err != nil {
 		res.failed = err
 		return res
@@ -56,8 +60,8 @@ func (e *env) runRow(r row, cfg config) result {
 
 // phase opens n lockers of r, warms them up, counts the Redis commands that
 // fn sends to them and closes them.
-func (e *env) phase(r row, n int, fn func([]locker)) (cmds int64, err error) {
-	lockers, closeAll, err := r.open(e.addr, r.key(), n)
+func (e *env) phase(r row, cfg config, n int, fn func([]locker)) (cmds int64, err error) {
+	lockers, closeAll, err := r.open(e.addr, r.key(), n, cfg.semPermits())
 	if err != nil {
 		return 0, err
 	}
@@ -96,7 +100,7 @@ func cycle(l locker) error {
 // uncontended times cfg.uncontended lock+unlock cycles of one locker.
 func (e *env) uncontended(r row, cfg config, res *result) error {
 	times := make([]time.Duration, 0, cfg.uncontended)
-	cmds, err := e.phase(r, 1, func(ls []locker) {
+	cmds, err := e.phase(r, cfg, 1, func(ls []locker) {
 		for range cfg.uncontended {
 			start := time.Now()
 			err := cycle(ls[0])
@@ -115,6 +119,40 @@ func (e *env) uncontended(r row, cfg config, res *result) error {
 	return nil
 }
 
+// interleave times the uncontended lock+unlock of rs in turn: one locker
+// each, one cycle of each row after the other, cfg.uncontended rounds, so
+// that the machine's drift, which moves the separate runs of the rows by
+// up to 2x, hits them alike. It returns the p50 of each row, in order.
+func (e *env) interleave(rs []row, cfg config) ([]time.Duration, error) {
+	lockers := make([]locker, len(rs))
+	for i, r := range rs {
+		ls, closeAll, err := r.open(e.addr, r.key()+"-interleaved", 1, cfg.semPermits())
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", r.name, err)
+		}
+		defer closeAll()
+		if err := warmUp(ls); err != nil {
+			return nil, fmt.Errorf("%s: %w", r.name, err)
+		}
+		lockers[i] = ls[0]
+	}
+	times := make([][]time.Duration, len(rs))
+	for range cfg.uncontended {
+		for i, l := range lockers {
+			start := time.Now()
+			if err := cycle(l); err != nil {
+				return nil, fmt.Errorf("%s: %w", rs[i].name, err)
+			}
+			times[i] = append(times[i], time.Since(start))
+		}
+	}
+	p50s := make([]time.Duration, len(rs))
+	for i := range rs {
+		p50s[i] = percentile(times[i], 0.5)
+	}
+	return p50s, nil
+}
+
 func (res *result) fail(err error) {
 	if res.errors == 0 {
 		res.firstErr = err
@@ -126,8 +164,8 @@ func (res *result) fail(err error) {
 func (e *env) contended(r row, cfg config, res *result) error {
 	var stats []workerStats
 	var run *contention
-	cmds, err := e.phase(r, cfg.workers, func(ls []locker) {
-		run, stats = contend(ls, cfg)
+	cmds, err := e.phase(r, cfg, cfg.workers, func(ls []locker) {
+		run, stats = contend(ls, cfg, res.capacity)
 	})
 	if err != nil {
 		return err
@@ -143,8 +181,9 @@ type contention struct {
 	start       time.Time
 	end         int64 // acquisitions after end are not counted
 	hold, think time.Duration
+	capacity    int32        // holders allowed at once: 1 but for a Semaphore or readers
 	holders     atomic.Int32 // workers between Lock's return and Unlock
-	overlaps    atomic.Int64 // acquisitions that found another holder
+	overlaps    atomic.Int64 // acquisitions that found capacity holders already in
 	lastUnlock  atomic.Int64 // when the latest Unlock call began
 }
 
@@ -158,11 +197,11 @@ type workerStats struct {
 	firstErr     error
 }
 
-// contend runs one worker per locker until cfg.duration has passed, and
-// returns once every worker has stopped: Locks still waiting at the end
-// are cancelled.
-func contend(lockers []locker, cfg config) (*contention, []workerStats) {
-	c := &contention{start: time.Now(), end: int64(cfg.duration), hold: cfg.hold, think: cfg.think}
+// contend runs one worker per locker, on a lock that lets capacity of them
+// in at once, until cfg.duration has passed, and returns once every worker
+// has stopped: Locks still waiting at the end are cancelled.
+func contend(lockers []locker, cfg config, capacity int) (*contention, []workerStats) {
+	c := &contention{start: time.Now(), end: int64(cfg.duration), hold: cfg.hold, think: cfg.think, capacity: int32(capacity)}
 	c.lastUnlock.Store(-1)
 	ctx, cancel := context.WithDeadline(context.Background(), c.start.Add(cfg.duration))
 	defer cancel()
@@ -192,6 +231,7 @@ func (c *contention) cycle(ctx context.Context, l locker, s *workerStats) {
 	lockCtx, cancel := context.WithTimeout(ctx, lockTimeout)
 	defer cancel() // after Unlock: rueidislock ties the hold to lockCtx
 	begin := c.now()
+	full := c.holders.Load() >= c.capacity // every permit taken as Lock begins
 	if err := l.Lock(lockCtx); err != nil {
 		if !c.over(ctx) {
 			s.fail(err)
@@ -201,7 +241,7 @@ func (c *contention) cycle(ctx context.Context, l locker, s *workerStats) {
 	}
 	acquired := c.now()
 	prevUnlock := c.lastUnlock.Load() // the previous holder's Unlock call
-	if c.holders.Add(1) > 1 {
+	if c.holders.Add(1) > c.capacity {
 		c.overlaps.Add(1)
 	}
 	time.Sleep(c.hold)
@@ -212,7 +252,7 @@ func (c *contention) cycle(ctx context.Context, l locker, s *workerStats) {
 		s.fail(err)
 	}
 	if acquired < c.end {
-		s.record(begin, acquired, min(unlocking, c.end), prevUnlock)
+		s.record(begin, acquired, min(unlocking, c.end), prevUnlock, c.capacity == 1 || full)
 	}
 	if !c.over(ctx) {
 		time.Sleep(c.think)
@@ -234,12 +274,14 @@ func unlock(l locker) error {
 
 // record adds an acquisition: Lock called at begin and returned at
 // acquired, Unlock called at released; prevUnlock is the latest Unlock call
-// before acquired.
-func (s *workerStats) record(begin, acquired, released, prevUnlock int64) {
+// before acquired. It counts as a hand-off when Lock began before
+// prevUnlock and, on a lock of several holders, blocked: it began while
+// every permit was taken.
+func (s *workerStats) record(begin, acquired, released, prevUnlock int64, blocked bool) {
 	s.acquisitions++
 	s.held += released - acquired
 	s.waits = append(s.waits, time.Duration(acquired-begin))
-	if prevUnlock > begin {
+	if blocked && prevUnlock > begin {
 		s.handoffs = append(s.handoffs, time.Duration(acquired-prevUnlock))
 	}
 }
@@ -268,7 +310,7 @@ func (res *result) merge(c *contention, stats []workerStats) {
 		}
 		res.errors += s.errors
 	}
-	res.utilisation = float64(held) / float64(c.end)
+	res.utilisation = float64(held) / (float64(c.capacity) * float64(c.end))
 	res.waitP99 = percentile(waits, 0.99)
 	res.handoffP50 = percentile(handoffs, 0.5)
 	res.handoffP99 = percentile(handoffs, 0.99)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"context"
+	"io"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,22 +21,211 @@ func testEnv(t *testing.T) *env {
 }
 
 // TestRows runs every row briefly and checks that each acquired the lock,
-// never twice at once, and counted its commands.
+// never by more holders than it allows, and counted its commands.
 func TestRows(t *testing.T) {
 	e := testEnv(t)
 	if e.overhead != 1 {
 		t.Errorf("INFO adds %d commands to the count, want 1", e.overhead)
 	}
-	cfg := config{duration: 300 * time.Millisecond, workers: 3, hold: time.Millisecond, think: time.Millisecond, uncontended: 20}
+	cfg := config{duration: 300 * time.Millisecond, workers: 4, hold: time.Millisecond, think: time.Millisecond, uncontended: 20}
+	capacity := map[holders]int{exclusive: 1, shared: 4, permitted: 2}
 	for _, r := range allRows() {
 		res := e.runRow(r, cfg)
 		switch {
 		case res.failed != nil:
 			t.Errorf("%s: %v", r.name, res.failed)
-		case res.overlaps != 0 || res.acquisitions == 0:
-			t.Errorf("%s: %d overlaps in %d acquisitions", r.name, res.overlaps, res.acquisitions)
+		case res.capacity != capacity[r.holders]:
+			t.Errorf("%s: capacity %d, want %d", r.name, res.capacity, capacity[r.holders])
+		case res.overlaps != 0 || res.acquisitions == 0 || res.errors != 0:
+			t.Errorf("%s: %d overlaps and %d errors (first: %v) in %d acquisitions", r.name, res.overlaps, res.errors, res.firstErr, res.acquisitions)
+		case res.utilisation <= 0 || res.utilisation > 1:
+			t.Errorf("%s: utilisation %.3f, want in (0, 1]", r.name, res.utilisation)
 		case !r.inProcess && (res.cmdsLockUnlock < 2 || res.cmdsPerAcq < 2):
 			t.Errorf("%s: %.2f commands per lock+unlock, %.2f per acquisition; want at least 2", r.name, res.cmdsLockUnlock, res.cmdsPerAcq)
+		}
+		if r.own && (r.ceiling == "" || !slices.ContainsFunc(allRows(), func(c row) bool { return c.name == r.ceiling && c.inProcess })) {
+			t.Errorf("%s: no in-process ceiling row %q", r.name, r.ceiling)
+		}
+	}
+}
+
+// TestInterleave checks that the interleaved run times every row it is
+// given, and gives the Mutex and each of our other rows their p50.
+func TestInterleave(t *testing.T) {
+	e := testEnv(t)
+	cfg := config{workers: 4, uncontended: 20}
+	var results []result
+	for _, r := range allRows() {
+		if r.name == ours || r.own || r.name == "redsync 1ms" {
+			results = append(results, result{name: r.name, own: r.own})
+		}
+	}
+	if err := e.interleaveOwn(cfg, results); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range results {
+		if got := r.interleaved > 0; got != (r.name == ours || r.own) {
+			t.Errorf("%s: interleaved p50 %v", r.name, r.interleaved)
+		}
+	}
+}
+
+// TestContendOverlaps checks that contend counts an acquisition that finds
+// as many holders as the lock allows already in: a semaphore of 3 slots
+// that claims 2 overlaps, one that claims 3 does not.
+func TestContendOverlaps(t *testing.T) {
+	cfg := config{duration: 200 * time.Millisecond, workers: 6, hold: time.Millisecond}
+	for claimed, wantOverlaps := range map[int]bool{2: true, 3: false} {
+		lockers, _, _ := openChanSemaphore("", "", cfg.workers, 3)
+		var res result
+		res.merge(contend(lockers, cfg, claimed))
+		if got := res.overlaps > 0; got != wantOverlaps {
+			t.Errorf("3 slots claimed as %d: %d overlaps in %d acquisitions, want overlaps %v", claimed, res.overlaps, res.acquisitions, wantOverlaps)
+		}
+	}
+}
+
+// TestContendCapacity checks the measures of a lock of several holders:
+// utilisation is against all of them (6 workers always asking keep 3
+// permits nearly always held), and a hand-off needs every permit taken when
+// Lock began, so readers, who never wait, have none.
+func TestContendCapacity(t *testing.T) {
+	cfg := config{duration: 300 * time.Millisecond, workers: 6, hold: time.Millisecond}
+	lockers, _, _ := openChanSemaphore("", "", cfg.workers, 3)
+	var sem result
+	sem.merge(contend(lockers, cfg, 3))
+	if sem.utilisation < 0.5 || sem.utilisation > 1 {
+		t.Errorf("semaphore of 3, 6 workers: utilisation %.3f, want in [0.5, 1]", sem.utilisation)
+	}
+	if sem.handoffs == 0 || sem.handoffs > sem.acquisitions {
+		t.Errorf("semaphore of 3, 6 workers: %d hand-offs in %d acquisitions", sem.handoffs, sem.acquisitions)
+	}
+	cfg.think = time.Millisecond
+	lockers, _, _ = openSyncRead("", "", cfg.workers, 0)
+	var read result
+	read.merge(contend(lockers, cfg, cfg.workers))
+	if read.handoffs != 0 || read.overlaps != 0 || read.utilisation > 1 {
+		t.Errorf("readers: %d hand-offs, %d overlaps, utilisation %.3f; want none, none, at most 1", read.handoffs, read.overlaps, read.utilisation)
+	}
+}
+
+func TestRecordHandoff(t *testing.T) {
+	for _, c := range []struct {
+		begin, prevUnlock int64
+		blocked           bool
+		want              int
+	}{
+		{begin: 10, prevUnlock: 20, blocked: true, want: 1},
+		{begin: 10, prevUnlock: 20, blocked: false, want: 0}, // a permit was free
+		{begin: 10, prevUnlock: 5, blocked: true, want: 0},   // released before Lock began
+		{begin: 10, prevUnlock: -1, blocked: true, want: 0},  // no release yet
+	} {
+		var s workerStats
+		s.record(c.begin, 30, 40, c.prevUnlock, c.blocked)
+		if len(s.handoffs) != c.want || s.held != 10 || len(s.waits) != 1 || s.waits[0] != 20 {
+			t.Errorf("%+v: %d hand-offs, held %d, waits %v", c, len(s.handoffs), s.held, s.waits)
+		}
+		if c.want == 1 && s.handoffs[0] != 10 {
+			t.Errorf("%+v: hand-off %v, want 10", c, s.handoffs[0])
+		}
+	}
+}
+
+// TestMixRows runs every row of the mix briefly and checks that each read
+// and wrote, without overlaps or errors.
+func TestMixRows(t *testing.T) {
+	e := testEnv(t)
+	cfg := config{duration: 300 * time.Millisecond, workers: 4, hold: time.Millisecond, think: time.Millisecond, reads: 0.7}
+	for _, r := range allMixRows() {
+		res := e.runMix(r, cfg)
+		n, first := res.errors()
+		switch {
+		case res.failed != nil:
+			t.Errorf("%s: %v", r.name, res.failed)
+		case res.reads.acquisitions == 0 || res.writes.acquisitions == 0:
+			t.Errorf("%s: %d reads, %d writes", r.name, res.reads.acquisitions, res.writes.acquisitions)
+		case res.overlaps != 0 || n != 0:
+			t.Errorf("%s: %d overlaps, %d errors (first: %v)", r.name, res.overlaps, n, first)
+		case !r.inProcess && res.cmds < 2*int64(res.reads.acquisitions+res.writes.acquisitions):
+			t.Errorf("%s: %d commands for %d acquisitions", r.name, res.cmds, res.reads.acquisitions+res.writes.acquisitions)
+		}
+	}
+}
+
+func TestMixingEnter(t *testing.T) {
+	const r, w = false, true
+	for _, c := range []struct {
+		in   []bool // holders already in
+		next bool
+		want bool
+	}{
+		{nil, r, false},
+		{nil, w, false},
+		{[]bool{r, r}, r, false},
+		{[]bool{r}, w, true},
+		{[]bool{w}, r, true},
+		{[]bool{w}, w, true},
+		{[]bool{r, r, r}, w, true},
+	} {
+		var m mixing
+		for _, h := range c.in {
+			m.enter(h)
+		}
+		if got := m.enter(c.next); got != c.want {
+			t.Errorf("%v then write=%v: overlap %v, want %v", c.in, c.next, got, c.want)
+		}
+		m.leave(c.next)
+		for _, h := range c.in {
+			m.leave(h)
+		}
+		if m.state.Load() != 0 {
+			t.Errorf("%v: state %d after every leave", c.in, m.state.Load())
+		}
+	}
+}
+
+// TestMixOverlaps checks that mix counts overlaps: readers that never
+// lock overlap the writers; a sync.RWMutex never does.
+func TestMixOverlaps(t *testing.T) {
+	cfg := config{duration: 200 * time.Millisecond, workers: 4, hold: time.Millisecond, reads: 0.5}
+	for name, want := range map[string]bool{"broken": true, "sync.RWMutex": false} {
+		lockers, _, _ := openMixSync("", "", cfg.workers)
+		if name == "broken" {
+			for i, l := range lockers {
+				lockers[i] = lockFreeReads{l.(syncRWLocker)}
+			}
+		}
+		m, _ := mix(lockers, cfg)
+		if got := m.overlaps.Load() > 0; got != want {
+			t.Errorf("%s: %d overlaps, want overlaps %v", name, m.overlaps.Load(), want)
+		}
+	}
+}
+
+// lockFreeReads reads without locking.
+type lockFreeReads struct{ syncRWLocker }
+
+func (lockFreeReads) RLock(context.Context) error   { return nil }
+func (lockFreeReads) RUnlock(context.Context) error { return nil }
+
+func TestParseFlags(t *testing.T) {
+	for _, c := range []struct {
+		args    []string
+		permits int
+		ok      bool
+	}{
+		{nil, 4, true},
+		{[]string{"-workers", "1"}, 1, true},
+		{[]string{"-workers", "5"}, 2, true},
+		{[]string{"-permits", "3"}, 3, true},
+		{[]string{"-permits", "-1"}, 0, false},
+		{[]string{"-reads", "1.5"}, 0, false},
+		{[]string{"-only", "mix sync.RWMutex,uncomplicated Semaphore"}, 4, true},
+		{[]string{"-only", "nope"}, 0, false},
+	} {
+		cfg, err := parseFlags(c.args, io.Discard)
+		if (err == nil) != c.ok || c.ok && cfg.semPermits() != c.permits {
+			t.Errorf("%v: permits %d, error %v", c.args, cfg.semPermits(), err)
 		}
 	}
 }

@@ -1,13 +1,17 @@
 // Command benchmarks compares uncomplicated with other Redis locks for Go
 // (redsync, bsm/redislock, rueidislock) and with a sync.Mutex ceiling, all
-// on one redis-server that it starts itself (redis-server must be on PATH):
+// on one redis-server that it starts itself (redis-server must be on PATH),
+// and measures our RWMutex and Semaphore beside our Mutex:
 //
 //	cd benchmarks && go run . [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
 //	    [-uncontended 2000] [-only 'uncomplicated,redsync 1ms'] [-scale 10000]
+//	    [-permits 4] [-reads 0.9]
 //
 // It prints a header describing the machine, one markdown table with a row
-// per lock, the ratios of uncomplicated to the best other Redis lock, and
-// the result of the scale run (-scale 0 skips it). Progress goes to stderr.
+// per lock, the ratios of uncomplicated to the best other Redis lock, the
+// ratios of our RWMutex and Semaphore rows to our Mutex, the table of the
+// read-mostly mix, and the result of the scale run (-scale 0 skips it).
+// Progress goes to stderr.
 //
 // Each row measures, in order:
 //
@@ -22,7 +26,51 @@
 //     Unlock call, timed from that call to Lock's return; an overlap is two
 //     workers holding the lock at once and must never happen.
 //
-// For per-operation costs with allocations, run the testing benchmarks:
+// Our RWMutex and Semaphore have rows of their own in that table, measured
+// the same way; none of the peers has either, so they are compared with our
+// Mutex and with an in-process ceiling:
+//
+//   - uncomplicated RW write: an RWMutex used as a writer lock only (Lock,
+//     Unlock), comparable with the Mutex row column by column; its hand-off
+//     is the wake-up after a release, which broadcasts to every waiter
+//     rather than handing over. Ceiling: sync.Mutex.
+//   - uncomplicated RW read: RLock+RUnlock; in the contended run every
+//     worker is a reader, so nobody waits for a release and the lock lets
+//     all of them in: utilisation is against -workers × -duration, and
+//     there is no hand-off. Ceiling: sync.RWMutex read, every worker an RLock.
+//   - uncomplicated Semaphore: Acquire+Release of a Semaphore of -permits
+//     permits (default -workers/2, at least 1), the workers contending for
+//     them. Utilisation is the holding time against permits × -duration; an
+//     overlap is an acquisition that finds all permits held already (more
+//     than permits holders at once) and must never happen; a hand-off is an
+//     acquisition whose Acquire began while every permit was held, timed
+//     from the latest Release call before it returned. Ceiling: chan
+//     semaphore, a buffered channel of permits slots.
+//
+// The ratio table that follows divides each of these rows by the Mutex
+// row: the uncontended lock+unlock and the hand-off for all of them, the
+// p99 wait and the utilisation only for RW write, as the others let more
+// than one holder in, and each row's utilisation by its ceiling's. The
+// uncontended lock+unlock is divided twice: as the table has it, each row
+// timed on its own, and interleaved: one locker of the Mutex and of each of
+// these rows make one lock+unlock each in turn, -uncontended rounds, so
+// that the drift of a noisy machine between the rows' runs, up to 2x,
+// hits them alike.
+//
+// The read-mostly mix then runs -workers workers, each with its own
+// client, on one lock for -duration: each acquisition is a read (RLock,
+// hold, RUnlock) with probability -reads and a write (Lock, hold, Unlock)
+// otherwise, then think; worker i draws from a generator seeded with i, so
+// each row sees the same sequence. Rows: our RWMutex; our Mutex, which
+// reads under the exclusive lock, to show what the RWMutex gains; and a
+// sync.RWMutex ceiling. It reports reads and writes per second of the run
+// (acquisitions before its end), the p99 wait of reads, the p50, p99 and
+// max wait of writes (Lock call to return), the Redis commands per
+// acquisition, and overlaps: a writer holding with anyone or a reader with
+// a writer, which must never happen.
+//
+// For per-operation costs with allocations, run the testing benchmarks
+// (RLock+RUnlock and Acquire+Release too, also with context.Background()):
 //
 //	go test -run x -bench . -benchtime 2000x
 package main
@@ -37,6 +85,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
@@ -48,6 +97,16 @@ type config struct {
 	uncontended int      // lock+unlock iterations
 	only        []string // row names; empty means all
 	scale       int      // waiters in the scale run; 0 skips it
+	permits     int      // of the semaphore rows; 0 means half the workers
+	reads       float64  // the share of reads in the mix
+}
+
+// semPermits returns the permits of the semaphore rows.
+func (cfg config) semPermits() int {
+	if cfg.permits > 0 {
+		return cfg.permits
+	}
+	return max(cfg.workers/2, 1)
 }
 
 func main() {
@@ -72,6 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.uncontended, "uncontended", 2000, "lock+unlock iterations of the uncontended run")
 	only := fs.String("only", "", "comma-separated row names to run (default all)")
 	fs.IntVar(&cfg.scale, "scale", 10000, "waiting goroutines in the scale run; 0 skips it")
+	fs.IntVar(&cfg.permits, "permits", 0, "permits of the semaphore rows (default half the workers, at least 1)")
+	fs.Float64Var(&cfg.reads, "reads", 0.9, "share of reads in the read-mostly mix")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -85,14 +146,21 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 func (cfg config) check() error {
 	var errs []error
-	if cfg.duration <= 0 || cfg.workers < 1 || cfg.uncontended < 1 || cfg.scale < 0 {
-		errs = append(errs, errors.New("-duration, -workers and -uncontended must be positive, -scale not negative"))
+	if cfg.duration <= 0 || cfg.workers < 1 || cfg.uncontended < 1 || cfg.scale < 0 || cfg.permits < 0 {
+		errs = append(errs, errors.New("-duration, -workers and -uncontended must be positive, -scale and -permits not negative"))
+	}
+	if cfg.permits > uncomplicated.MaxPermits {
+		errs = append(errs, fmt.Errorf("-permits must be at most %d", uncomplicated.MaxPermits))
+	}
+	if !(cfg.reads >= 0 && cfg.reads <= 1) {
+		errs = append(errs, errors.New("-reads must be between 0 and 1"))
 	}
 	if cfg.hold < 0 || cfg.think < 0 {
 		errs = append(errs, errors.New("-hold and -think must not be negative"))
 	}
 	for _, name := range cfg.only {
-		if !slices.ContainsFunc(allRows(), func(r row) bool { return r.name == name }) {
+		if !slices.ContainsFunc(allRows(), func(r row) bool { return r.name == name }) &&
+			!slices.ContainsFunc(allMixRows(), func(r mixRow) bool { return r.name == name }) {
 			errs = append(errs, fmt.Errorf("-only: no row %q", name))
 		}
 	}
@@ -103,11 +171,26 @@ func (cfg config) check() error {
 func (cfg config) selected() []row {
 	var rows []row
 	for _, r := range allRows() {
-		if len(cfg.only) == 0 || slices.Contains(cfg.only, r.name) {
+		if cfg.wants(r.name) {
 			rows = append(rows, r)
 		}
 	}
 	return rows
+}
+
+// selectedMix returns the mix rows -only asks for, in table order.
+func (cfg config) selectedMix() []mixRow {
+	var rows []mixRow
+	for _, r := range allMixRows() {
+		if cfg.wants(r.name) {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+func (cfg config) wants(name string) bool {
+	return len(cfg.only) == 0 || slices.Contains(cfg.only, name)
 }
 
 func run(cfg config, stdout, stderr io.Writer) error {
@@ -129,8 +212,21 @@ func run(cfg config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "running %s\n", r.name)
 		results = append(results, e.runRow(r, cfg))
 	}
-	printTable(stdout, e, results)
-	printRatios(stdout, results)
+	fmt.Fprintln(stderr, "running the interleaved uncontended run")
+	if err := e.interleaveOwn(cfg, results); err != nil {
+		fmt.Fprintf(stderr, "interleaved run: %v\n", err)
+	}
+	var mixes []mixResult
+	for _, r := range cfg.selectedMix() {
+		fmt.Fprintf(stderr, "running %s\n", r.name)
+		mixes = append(mixes, e.runMix(r, cfg))
+	}
+	if len(results) > 0 {
+		printTable(stdout, e, results)
+		printRatios(stdout, results)
+		printOwnRatios(stdout, results)
+	}
+	printMix(stdout, cfg, mixes)
 	if cfg.scale == 0 {
 		return nil
 	}

@@ -29,10 +29,35 @@ type locker interface {
 type row struct {
 	name      string
 	inProcess bool // no Redis: the sync.Mutex ceiling
+	// own marks our RWMutex and Semaphore rows: not peers of our Mutex but
+	// compared with it, and with the in-process row named ceiling.
+	own     bool
+	ceiling string
+	holders holders // how many workers the lock lets in at once
 	// open returns n lockers of one lock named key, each standing for a
 	// process of its own, and a function that closes every client and pool
-	// they use.
-	open func(addr, key string, n int) (lockers []locker, closeAll func(), err error)
+	// they use. A semaphore has permits permits; other locks ignore it.
+	open func(addr, key string, n, permits int) (lockers []locker, closeAll func(), err error)
+}
+
+// holders is how many holders a row's lock allows at once.
+type holders int
+
+const (
+	exclusive holders = iota // one: a mutex, or an RWMutex's writers
+	shared                   // any number: an RWMutex's readers
+	permitted                // a semaphore's permits
+)
+
+// capacity returns how many of cfg's workers the lock of r lets in at once.
+func (r row) capacity(cfg config) int {
+	switch r.holders {
+	case shared:
+		return cfg.workers
+	case permitted:
+		return cfg.semPermits()
+	}
+	return 1
 }
 
 // key returns the row's lock name, distinct from every other row's.
@@ -50,11 +75,22 @@ func allRows() []row {
 		{name: "redislock 1ms", open: openRedislock(time.Millisecond)},
 		{name: "rueidislock", open: openRueidislock},
 		{name: "sync.Mutex", inProcess: true, open: openSyncMutex},
+		{name: ownRW + " write", own: true, ceiling: ceiling, open: openRW(writer)},
+		{name: ownRW + " read", own: true, ceiling: syncRead, holders: shared, open: openRW(reader)},
+		{name: ownSemaphore, own: true, ceiling: chanSemaphore, holders: permitted, open: openSemaphore},
+		{name: syncRead, inProcess: true, holders: shared, open: openSyncRead},
+		{name: chanSemaphore, inProcess: true, holders: permitted, open: openChanSemaphore},
 	}
 }
 
 // openUncomplicated gives each locker a Client of its own over one pool.
-func openUncomplicated(addr, key string, n int) ([]locker, func(), error) {
+func openUncomplicated(addr, key string, n, _ int) ([]locker, func(), error) {
+	return openClients(addr, n, func(c *uncomplicated.Client) (locker, error) { return c.Named(key) })
+}
+
+// openClients gives each of n lockers, made by mk, a Client of its own
+// over one pool.
+func openClients[L any](addr string, n int, mk func(*uncomplicated.Client) (L, error)) ([]L, func(), error) {
 	pool := newPool(addr)
 	clients := make([]*uncomplicated.Client, 0, n)
 	closeAll := func() {
@@ -63,23 +99,23 @@ func openUncomplicated(addr, key string, n int) ([]locker, func(), error) {
 		}
 		_ = pool.Close()
 	}
-	lockers := make([]locker, 0, n)
+	lockers := make([]L, 0, n)
 	for range n {
 		c := uncomplicated.NewClient(pool)
 		clients = append(clients, c)
-		m, err := c.Named(key)
+		l, err := mk(c)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
 		}
-		lockers = append(lockers, m)
+		lockers = append(lockers, l)
 	}
 	return lockers, closeAll, nil
 }
 
 // openRedsync gives each locker a Redsync and Mutex of its own over one pool.
-func openRedsync(opts ...redsync.Option) func(addr, key string, n int) ([]locker, func(), error) {
-	return func(addr, key string, n int) ([]locker, func(), error) {
+func openRedsync(opts ...redsync.Option) func(addr, key string, n, permits int) ([]locker, func(), error) {
+	return func(addr, key string, n, _ int) ([]locker, func(), error) {
 		pool := newPool(addr)
 		lockers := make([]locker, n)
 		for i := range lockers {
@@ -104,8 +140,8 @@ func (l redsyncLocker) Unlock(ctx context.Context) error {
 
 // openRedislock gives each locker a go-redis client of its own, so that no
 // locker dials (and sends HELLO) during a measurement after its warm-up.
-func openRedislock(backoff time.Duration) func(addr, key string, n int) ([]locker, func(), error) {
-	return func(addr, key string, n int) ([]locker, func(), error) {
+func openRedislock(backoff time.Duration) func(addr, key string, n, permits int) ([]locker, func(), error) {
+	return func(addr, key string, n, _ int) ([]locker, func(), error) {
 		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(backoff)}
 		lockers := make([]locker, n)
 		clients := make([]*goredis.Client, n)
@@ -142,7 +178,7 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 
 // openRueidislock gives each locker a Locker, and so a rueidis client, of
 // its own: a Locker queues its own callers in process.
-func openRueidislock(addr, key string, n int) ([]locker, func(), error) {
+func openRueidislock(addr, key string, n, _ int) ([]locker, func(), error) {
 	lockers := make([]locker, 0, n)
 	closeAll := func() {
 		for _, l := range lockers {
@@ -184,7 +220,7 @@ func (l *rueidisLocker) Unlock(context.Context) error {
 }
 
 // openSyncMutex shares one sync.Mutex among the lockers: the ceiling.
-func openSyncMutex(_, _ string, n int) ([]locker, func(), error) {
+func openSyncMutex(_, _ string, n, _ int) ([]locker, func(), error) {
 	mu := new(sync.Mutex)
 	lockers := make([]locker, n)
 	for i := range lockers {

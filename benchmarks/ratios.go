@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,14 +19,17 @@ type metric struct {
 	value  func(result) (v float64, ok bool) // ok is false when not measured
 	higher bool                              // higher is better
 	format func(float64) string
+	// perHolder marks a metric that depends on how many workers share
+	// each holder's place: comparable only between rows of one capacity.
+	perHolder bool
 }
 
 var metrics = []metric{
 	{name: "lock+unlock p50 µs", value: always(func(r result) time.Duration { return r.lockUnlock }), format: microsF},
 	{name: "hand-off p50 µs", value: func(r result) (float64, bool) { return float64(r.handoffP50), r.handoffs > 0 }, format: microsF},
-	{name: "p99 wait ms", value: func(r result) (float64, bool) { return float64(r.waitP99), r.acquisitions > 0 }, format: millisF},
+	{name: "p99 wait ms", value: func(r result) (float64, bool) { return float64(r.waitP99), r.acquisitions > 0 }, format: millisF, perHolder: true},
 	{name: "utilisation %", value: func(r result) (float64, bool) { return r.utilisation, true }, higher: true,
-		format: func(v float64) string { return fmt.Sprintf("%.1f", 100*v) }},
+		format: func(v float64) string { return fmt.Sprintf("%.1f", 100*v) }, perHolder: true},
 }
 
 func always(f func(result) time.Duration) func(result) (float64, bool) {
@@ -43,7 +48,7 @@ func printRatios(w io.Writer, results []result) {
 	}
 	var peers []result
 	for _, r := range results {
-		if r.name != ours && !r.inProcess && r.failed == nil {
+		if r.name != ours && !r.inProcess && !r.own && r.failed == nil {
 			peers = append(peers, r)
 		}
 	}
@@ -101,4 +106,94 @@ func (m metric) best(peers []result) (best result, found bool) {
 		}
 	}
 	return best, found
+}
+
+// interleaveOwn times our Mutex and the RWMutex and Semaphore rows among
+// results in turn (see interleave), for printOwnRatios.
+func (e *env) interleaveOwn(cfg config, results []result) error {
+	var rs []row
+	var at []int
+	for _, r := range allRows() {
+		i := slices.IndexFunc(results, func(res result) bool { return res.name == r.name && res.failed == nil })
+		if i >= 0 && (r.name == ours || r.own) {
+			rs, at = append(rs, r), append(at, i)
+		}
+	}
+	if len(rs) < 2 || rs[0].name != ours {
+		return nil
+	}
+	p50s, err := e.interleave(rs, cfg)
+	if err != nil {
+		return err
+	}
+	for j, i := range at {
+		results[i].interleaved = p50s[j]
+	}
+	return nil
+}
+
+// printOwnRatios compares our RWMutex and Semaphore rows with our Mutex:
+// the uncontended lock+unlock, as timed in the table and interleaved, and
+// the hand-off (the wake-up after a
+// release) always, utilisation and p99 wait only for a row that lets one
+// holder in, as the Mutex does: a semaphore's workers contend for more
+// permits. Each row's utilisation is also compared with its in-process
+// ceiling's; their waits, microseconds, make no useful ratio.
+func printOwnRatios(w io.Writer, results []result) {
+	us, ok := find(results, ours)
+	if !ok {
+		return
+	}
+	header := []string{"row ÷ " + ours + " (Mutex)"}
+	for _, m := range metrics {
+		header = append(header, unitless(m.name))
+	}
+	header = slices.Insert(header, 2, "lock+unlock p50, interleaved")
+	header = append(header, "utilisation ÷ ceiling")
+	rows := [][]string{header}
+	for _, r := range results {
+		if !r.own || r.failed != nil {
+			continue
+		}
+		c := []string{r.name}
+		for _, m := range metrics {
+			if m.perHolder && r.capacity != us.capacity { // another load
+				c = append(c, "-")
+				continue
+			}
+			c = append(c, m.ratio(r, us))
+		}
+		interleaved := "-"
+		if r.interleaved > 0 && us.interleaved > 0 {
+			interleaved = fmt.Sprintf("%.2f×", float64(r.interleaved)/float64(us.interleaved))
+		}
+		c = slices.Insert(c, 2, interleaved)
+		if ceil, found := find(results, r.ceiling); found {
+			c = append(c, metrics[3].ratio(r, ceil)+" ("+r.ceiling+")")
+		} else {
+			c = append(c, "-")
+		}
+		rows = append(rows, c)
+	}
+	if len(rows) == 1 {
+		return
+	}
+	fmt.Fprintln(w)
+	writeMarkdown(w, rows)
+}
+
+// ratio returns m of a ÷ m of b, "-" when either is not measured or b is 0.
+func (m metric) ratio(a, b result) string {
+	va, okA := m.value(a)
+	vb, okB := m.value(b)
+	if !okA || !okB || vb == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f×", va/vb)
+}
+
+// unitless returns a metric's name without its unit, for a ratio.
+func unitless(name string) string {
+	i := strings.LastIndexByte(name, ' ')
+	return name[:max(i, 0)]
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 )
@@ -18,8 +19,8 @@ func printHeader(w io.Writer, e *env, cfg config) error {
 	fmt.Fprintf(w, "# Redis lock benchmarks\n\n")
 	fmt.Fprintf(w, "%s %s/%s, %d CPUs, %s; redis-server %s on loopback, PING p50 %s µs\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), version, micros(e.ping))
-	fmt.Fprintf(w, "uncontended: %d lock+unlock by one goroutine; contended: %d workers (one client each) for %v, hold %v, think %v\n\n",
-		cfg.uncontended, cfg.workers, cfg.duration, cfg.hold, cfg.think)
+	fmt.Fprintf(w, "uncontended: %d lock+unlock by one goroutine; contended: %d workers (one client each) for %v, hold %v, think %v; semaphores: %d permits\n\n",
+		cfg.uncontended, cfg.workers, cfg.duration, cfg.hold, cfg.think, cfg.semPermits())
 	return nil
 }
 
@@ -60,6 +61,11 @@ func printTable(w io.Writer, e *env, results []result) {
 	}
 	writeMarkdown(w, rows)
 	fmt.Fprintln(w, "\nRTTs: multiples of the PING p50. Waits and hand-offs count acquisitions only; a Lock that failed is an error.")
+	if slices.ContainsFunc(results, func(r result) bool { return r.capacity != 1 }) {
+		fmt.Fprintln(w, "RW write: RWMutex Lock+Unlock; RW read: RLock+RUnlock, readers only; Semaphore: Acquire+Release. "+
+			"Utilisation is against the holders allowed × the run (readers: one per worker); "+
+			"with several holders, a hand-off is an acquisition that began with every permit taken; an overlap, more holders than allowed.")
+	}
 	for _, n := range notes {
 		fmt.Fprintln(w, "- "+n)
 	}
