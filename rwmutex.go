@@ -144,7 +144,7 @@ func (rw *RWMutex) lock(ctx context.Context) (*hold, error) {
 			return rw.tryLock(ctx, token, rw.intent, stale)
 		},
 		leave: func(ctx context.Context) {
-			rw.background(ctx, rwLeaveScript, []any{rw.keys[2], rw.keys[5]}, rw.channel, token)
+			rw.background(ctx, leaveWaitScript, []any{rw.keys[2], rw.keys[5]}, rw.channel, token)
 		},
 	}
 	g, err := a.wait(ctx, obs)
@@ -302,7 +302,7 @@ func (rw *RWMutex) rlock(ctx context.Context) (*hold, error) {
 			return rw.tryRLock(ctx, token, rw.intent, evict)
 		},
 		leave: func(ctx context.Context) {
-			rw.background(ctx, rwLeaveScript, []any{rw.keys[4], rw.keys[5]}, rw.channel, token)
+			rw.background(ctx, leaveWaitScript, []any{rw.keys[4], rw.keys[5]}, rw.channel, token)
 		},
 	}
 	if _, err := a.wait(ctx, obs); err != nil {
@@ -334,19 +334,25 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 // tryRLock makes one reader's attempt; intent is how long a blocked reader
 // counts as waiting (0: not at all), evict a stale writer to evict.
 func (rw *RWMutex) tryRLock(ctx context.Context, token string, intent int64, evict string) (grant, error) {
-	undo := func() { rw.background(ctx, rwRUnlockScript, rw.keys[1:2], rw.channel, token) }
+	undo := func() { rw.background(ctx, rwRUnlockScript, rw.readerKeys(), rw.channel, token) }
 	return rw.attempt(ctx, rwRLockScript, rw.keys[:], undo, token, rw.cfg.leaseMillis(), evict, rw.channel, intent)
 }
 
 // writerKeys are the KEYS of rwUnlockScript: the writer, the waiting
-// readers and the readers' turn.
+// readers, the readers' turn and the waiting writers.
 func (rw *RWMutex) writerKeys() []any {
-	return []any{rw.keys[0], rw.keys[4], rw.keys[5]}
+	return []any{rw.keys[0], rw.keys[4], rw.keys[5], rw.keys[2]}
+}
+
+// readerKeys are the KEYS of rwRUnlockScript: the readers and the waiting
+// writers.
+func (rw *RWMutex) readerKeys() []any {
+	return []any{rw.keys[1], rw.keys[2]}
 }
 
 func (rw *RWMutex) readHold(ctx context.Context, token string, from time.Time) *hold {
 	rw.logAcquired(ctx, readerKind.what, 0)
-	return rw.newHold(readerKind, rw.keys[1:2], rw.channel, token, 0, from)
+	return rw.newHold(readerKind, rw.readerKeys(), rw.channel, token, 0, from)
 }
 
 // RUnlock releases one read lock of this RWMutex, the most recent, and

@@ -110,18 +110,23 @@ return {1, 0}
 
 // rwUnlockScript frees the lock if the writer KEYS[1] is one of the tokens
 // ARGV[2..], gives the readers waiting in KEYS[2] their turn (KEYS[3]), and
-// wakes the waiters on channel ARGV[1]. Replies 1, or 0 when no token holds
-// it.
-var rwUnlockScript = newScript(3, holdersLua+`
+// wakes the waiters on channel ARGV[1] if any wait, readers or writers
+// (KEYS[4]). Replies 1, or 0 when no token holds it.
+var rwUnlockScript = newScript(4, holdersLua+`
 local cur = redis.call('GET', KEYS[1])
 for i = 2, #ARGV do
   if cur == ARGV[i] then
     redis.call('DEL', KEYS[1])
-    prune(KEYS[2], nil, now())
-    if redis.call('EXISTS', KEYS[2]) == 1 then
+    local t = now()
+    prune(KEYS[2], nil, t)
+    prune(KEYS[4], nil, t)
+    local readers = redis.call('EXISTS', KEYS[2]) == 1
+    if readers then
       redis.call('ZUNIONSTORE', KEYS[3], 2, KEYS[3], KEYS[2], 'AGGREGATE', 'MAX')
     end
-    redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
+    if readers or redis.call('EXISTS', KEYS[4]) == 1 then
+      redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
+    end
     return 1
   end
 end
@@ -129,10 +134,13 @@ return 0
 `)
 
 // rwRUnlockScript takes the reader of one of the tokens ARGV[2..] out of
-// the readers KEYS[1]; when it was the last, it wakes the waiters on
-// channel ARGV[1]. Replies 1, or 0 when no token is a reader.
-var rwRUnlockScript = newScript(1, holdersLua+`
-prune(KEYS[1], nil, now())
+// the readers KEYS[1]; when it was the last and writers wait (KEYS[2]), it
+// wakes the waiters on channel ARGV[1]. Replies 1, or 0 when no token is a
+// reader.
+var rwRUnlockScript = newScript(2, holdersLua+`
+local t = now()
+prune(KEYS[1], nil, t)
+prune(KEYS[2], nil, t)
 local released = 0
 for i = 2, #ARGV do
   released = released + redis.call('ZREM', KEYS[1], ARGV[i])
@@ -140,17 +148,18 @@ end
 if released == 0 then
   return 0
 end
-if redis.call('ZCARD', KEYS[1]) == 0 then
+if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('EXISTS', KEYS[2]) == 1 then
   redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
 end
 return 1
 `)
 
-// rwLeaveScript takes a waiter that gave up, token ARGV[2], out of the
-// waiting writers or readers KEYS[1] and the readers' turn KEYS[2], and
+// leaveWaitScript takes a waiter that gave up, token ARGV[2], out of the
+// waiting set KEYS[1] (an RWMutex's writers or readers, or a Semaphore's
+// waiters) and KEYS[2] (the readers' turn, or the waiters again), and
 // wakes the waiters on channel ARGV[1], which it may have held back.
 // Replies 0.
-var rwLeaveScript = newScript(2, `
+var leaveWaitScript = newScript(2, `
 if redis.call('ZREM', KEYS[1], ARGV[2]) + redis.call('ZREM', KEYS[2], ARGV[2]) > 0 then
   redis.call('PUBLISH', ARGV[1], '`+wakeAll+`')
 end

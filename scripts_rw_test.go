@@ -92,7 +92,7 @@ func TestRWScripts_readersTurn(t *testing.T) {
 			must(t, conn, "SET", "w", "writer")
 			must(t, conn, "ZADD", "rq", later(), "reader")
 			must(t, conn, "ZADD", "q", later(), "next")
-			if n, err := redis.Int(rwUnlockScript.Do(conn, "w", "rq", "turn", "chan", "writer")); n != 1 || err != nil {
+			if n, err := redis.Int(rwUnlockScript.Do(conn, "w", "rq", "turn", "q", "chan", "writer")); n != 1 || err != nil {
 				t.Fatalf("unlock = %d, %v; want 1", n, err)
 			}
 			if got := members(t, conn, "turn"); !slices.Equal(got, []string{"reader"}) {
@@ -147,7 +147,7 @@ func TestRWLeaveScript(t *testing.T) {
 			if _, ok := psc.Receive().(redis.Subscription); !ok {
 				t.Fatal("no subscription")
 			}
-			if _, err := rwLeaveScript.Do(conn, "rq", "turn", "chan", "gone"); err != nil {
+			if _, err := leaveWaitScript.Do(conn, "rq", "turn", "chan", "gone"); err != nil {
 				t.Fatal(err)
 			}
 			if got := members(t, conn, "rq"); !slices.Equal(got, []string{"stays"}) {
@@ -173,7 +173,7 @@ func TestHolderScripts_prune(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "ZADD", "permits", past, "dead")
 			must(t, conn, "HSET", "fences", "dead", 1)
-			g, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "new", 1000, 1, "")))
+			g, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 1000, 1, "", 0)))
 			if err != nil || !g.ok || g.fence != 1 {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want fence 1", g, err)
 			}
@@ -204,14 +204,14 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				must(t, conn, "ZADD", "permits", "+inf", h)
 				must(t, conn, "HSET", "fences", h, 1)
 			}
-			g, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "new", 0, 2, "a")))
+			g, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 2, "a", 0)))
 			if err != nil || g.ok {
 				t.Fatalf("take-over with 2 permits and 3 holders = %+v, %v; want refused", g, err)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("holders = %v; want all three", got)
 			}
-			g, err = parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "new", 0, 3, "a")))
+			g, err = parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 3, "a", 0)))
 			if err != nil || !g.ok {
 				t.Fatalf("take-over with 3 permits = %+v, %v; want the permit", g, err)
 			}
@@ -219,7 +219,7 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				t.Errorf("holders = %v; want b, c, new", got)
 			}
 			// Asked again after a lost reply: the same permit and fence.
-			again, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "new", 0, 3, "b")))
+			again, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 3, "b", 0)))
 			if err != nil || !again.ok || again.fence != g.fence {
 				t.Errorf("the same take-over again = %+v, %v; want fence %d and b kept", again, err, g.fence)
 			}
@@ -239,7 +239,7 @@ func TestHolderScripts_badFence(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "SET", "fence", "x")
 			must(t, conn, "SET", "f", "x")
-			if _, err := semAcquireScript.Do(conn, "permits", "fences", "fence", "new", 0, 1, ""); err == nil {
+			if _, err := semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 1, "", 0); err == nil {
 				t.Error("semaphore acquire with a broken counter succeeded")
 			}
 			if _, err := rwLockScript.Do(conn, append(append([]any{}, rwKeys...), "new", 0, 100, "", "")...); err == nil {
@@ -247,6 +247,54 @@ func TestHolderScripts_badFence(t *testing.T) {
 			}
 			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "w")); n != 0 {
 				t.Errorf("%d keys written; want none", n)
+			}
+		})
+	}
+}
+
+// A release wakes waiters only when some wait: with none, it publishes
+// nothing, so that an uncontended lock costs its Clients no messages.
+func TestReleaseScripts_wakeOnlyWaiters(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			psc := redis.PubSubConn{Conn: scriptConn(t, pool)}
+			if err := psc.Subscribe("chan"); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := psc.Receive().(redis.Subscription); !ok {
+				t.Fatal("no subscription")
+			}
+			next := func() string {
+				m, ok := psc.Receive().(redis.Message)
+				if !ok {
+					t.Fatal("no message")
+				}
+				return string(m.Data)
+			}
+			release := func(waiting bool) {
+				if waiting {
+					must(t, conn, "ZADD", "waiting", later(), "someone")
+					must(t, conn, "ZADD", "q", later(), "someone")
+				}
+				must(t, conn, "ZADD", "permits", "+inf", "p")
+				must(t, conn, "SET", "w", "writer")
+				_, _ = semReleaseScript.Do(conn, "permits", "fences", "waiting", "chan", "p")
+				_, _ = rwUnlockScript.Do(conn, "w", "rq", "turn", "q", "chan", "writer")
+				must(t, conn, "ZADD", "r", "+inf", "reader")
+				_, _ = rwRUnlockScript.Do(conn, "r", "q", "chan", "reader")
+			}
+			release(false)
+			must(t, conn, "PUBLISH", "chan", "marker")
+			if got := next(); got != "marker" {
+				t.Fatalf("first message = %q after releases with nobody waiting; want none before the marker", got)
+			}
+			release(true)
+			for i := range 3 {
+				if got := next(); got != wakeAll {
+					t.Errorf("message %d = %q after a release with waiters; want a wake-up", i, got)
+				}
 			}
 		})
 	}

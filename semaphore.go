@@ -28,7 +28,8 @@ const MaxPermits = 10000
 type Semaphore struct {
 	base
 	permits int
-	keys    [3]any // the holders, their fences and the fence counter
+	intent  int64  // ms a waiter counts as waiting after each attempt
+	keys    [4]any // the holders, their fences, the fence counter and the waiters
 	channel string
 }
 
@@ -56,7 +57,11 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 	}
 	cfg, key := b.cfg, b.name
 	s := &Semaphore{base: b, permits: permits, channel: broadcastChannel(cfg.prefix, key)}
-	s.keys = [3]any{sharedKey(cfg.prefix, "permits", key), sharedKey(cfg.prefix, "fences", key), sharedKey(cfg.prefix, "semfence", key)}
+	s.keys = [4]any{
+		sharedKey(cfg.prefix, "permits", key), sharedKey(cfg.prefix, "fences", key),
+		sharedKey(cfg.prefix, "semfence", key), sharedKey(cfg.prefix, "semwait", key),
+	}
+	s.intent = intentFor(cfg.tick())
 	return s, nil
 }
 
@@ -103,7 +108,10 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			if len(stale) > 0 {
 				evict = stale[0]
 			}
-			return s.try(ctx, token, evict)
+			return s.try(ctx, token, s.intent, evict)
+		},
+		leave: func(ctx context.Context) { // the waiting set twice: the script takes two
+			s.background(ctx, leaveWaitScript, []any{s.keys[3], s.keys[3]}, s.channel, token)
 		},
 	}
 	g, err := a.wait(ctx, obs)
@@ -122,7 +130,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 	}
 	token := newToken()
 	from := s.cfg.clock.Now()
-	g, err := s.try(ctx, token, "")
+	g, err := s.try(ctx, token, 0, "")
 	if err != nil || !g.ok {
 		return nil, false, s.gaveUp(ctx, err)
 	}
@@ -145,16 +153,22 @@ func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) erro
 	return p.h.run(ctx, fn, func(ctx context.Context) error { return p.h.release(ctx, true) })
 }
 
-// try makes one attempt for token, evicting the stale holder evict if not
-// "".
-func (s *Semaphore) try(ctx context.Context, token, evict string) (grant, error) {
-	undo := func() { s.background(ctx, semReleaseScript, s.keys[:2], s.channel, token) }
-	return s.attempt(ctx, semAcquireScript, s.keys[:], undo, token, s.cfg.leaseMillis(), s.permits, evict)
+// try makes one attempt for token; intent is how long a blocked caller
+// counts as waiting (0: not at all), evict a stale holder to evict.
+func (s *Semaphore) try(ctx context.Context, token string, intent int64, evict string) (grant, error) {
+	undo := func() { s.background(ctx, semReleaseScript, s.holdKeys(), s.channel, token) }
+	return s.attempt(ctx, semAcquireScript, s.keys[:], undo, token, s.cfg.leaseMillis(), s.permits, evict, intent)
+}
+
+// holdKeys are the KEYS of a permit's scripts: the holders, their fences
+// and the waiters.
+func (s *Semaphore) holdKeys() []any {
+	return []any{s.keys[0], s.keys[1], s.keys[3]}
 }
 
 func (s *Semaphore) permit(ctx context.Context, token string, fence uint64, from time.Time) *Permit {
 	s.logAcquired(ctx, permitKind.what, fence)
-	return &Permit{h: s.newHold(permitKind, s.keys[:2], s.channel, token, fence, from)}
+	return &Permit{h: s.newHold(permitKind, s.holdKeys(), s.channel, token, fence, from)}
 }
 
 // check reports a nil or zero Semaphore and a nil ctx.
