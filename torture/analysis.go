@@ -5,41 +5,59 @@ import (
 	"time"
 )
 
-// A span is a critical section's access to the store on the time line:
-// from its READ (or its start, when it has none) to its WRITE (or its end:
-// Do's return, or the kill of its process).
+// A span is a critical section's use of the store on the time line: from
+// its first call to the store (or fn's start, when it made none) to its
+// last (or fn's return, or the kill of its process). For a mutex holder
+// or a writer that is READ to WRITE; for a reader or a permit holder, its
+// first LOOK or TIME to its second. Every call to the store is made while
+// fn runs, so a span lies within the hold as far as its holder knows.
 type span struct {
 	h          *hold
 	start, end int64 // Unix nanoseconds
 	written    bool  // its WRITE was accepted
 }
 
-// spans returns the record's critical sections by lock name, each sorted
-// by start. A section whose worker ended without reporting its end (killed
-// at the grace period) ends at the run's end.
-func (r *record) spans() map[string][]span {
+// spans returns the record's critical sections of the given roles by lock
+// name, each sorted by start. A section whose worker ended without
+// reporting its end (killed at the grace period) ends at the run's end.
+func (r *record) spans(roles ...string) map[string][]span {
 	byKey := map[string][]span{}
 	for _, h := range r.Sections {
-		s := span{h: h, start: h.enter.Enter, end: r.End.UnixNano()}
-		if t, ok := r.Kills[h.enter.Pid]; ok && h.rec == nil {
-			s.end = t.UnixNano()
+		if !slices.Contains(roles, h.role()) {
+			continue
 		}
-		if rec := h.rec; rec != nil {
-			if rec.ReadAt > 0 {
-				s.start = rec.ReadAt
-			}
-			s.end = rec.Exit
-			if rec.WriteAt > 0 {
-				s.end = rec.WriteAt
-			}
-			s.written = rec.Write == accepted
+		end := r.End.UnixNano()
+		if t, ok := r.Kills[h.enter.Pid]; ok {
+			end = t.UnixNano()
 		}
+		s := span{h: h, written: h.rec != nil && h.rec.Write == accepted}
+		s.start, s.end = h.bounds(end)
 		byKey[h.enter.Key] = append(byKey[h.enter.Key], s)
 	}
 	for _, ss := range byKey {
 		slices.SortFunc(ss, func(a, b span) int { return cmp64(a.start, b.start) })
 	}
 	return byKey
+}
+
+// bounds returns h's span: see span. A section that never ended ends at
+// cut.
+func (h *hold) bounds(cut int64) (start, end int64) {
+	rec := h.rec
+	if rec == nil {
+		return h.enter.Enter, cut
+	}
+	return first(rec.ReadAt, rec.BeginAt, h.enter.Enter), first(rec.WriteAt, rec.EndAt, rec.FnEnd, rec.Exit)
+}
+
+// first returns the first of ts that is set (not 0).
+func first(ts ...int64) int64 {
+	for _, t := range ts {
+		if t != 0 {
+			return t
+		}
+	}
+	return 0
 }
 
 func cmp64(a, b int64) int {
@@ -52,26 +70,38 @@ func cmp64(a, b int64) int {
 	return 0
 }
 
-// overlaps counts the pairs of critical sections of one lock whose spans
-// overlap: fenced when the fence stopped at least one of the two from
-// writing (or its process died first), unfenced when both writes were
-// accepted.
-func (r *record) overlaps() (fenced, unfenced int) {
-	for _, ss := range r.spans() {
+// pairs calls f for each pair of spans of one key that overlap, the one
+// that starts first as a. Spans that only touch do not overlap.
+func pairs(byKey map[string][]span, f func(a, b span)) {
+	for _, ss := range byKey {
 		for i, a := range ss {
 			for _, b := range ss[i+1:] {
 				if b.start >= a.end {
 					break
 				}
-				if a.written && b.written {
-					unfenced++
-				} else {
-					fenced++
-				}
+				f(a, b)
 			}
 		}
 	}
-	return fenced, unfenced
+}
+
+// overlaps counts the pairs of critical sections of one Mutex whose spans
+// overlap: fenced when the fence stopped at least one of the two from
+// writing (or its process died first), unfenced when both writes were
+// accepted. both counts those whose holds Do both confirmed (see status):
+// it must be 0 whatever the fence did.
+func (r *record) overlaps() (fenced, unfenced, both int) {
+	pairs(r.spans(roleMutex), func(a, b span) {
+		if a.written && b.written {
+			unfenced++
+		} else {
+			fenced++
+		}
+		if a.h.status() == confirmed && b.h.status() == confirmed {
+			both++
+		}
+	})
+	return fenced, unfenced, both
 }
 
 // stopFigures are what became of the critical sections open when their
@@ -87,17 +117,17 @@ type stopFigures struct {
 	Unnoticed    int // ... taken over, whose Do returned no such error: must be 0
 }
 
-// stopped analyses the stop faults. A holder's lease, refreshed every
+// stopped analyses the stop faults for Mutex holders. A holder's lease, refreshed every
 // timeout/3, cannot end within timeout/2 of the stop: a section that began
 // then followed a release that got through before the stop took effect.
 func (r *record) stopped(timeout time.Duration) stopFigures {
 	var f stopFigures
-	spans := r.spans()
+	spans := r.spans(roleMutex)
 	for _, st := range r.Stops {
 		from, to := st.from.UnixNano(), st.to.UnixNano()
 		for _, h := range r.Sections {
 			rec := h.rec
-			if h.enter.Pid != st.pid || h.enter.Enter > from || rec == nil || rec.Exit < from {
+			if h.role() != roleMutex || h.enter.Pid != st.pid || h.enter.Enter > from || rec == nil || rec.Exit < from {
 				continue
 			}
 			if rec.WriteAt > 0 && rec.WriteAt < from {
@@ -157,7 +187,7 @@ func (r *record) stoppedDuring(pid int, from, to int64) bool {
 	return false
 }
 
-// counts sums the sections' outcomes.
+// counts sums the Mutex sections' outcomes.
 type counts struct {
 	Started, Completed, Killed            int
 	ReadRejected, WriteRejected, Accepted int
@@ -168,6 +198,9 @@ type counts struct {
 func (r *record) counts() counts {
 	var n counts
 	for _, h := range r.Sections {
+		if h.role() != roleMutex {
+			continue
+		}
 		n.Started++
 		rec := h.rec
 		if rec == nil {
@@ -194,11 +227,11 @@ func (r *record) counts() counts {
 	return n
 }
 
-// longestGap is the longest time, on any one lock, between two accepted
-// writes (or the run's start or end and the nearest one): how long the
-// lock let nobody work.
-func (r *record) longestGap() (key string, gap int64) {
-	for k, ss := range r.spans() {
+// longestGap is the longest time, on any one lock of the role, between
+// two accepted writes (or the run's start or end and the nearest one): how
+// long the lock let nobody work.
+func (r *record) longestGap(role string) (key string, gap int64) {
+	for k, ss := range r.spans(role) {
 		prev := r.Start.UnixNano()
 		var writes []int64
 		for _, s := range ss {

@@ -28,11 +28,11 @@ func TestRecord_overlaps(t *testing.T) {
 	add(done(1, 3, 100, 110, accepted)) // touches nothing: starts as 3/1 ends
 	add(done(2, 3, 110, 120, accepted))
 
-	fenced, unfenced := r.overlaps()
+	fenced, unfenced, _ := r.overlaps()
 	if fenced != 2 || unfenced != 1 {
 		t.Errorf("overlaps() = %d fenced, %d unfenced; want 2, 1", fenced, unfenced)
 	}
-	if key, gap := r.longestGap(); key != "k" || gap != 1000-120 {
+	if key, gap := r.longestGap(roleMutex); key != "k" || gap != 1000-120 {
 		t.Errorf("longestGap() = %q, %d; want k, %d", key, gap, 1000-120)
 	}
 }
