@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -107,7 +108,7 @@ func (r *record) overlaps() (fenced, unfenced, both int) {
 // stopFigures are what became of the critical sections open when their
 // process was stopped.
 type stopFigures struct {
-	Before       int // sections open at a SIGSTOP that had written already: they only await Do's return
+	Before       int // sections open at a SIGSTOP that had written already, or whose fn had returned: they only await Do's return
 	Holders      int // the others: holders caught before their WRITE
 	TakenOver    int // ... of which another section of the lock, with a higher fence, began during the stop once the lease could have ended
 	LateRejected int // ... whose READ or WRITE after the SIGCONT the fence rejected
@@ -117,11 +118,17 @@ type stopFigures struct {
 	Unnoticed    int // ... taken over, whose Do returned no such error: must be 0
 }
 
-// stopped analyses the stop faults for Mutex holders. A holder's lease, refreshed every
+// A stopped is a hold open at a stop of its process.
+type stopped struct {
+	h  *hold
+	st stop
+}
+
+// stopped analyses the stop faults for Mutex holders, and returns the
+// Unnoticed ones for the report. A holder's lease, refreshed every
 // timeout/3, cannot end within timeout/2 of the stop: a section that began
 // then followed a release that got through before the stop took effect.
-func (r *record) stopped(timeout time.Duration) stopFigures {
-	var f stopFigures
+func (r *record) stopped(timeout time.Duration) (f stopFigures, unnoticed []stopped) {
 	spans := r.spans(roleMutex)
 	for _, st := range r.Stops {
 		from, to := st.from.UnixNano(), st.to.UnixNano()
@@ -130,7 +137,10 @@ func (r *record) stopped(timeout time.Duration) stopFigures {
 			if h.role() != roleMutex || h.enter.Pid != st.pid || h.enter.Enter > from || rec == nil || rec.Exit < from {
 				continue
 			}
-			if rec.WriteAt > 0 && rec.WriteAt < from {
+			// A section stopped in Unlock, its fn over, may have released
+			// the lock before the stop, or find its deadline passed after:
+			// Do owes an ErrLost only for a loss while fn ran.
+			if rec.WriteAt > 0 && rec.WriteAt < from || rec.FnEnd > 0 && rec.FnEnd < from {
 				f.Before++
 				continue
 			}
@@ -158,10 +168,11 @@ func (r *record) stopped(timeout time.Duration) stopFigures {
 				f.NotHeld++
 			} else if other {
 				f.Unnoticed++
+				unnoticed = append(unnoticed, stopped{h, st})
 			}
 		}
 	}
-	return f
+	return f, unnoticed
 }
 
 // lateCalls splits the late calls into those a stop of their own process
@@ -248,4 +259,20 @@ func (r *record) longestGap(role string) (key string, gap int64) {
 		}
 	}
 	return key, gap
+}
+
+// String describes a stopped hold for the report: its times in ms from
+// the SIGSTOP, how its section went and what Do returned.
+func (s stopped) String() string {
+	from := s.st.from.UnixNano()
+	ms := func(t int64) string {
+		if t == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%+.1f", float64(t-from)/1e6)
+	}
+	e, rec := s.h.enter, s.h.rec
+	return fmt.Sprintf("worker %d %s fence %d: stopped for %.0fms; ms from the stop: fn began %s, READ %s %s, WRITE %s %s, fn returned %s, Do returned %s: %s",
+		e.Pid, e.Key, e.Fence, s.st.to.Sub(s.st.from).Seconds()*1000, ms(e.Enter), rec.Read, ms(rec.ReadAt),
+		rec.Write, ms(rec.WriteAt), ms(rec.FnEnd), ms(rec.Exit), rec.Unlock)
 }

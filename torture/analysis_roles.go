@@ -15,10 +15,14 @@ type roleFigures struct {
 	// Resumed counts sections a stop froze mid-way: begun before the
 	// SIGSTOP, their last call to the store (or fn's return) after the
 	// SIGCONT. Their lease, refreshed at the latest as the stop began,
-	// ended during the stop of 1.5 leases, and their release came after
-	// the SIGCONT, so it must have found the hold gone: ResumedConfirmed,
-	// those whose Do returned nil, must be 0.
-	Resumed, ResumedConfirmed int
+	// ended during the stop of 1.5 leases, while fn ran. ResumedUntold
+	// counts those whose Do did not report it (must be 0): not a nil, as
+	// the release came after the SIGCONT and must have found the hold
+	// gone, nor another error, as Do's auto-refresh knows by its own clock
+	// that the lease ended, even when the release cannot reach Redis or
+	// ctx's deadline has passed. A Permit's Release has no such clock: a
+	// Release of Acquire's permit that failed is excused.
+	Resumed, ResumedUntold int
 	// FencedConfirmed counts the mutex or writer holds whose READ or WRITE
 	// the store rejected while Do confirmed them (must be 0): a higher
 	// fence read inside a hold that Redis kept from grant to release,
@@ -93,8 +97,8 @@ func (r *record) roles() map[string]*roleFigures {
 			}
 			if _, end := h.bounds(0); end >= to {
 				f.Resumed++
-				if h.status() == confirmed {
-					f.ResumedConfirmed++
+				if st := h.status(); st == confirmed || st == unsure && !h.rec.Manual {
+					f.ResumedUntold++
 				}
 			}
 		}

@@ -6,7 +6,7 @@ import (
 )
 
 // rwRecord returns a record of one RWMutex "k" between 0 and 1000 ns.
-func rwRecord() *record {
+func run1000() *record {
 	r := newRecord()
 	r.Start, r.End = time.Unix(0, 0), time.Unix(0, 1000)
 	return r
@@ -36,8 +36,11 @@ func reads(r *record, pid int, begin, end int64, outcome, unlock string) *hold {
 	return h
 }
 
+// TestRecord_rw checks how the overlaps of an RWMutex's sections are
+// counted: readers share, a writer conflicts with all, and only pairs with
+// a hold not confirmed are excused.
 func TestRecord_rw(t *testing.T) {
-	r := rwRecord()
+	r := run1000()
 	reads(r, 1, 10, 20, accepted, "ok")
 	reads(r, 2, 15, 25, accepted, "ok") // readers share: no overlap counted
 	// A writer stopped between its READ and WRITE, displaced by a reader
@@ -61,45 +64,5 @@ func TestRecord_rw(t *testing.T) {
 	want.Excused[found] = 1
 	if got != want {
 		t.Errorf("rw() = %+v; want %+v", got, want)
-	}
-}
-
-func TestRecord_sem(t *testing.T) {
-	r := rwRecord()
-	permit := func(pid int, begin, end int64, unlock string) {
-		h := &hold{
-			enter: event{Pid: pid, Seq: 1, Key: "s", Role: rolePermit, Enter: begin - 1},
-			rec:   &section{Begin: accepted, BeginAt: begin, End: accepted, EndAt: end, FnEnd: end + 1, Exit: end + 2, Unlock: unlock},
-		}
-		h.rec.ErrLost = unlock == "ErrLost"
-		r.Sections[secID{pid, 1}] = h
-	}
-	permit(1, 10, 100, "ErrLost") // stopped, its permit lost
-	permit(2, 20, 30, "ok")
-	permit(3, 30, 40, "ok") // begins as 2 ends: not at once
-	permit(4, 35, 45, "ok") // 1, 3, 4: over 2 permits, but 1 was lost
-	if got, want := r.sem(2), (semFigures{MaxHolders: 3, MaxConfirmed: 2, Over: 1}); got != want {
-		t.Errorf("sem(2) = %+v; want %+v", got, want)
-	}
-	permit(5, 38, 39, "ok") // 3, 4, 5 confirmed at once
-	if got, want := r.sem(2), (semFigures{MaxHolders: 4, MaxConfirmed: 3, Over: 2, OverConfirmed: 1}); got != want {
-		t.Errorf("sem(2) = %+v; want %+v", got, want)
-	}
-}
-
-func TestRecord_roles(t *testing.T) {
-	r := rwRecord()
-	r.Stops = []stop{{pid: 1, from: time.Unix(0, 100), to: time.Unix(0, 400)}}
-	reads(r, 1, 90, 450, accepted, "ok")                                                                            // resumed, yet confirmed
-	writes(r, 2, 7, 10, 20, rejected, "ok")                                                                         // fenced out, yet confirmed
-	writes(r, 3, 7, 30, 40, accepted, "ok").rec.CtxLost = true                                                      // fence 7 again; lost, yet nil
-	r.Sections[secID{4, 1}] = &hold{enter: event{Pid: 4, Seq: 1, Key: "k", Role: roleWriter, Fence: 8, Enter: 500}} // killed
-	fs := r.roles()
-	if got, want := *fs[roleReader], (roleFigures{Completed: 1, Confirmed: 1, Resumed: 1, ResumedConfirmed: 1}); got != want {
-		t.Errorf("roles()[reader] = %+v; want %+v", got, want)
-	}
-	want := roleFigures{Completed: 2, Killed: 1, Confirmed: 1, Found: 1, LostSeen: 1, LostButConfirmed: 1, FencedConfirmed: 1, Fenced: 3, DupFences: 1}
-	if got := *fs[roleWriter]; got != want {
-		t.Errorf("roles()[writer] = %+v; want %+v", got, want)
 	}
 }

@@ -176,8 +176,10 @@ func (c *coordinator) stop(d time.Duration) error {
 	c.logf("stop: SIGSTOP worker %d, a %s of %s (fence %d), for %v", pid, h.enter.Role, h.enter.Key, h.enter.Fence, d)
 	time.Sleep(d)
 	err = syscall.Kill(pid, syscall.SIGCONT)
+	to := time.Now()
+	c.trace(fmt.Sprintf(`{"ev":"sigcont","pid":%d,"ret":%d}`, pid, to.UnixNano()))
 	c.mu.Lock()
-	c.rec.Stops = append(c.rec.Stops, stop{pid: pid, from: from, to: time.Now()})
+	c.rec.Stops = append(c.rec.Stops, stop{pid: pid, from: from, to: to})
 	c.rec.Targets[faultStop+" "+h.enter.Role]++
 	c.mu.Unlock()
 	return err

@@ -17,6 +17,7 @@ type summary struct {
 	StoreAccepted, StoreRejects int64
 	Late, LateExcused           []event
 	Stops                       stopFigures
+	Unnoticed                   []stopped // the Mutex holders Stops.Unnoticed counts
 	Roles                       map[string]*roleFigures
 	RW                          rwFigures
 	Sem                         semFigures
@@ -27,7 +28,8 @@ type summary struct {
 
 // summarize computes the figures and checks the pass criteria.
 func (r *record) summarize(opts options) summary {
-	s := summary{counts: r.counts(), Faults: r.Faults, Stops: r.stopped(opts.Timeout), Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits)}
+	s := summary{counts: r.counts(), Faults: r.Faults, Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits)}
+	s.Stops, s.Unnoticed = r.stopped(opts.Timeout)
 	s.Fenced, s.Unfenced, s.Confirmed = r.overlaps()
 	for _, t := range r.Store {
 		s.LostUpdates += t.Accepted - t.Value // every store starts at 0
@@ -54,7 +56,7 @@ func (r *record) summarize(opts options) summary {
 	for _, role := range roles {
 		f := s.Roles[role]
 		fail(f.LostButConfirmed > 0, "%s holds whose Lost signal fired while Do returned nil: %d", role, f.LostButConfirmed)
-		fail(f.ResumedConfirmed > 0, "%s holds stopped mid-section whose Do returned nil: %d", role, f.ResumedConfirmed)
+		fail(f.ResumedUntold > 0, "%s holds stopped mid-section whose Do did not report the loss: %d", role, f.ResumedUntold)
 		fail(f.FencedConfirmed > 0, "%s holds the fence rejected while Do confirmed them: %d", role, f.FencedConfirmed)
 		fail(f.DupFences > 0, "%s fences shown by two holds: %d", role, f.DupFences)
 	}
@@ -97,7 +99,7 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	p("overlaps, fenced:                       %d", s.Fenced)
 	p("overlaps, both holds confirmed (must be 0): %d", s.Confirmed)
 	p("lost updates (must be 0):               %d (store: %d writes accepted, %d rejected; Mutexes and RWMutexes)", s.LostUpdates, s.StoreAccepted, s.StoreRejects)
-	p("stopped sections that had written:      %d", s.Stops.Before)
+	p("stopped sections past WRITE or fn:     %d", s.Stops.Before)
 	p("stopped holders, before their WRITE:    %d", s.Stops.Holders)
 	p("  taken over while stopped:             %d", s.Stops.TakenOver)
 	p("  late READ/WRITE rejected by fence:    %d", s.Stops.LateRejected)
@@ -105,6 +107,9 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	p("  WRITE skipped, fn's ctx lost:         %d", s.Stops.LostCtx)
 	p("  Do returned ErrNotHeld or ErrLost:    %d", s.Stops.NotHeld)
 	p("  taken over, Do said nothing (must be 0): %d", s.Stops.Unnoticed)
+	for _, u := range s.Unnoticed {
+		p("    %s", u)
+	}
 	if opts.RWKeys > 0 {
 		rw := s.RW
 		key, gap := r.longestGap(roleWriter)
@@ -118,7 +123,7 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	}
 	if opts.SemKeys > 0 {
 		sem := s.Sem
-		p("Semaphore most holders at once:         %d of %d permits (%d confirmed by Do, must be at most %d)", sem.MaxHolders, opts.Permits, sem.MaxConfirmed, opts.Permits)
+		p("Semaphore most holders at once:         %d of %d permits (%d confirmed by Do or Release, must be at most %d)", sem.MaxHolders, opts.Permits, sem.MaxConfirmed, opts.Permits)
 		p("  sections begun over the permits:      %d (with the confirmed ones over, must be 0: %d)", sem.Over, sem.OverConfirmed)
 	}
 	s.printRoles(p)
@@ -185,7 +190,7 @@ func (s summary) printRoles(p func(string, ...any)) {
 	row("  Do returned nil all the same (must be 0)", func(f *roleFigures) int { return f.LostButConfirmed })
 	row("take-overs (library log)", func(f *roleFigures) int { return f.TakenOver })
 	row("stopped mid-section", func(f *roleFigures) int { return f.Resumed })
-	row("  Do returned nil all the same (must be 0)", func(f *roleFigures) int { return f.ResumedConfirmed })
+	row("  Do did not report the loss (must be 0)", func(f *roleFigures) int { return f.ResumedUntold })
 	row("fenced out, Do confirmed it (must be 0)", func(f *roleFigures) int { return f.FencedConfirmed })
 	row("fences shown", func(f *roleFigures) int { return f.Fenced })
 	row("  shown twice on one lock (must be 0)", func(f *roleFigures) int { return f.DupFences })
