@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -100,6 +101,7 @@ func (r *record) overlaps() (fenced, unfenced, both int) {
 		}
 		if a.h.status() == confirmed && b.h.status() == confirmed {
 			both++
+			r.example(exMutexBoth, a.h, b.h)
 		}
 	})
 	return fenced, unfenced, both
@@ -275,4 +277,54 @@ func (s stopped) String() string {
 	return fmt.Sprintf("worker %d %s fence %d: stopped for %.0fms; ms from the stop: fn began %s, READ %s %s, WRITE %s %s, fn returned %s, Do returned %s: %s",
 		e.Pid, e.Key, e.Fence, s.st.to.Sub(s.st.from).Seconds()*1000, ms(e.Enter), rec.Read, ms(rec.ReadAt),
 		rec.Write, ms(rec.WriteAt), ms(rec.FnEnd), ms(rec.Exit), rec.Unlock)
+}
+
+// Criteria with examples in the report.
+const (
+	exMutexBoth = "mutex overlap, both confirmed"
+	exRWBoth    = "rw overlap, both confirmed"
+	exSemOver   = "semaphore over its permits, all confirmed"
+	exLostNil   = "Lost signalled, Do returned nil"
+	exUntold    = "stopped mid-section, Do did not report the loss"
+	exFenced    = "fenced out, Do confirmed"
+	exDupFence  = "fence shown twice"
+)
+
+// maxExamples bounds the examples of one criterion.
+const maxExamples = 3
+
+// example notes hs, the holds that failed the criterion what, for the
+// report.
+func (r *record) example(what string, hs ...*hold) {
+	if len(r.Examples[what]) >= maxExamples {
+		return
+	}
+	var b strings.Builder
+	for i, h := range hs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.describe(h))
+	}
+	r.Examples[what] = append(r.Examples[what], b.String())
+}
+
+// describe tells one hold for the report, its times in seconds from the
+// run's start.
+func (r *record) describe(h *hold) string {
+	at := func(t int64) string {
+		if t == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.4f", float64(t-r.Start.UnixNano())/1e9)
+	}
+	e := h.enter
+	s := fmt.Sprintf("worker %d %s %s fence %d: fn began %s", e.Pid, h.role(), e.Key, e.Fence, at(e.Enter))
+	if rec := h.rec; rec != nil {
+		start, end := h.bounds(0)
+		s += fmt.Sprintf(", store %s to %s, fn returned %s, Do returned %s: %s", at(start), at(end), at(rec.FnEnd), at(rec.Exit), rec.Unlock)
+	} else {
+		s += ", killed"
+	}
+	return s
 }

@@ -55,6 +55,7 @@ func (r *record) roles() map[string]*roleFigures {
 			id := fenceOf{h.role(), h.enter.Key, h.enter.Fence}
 			if fences[id]++; fences[id] > 1 {
 				f.DupFences++
+				r.example(exDupFence, h)
 			}
 		}
 		rec := h.rec
@@ -82,10 +83,12 @@ func (r *record) roles() map[string]*roleFigures {
 			f.LostSeen++
 			if rec.Unlock == "ok" {
 				f.LostButConfirmed++
+				r.example(exLostNil, h)
 			}
 		}
 		if (rec.Read == rejected || rec.Write == rejected) && st == confirmed {
 			f.FencedConfirmed++
+			r.example(exFenced, h)
 		}
 	}
 	for _, st := range r.Stops {
@@ -99,6 +102,7 @@ func (r *record) roles() map[string]*roleFigures {
 				f.Resumed++
 				if st := h.status(); st == confirmed || st == unsure && !h.rec.Manual {
 					f.ResumedUntold++
+					r.example(exUntold, h)
 				}
 			}
 		}

@@ -56,6 +56,7 @@ func (r *record) rw() rwFigures {
 		sa, sb := a.h.status(), b.h.status()
 		if sa == confirmed && sb == confirmed {
 			f.Confirmed++
+			r.example(exRWBoth, a.h, b.h)
 		} else {
 			f.Excused[max(sa, sb)]++
 		}

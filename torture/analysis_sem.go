@@ -22,6 +22,9 @@ func (r *record) sem(permits int) semFigures {
 	var f semFigures
 	for _, ss := range r.spans(rolePermit) {
 		c := concurrency(ss, func(s span) bool { return s.h.status() == confirmed })
+		if c.marked > permits {
+			r.example(exSemOver, r.crowd(ss, c.marked)...)
+		}
 		f.MaxHolders = max(f.MaxHolders, c.all)
 		f.MaxConfirmed = max(f.MaxConfirmed, c.marked)
 		for _, n := range c.atStart {
@@ -82,4 +85,21 @@ func concurrency(ss []span, mark func(span) bool) concurrencies {
 		}
 	}
 	return c
+}
+
+// crowd returns the first confirmed spans of ss found n at once, for the
+// report.
+func (r *record) crowd(ss []span, n int) []*hold {
+	for _, s := range ss {
+		var in []*hold
+		for _, o := range ss {
+			if o.h.status() == confirmed && o.start <= s.start && s.start < o.end {
+				in = append(in, o.h)
+			}
+		}
+		if len(in) >= n {
+			return in
+		}
+	}
+	return nil
 }

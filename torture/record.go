@@ -25,6 +25,10 @@ type record struct {
 	Hung    []int         // workers killed after the grace period
 
 	Store map[string]tally // lock name -> the store's counts (mutexes and RWMutexes)
+
+	// Examples are, by failed criterion, a few of the holds that failed
+	// it, described for the report; the analyses note them.
+	Examples map[string][]string
 }
 
 // secID names a critical section: its process and its number there.
@@ -50,7 +54,7 @@ func newRecord() *record {
 	return &record{
 		Sections: map[secID]*hold{}, Open: map[secID]*hold{}, Errors: map[string]int{}, Samples: map[string]string{},
 		TakenOver: map[string]int{}, Faults: map[string]int{}, Targets: map[string]int{}, Kills: map[int]time.Time{},
-		Finals: map[int]event{}, Store: map[string]tally{},
+		Finals: map[int]event{}, Store: map[string]tally{}, Examples: map[string][]string{},
 	}
 }
 

@@ -153,6 +153,11 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	for _, f := range s.Failures {
 		p("FAIL: %s", f)
 	}
+	for _, what := range slices.Sorted(maps.Keys(r.Examples)) {
+		for _, ex := range r.Examples[what] {
+			p("  e.g. %s: %s", what, ex)
+		}
+	}
 }
 
 // targets lists, for a fault aimed at a holder, the roles it hit.
