@@ -1,45 +1,65 @@
 package main
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
-// A span is a critical section's access to the store on the time line:
-// from its READ (or its start, when it has none) to its WRITE (or its end:
-// Do's return, or the kill of its process).
+// A span is a critical section's use of the store on the time line: from
+// its first call to the store (or fn's start, when it made none) to its
+// last (or fn's return, or the kill of its process). For a mutex holder
+// or a writer that is READ to WRITE; for a reader or a permit holder, its
+// first LOOK or TIME to its second. Every call to the store is made while
+// fn runs, so a span lies within the hold as far as its holder knows.
 type span struct {
 	h          *hold
 	start, end int64 // Unix nanoseconds
 	written    bool  // its WRITE was accepted
 }
 
-// spans returns the record's critical sections by lock name, each sorted
-// by start. A section whose worker ended without reporting its end (killed
-// at the grace period) ends at the run's end.
-func (r *record) spans() map[string][]span {
+// spans returns the record's critical sections of the given roles by lock
+// name, each sorted by start. A section whose worker ended without
+// reporting its end (killed at the grace period) ends at the run's end.
+func (r *record) spans(roles ...string) map[string][]span {
 	byKey := map[string][]span{}
 	for _, h := range r.Sections {
-		s := span{h: h, start: h.enter.Enter, end: r.End.UnixNano()}
-		if t, ok := r.Kills[h.enter.Pid]; ok && h.rec == nil {
-			s.end = t.UnixNano()
+		if !slices.Contains(roles, h.role()) {
+			continue
 		}
-		if rec := h.rec; rec != nil {
-			if rec.ReadAt > 0 {
-				s.start = rec.ReadAt
-			}
-			s.end = rec.Exit
-			if rec.WriteAt > 0 {
-				s.end = rec.WriteAt
-			}
-			s.written = rec.Write == accepted
+		end := r.End.UnixNano()
+		if t, ok := r.Kills[h.enter.Pid]; ok {
+			end = t.UnixNano()
 		}
+		s := span{h: h, written: h.rec != nil && h.rec.Write == accepted}
+		s.start, s.end = h.bounds(end)
 		byKey[h.enter.Key] = append(byKey[h.enter.Key], s)
 	}
 	for _, ss := range byKey {
 		slices.SortFunc(ss, func(a, b span) int { return cmp64(a.start, b.start) })
 	}
 	return byKey
+}
+
+// bounds returns h's span: see span. A section that never ended ends at
+// cut.
+func (h *hold) bounds(cut int64) (start, end int64) {
+	rec := h.rec
+	if rec == nil {
+		return h.enter.Enter, cut
+	}
+	return first(rec.ReadAt, rec.BeginAt, h.enter.Enter), first(rec.WriteAt, rec.EndAt, rec.FnEnd, rec.Exit)
+}
+
+// first returns the first of ts that is set (not 0).
+func first(ts ...int64) int64 {
+	for _, t := range ts {
+		if t != 0 {
+			return t
+		}
+	}
+	return 0
 }
 
 func cmp64(a, b int64) int {
@@ -52,32 +72,45 @@ func cmp64(a, b int64) int {
 	return 0
 }
 
-// overlaps counts the pairs of critical sections of one lock whose spans
-// overlap: fenced when the fence stopped at least one of the two from
-// writing (or its process died first), unfenced when both writes were
-// accepted.
-func (r *record) overlaps() (fenced, unfenced int) {
-	for _, ss := range r.spans() {
+// pairs calls f for each pair of spans of one key that overlap, the one
+// that starts first as a. Spans that only touch do not overlap.
+func pairs(byKey map[string][]span, f func(a, b span)) {
+	for _, ss := range byKey {
 		for i, a := range ss {
 			for _, b := range ss[i+1:] {
 				if b.start >= a.end {
 					break
 				}
-				if a.written && b.written {
-					unfenced++
-				} else {
-					fenced++
-				}
+				f(a, b)
 			}
 		}
 	}
-	return fenced, unfenced
+}
+
+// overlaps counts the pairs of critical sections of one Mutex whose spans
+// overlap: fenced when the fence stopped at least one of the two from
+// writing (or its process died first), unfenced when both writes were
+// accepted. both counts those whose holds Do both confirmed (see status):
+// it must be 0 whatever the fence did.
+func (r *record) overlaps() (fenced, unfenced, both int) {
+	pairs(r.spans(roleMutex), func(a, b span) {
+		if a.written && b.written {
+			unfenced++
+		} else {
+			fenced++
+		}
+		if a.h.status() == confirmed && b.h.status() == confirmed {
+			both++
+			r.example(exMutexBoth, a.h, b.h)
+		}
+	})
+	return fenced, unfenced, both
 }
 
 // stopFigures are what became of the critical sections open when their
 // process was stopped.
 type stopFigures struct {
-	Before       int // sections open at a SIGSTOP that had written already: they only await Do's return
+	Before       int // sections open at a SIGSTOP that had written already, or whose fn had returned: they only await Do's return
 	Holders      int // the others: holders caught before their WRITE
 	TakenOver    int // ... of which another section of the lock, with a higher fence, began during the stop once the lease could have ended
 	LateRejected int // ... whose READ or WRITE after the SIGCONT the fence rejected
@@ -87,20 +120,29 @@ type stopFigures struct {
 	Unnoticed    int // ... taken over, whose Do returned no such error: must be 0
 }
 
-// stopped analyses the stop faults. A holder's lease, refreshed every
+// A stopped is a hold open at a stop of its process.
+type stopped struct {
+	h  *hold
+	st stop
+}
+
+// stopped analyses the stop faults for Mutex holders, and returns the
+// Unnoticed ones for the report. A holder's lease, refreshed every
 // timeout/3, cannot end within timeout/2 of the stop: a section that began
 // then followed a release that got through before the stop took effect.
-func (r *record) stopped(timeout time.Duration) stopFigures {
-	var f stopFigures
-	spans := r.spans()
+func (r *record) stopped(timeout time.Duration) (f stopFigures, unnoticed []stopped) {
+	spans := r.spans(roleMutex)
 	for _, st := range r.Stops {
 		from, to := st.from.UnixNano(), st.to.UnixNano()
 		for _, h := range r.Sections {
 			rec := h.rec
-			if h.enter.Pid != st.pid || h.enter.Enter > from || rec == nil || rec.Exit < from {
+			if h.role() != roleMutex || h.enter.Pid != st.pid || h.enter.Enter > from || rec == nil || rec.Exit < from {
 				continue
 			}
-			if rec.WriteAt > 0 && rec.WriteAt < from {
+			// A section stopped in Unlock, its fn over, may have released
+			// the lock before the stop, or find its deadline passed after:
+			// Do owes an ErrLost only for a loss while fn ran.
+			if rec.WriteAt > 0 && rec.WriteAt < from || rec.FnEnd > 0 && rec.FnEnd < from {
 				f.Before++
 				continue
 			}
@@ -128,10 +170,11 @@ func (r *record) stopped(timeout time.Duration) stopFigures {
 				f.NotHeld++
 			} else if other {
 				f.Unnoticed++
+				unnoticed = append(unnoticed, stopped{h, st})
 			}
 		}
 	}
-	return f
+	return f, unnoticed
 }
 
 // lateCalls splits the late calls into those a stop of their own process
@@ -157,7 +200,7 @@ func (r *record) stoppedDuring(pid int, from, to int64) bool {
 	return false
 }
 
-// counts sums the sections' outcomes.
+// counts sums the Mutex sections' outcomes.
 type counts struct {
 	Started, Completed, Killed            int
 	ReadRejected, WriteRejected, Accepted int
@@ -168,6 +211,9 @@ type counts struct {
 func (r *record) counts() counts {
 	var n counts
 	for _, h := range r.Sections {
+		if h.role() != roleMutex {
+			continue
+		}
 		n.Started++
 		rec := h.rec
 		if rec == nil {
@@ -194,11 +240,11 @@ func (r *record) counts() counts {
 	return n
 }
 
-// longestGap is the longest time, on any one lock, between two accepted
-// writes (or the run's start or end and the nearest one): how long the
-// lock let nobody work.
-func (r *record) longestGap() (key string, gap int64) {
-	for k, ss := range r.spans() {
+// longestGap is the longest time, on any one lock of the role, between
+// two accepted writes (or the run's start or end and the nearest one): how
+// long the lock let nobody work.
+func (r *record) longestGap(role string) (key string, gap int64) {
+	for k, ss := range r.spans(role) {
 		prev := r.Start.UnixNano()
 		var writes []int64
 		for _, s := range ss {
@@ -215,4 +261,70 @@ func (r *record) longestGap() (key string, gap int64) {
 		}
 	}
 	return key, gap
+}
+
+// String describes a stopped hold for the report: its times in ms from
+// the SIGSTOP, how its section went and what Do returned.
+func (s stopped) String() string {
+	from := s.st.from.UnixNano()
+	ms := func(t int64) string {
+		if t == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%+.1f", float64(t-from)/1e6)
+	}
+	e, rec := s.h.enter, s.h.rec
+	return fmt.Sprintf("worker %d %s fence %d: stopped for %.0fms; ms from the stop: fn began %s, READ %s %s, WRITE %s %s, fn returned %s, Do returned %s: %s",
+		e.Pid, e.Key, e.Fence, s.st.to.Sub(s.st.from).Seconds()*1000, ms(e.Enter), rec.Read, ms(rec.ReadAt),
+		rec.Write, ms(rec.WriteAt), ms(rec.FnEnd), ms(rec.Exit), rec.Unlock)
+}
+
+// Criteria with examples in the report.
+const (
+	exMutexBoth = "mutex overlap, both confirmed"
+	exRWBoth    = "rw overlap, both confirmed"
+	exSemOver   = "semaphore over its permits, all confirmed"
+	exLostNil   = "Lost signalled, Do returned nil"
+	exUntold    = "stopped mid-section, Do did not report the loss"
+	exFenced    = "fenced out, Do confirmed"
+	exDupFence  = "fence shown twice"
+)
+
+// maxExamples bounds the examples of one criterion.
+const maxExamples = 3
+
+// example notes hs, the holds that failed the criterion what, for the
+// report.
+func (r *record) example(what string, hs ...*hold) {
+	if len(r.Examples[what]) >= maxExamples {
+		return
+	}
+	var b strings.Builder
+	for i, h := range hs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(r.describe(h))
+	}
+	r.Examples[what] = append(r.Examples[what], b.String())
+}
+
+// describe tells one hold for the report, its times in seconds from the
+// run's start.
+func (r *record) describe(h *hold) string {
+	at := func(t int64) string {
+		if t == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.4f", float64(t-r.Start.UnixNano())/1e9)
+	}
+	e := h.enter
+	s := fmt.Sprintf("worker %d %s %s fence %d: fn began %s", e.Pid, h.role(), e.Key, e.Fence, at(e.Enter))
+	if rec := h.rec; rec != nil {
+		start, end := h.bounds(0)
+		s += fmt.Sprintf(", store %s to %s, fn returned %s, Do returned %s: %s", at(start), at(end), at(rec.FnEnd), at(rec.Exit), rec.Unlock)
+	} else {
+		s += ", killed"
+	}
+	return s
 }

@@ -28,11 +28,11 @@ func TestRecord_overlaps(t *testing.T) {
 	add(done(1, 3, 100, 110, accepted)) // touches nothing: starts as 3/1 ends
 	add(done(2, 3, 110, 120, accepted))
 
-	fenced, unfenced := r.overlaps()
+	fenced, unfenced, _ := r.overlaps()
 	if fenced != 2 || unfenced != 1 {
 		t.Errorf("overlaps() = %d fenced, %d unfenced; want 2, 1", fenced, unfenced)
 	}
-	if key, gap := r.longestGap(); key != "k" || gap != 1000-120 {
+	if key, gap := r.longestGap(roleMutex); key != "k" || gap != 1000-120 {
 		t.Errorf("longestGap() = %q, %d; want k, %d", key, gap, 1000-120)
 	}
 }
@@ -46,17 +46,18 @@ func TestRecord_stopped(t *testing.T) {
 	}
 	at(1, 1, 5, 90, &section{Read: accepted, ReadAt: 95, Write: rejected, WriteAt: 1200, Exit: 1300, ErrLost: true})
 	at(2, 1, 6, 500, &section{Read: accepted, ReadAt: 510, Write: accepted, WriteAt: 520, Exit: 530})
-	at(1, 2, 7, 99, &section{Read: accepted, ReadAt: 98, Write: accepted, WriteAt: 99, Exit: 1150}) // had written
+	at(1, 2, 7, 99, &section{Read: accepted, ReadAt: 98, Write: accepted, WriteAt: 99, Exit: 1150})  // had written
+	at(1, 3, 4, 50, &section{Read: rejected, ReadAt: 60, FnEnd: 70, Exit: 1200, Unlock: "deadline"}) // fn over, stopped in Unlock
 
-	got := r.stopped(400)
-	want := stopFigures{Before: 1, Holders: 1, TakenOver: 1, LateRejected: 1, NotHeld: 1}
+	got, _ := r.stopped(400)
+	want := stopFigures{Before: 2, Holders: 1, TakenOver: 1, LateRejected: 1, NotHeld: 1}
 	if got != want {
 		t.Errorf("stopped() = %+v; want %+v", got, want)
 	}
 	r.Sections[secID{1, 1}].rec.ErrLost = false // Do said nothing
-	got = r.stopped(400)
+	got, unnoticed := r.stopped(400)
 	want.NotHeld, want.Unnoticed = 0, 1
-	if got != want {
-		t.Errorf("stopped() = %+v; want %+v", got, want)
+	if got != want || len(unnoticed) != 1 || unnoticed[0].h != r.Sections[secID{1, 1}] {
+		t.Errorf("stopped() = %+v, %v; want %+v and the section of 1/1", got, unnoticed, want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,14 +20,16 @@ import (
 
 // options are the torture's settings, from flags or a test.
 type options struct {
-	Procs, Goroutines, Keys int
-	Duration, Timeout       time.Duration
-	Seed                    uint64
-	Faults                  []string // kinds to inject; see faultKinds
-	Verbose                 bool
-	Log                     io.Writer // progress lines with Verbose; nil: none
-	Exe                     string    // the binary that runs as a worker
-	Trace                   io.Writer // every worker event, as received; nil: none
+	Procs, Goroutines     int
+	Keys, RWKeys, SemKeys int // Mutexes, RWMutexes and Semaphores
+	Permits               int // of each Semaphore
+	Duration, Timeout     time.Duration
+	Seed                  uint64
+	Faults                []string // kinds to inject; see faultKinds
+	Verbose               bool
+	Log                   io.Writer // progress lines with Verbose; nil: none
+	Exe                   string    // the binary that runs as a worker
+	Trace                 io.Writer // every worker event, as received; nil: none
 }
 
 // A coordinator runs the servers, the proxy and the workers, injects the
@@ -37,7 +40,9 @@ type coordinator struct {
 	lock  *redistest.Server
 	store *redistest.Server
 	proxy *proxy
-	keys  []string
+	keys  []string // Mutex names, as the workers give them
+	rw    []string // RWMutex names
+	sem   []string // Semaphore names
 
 	mu      sync.Mutex // guards procs and rec
 	procs   map[int]*proc
@@ -64,6 +69,12 @@ func run(opts options) (*record, error) {
 	}
 	for i := range opts.Keys {
 		c.keys = append(c.keys, fmt.Sprintf("torture-%d", i))
+	}
+	for i := range opts.RWKeys {
+		c.rw = append(c.rw, fmt.Sprintf("torture-rw-%d", i))
+	}
+	for i := range opts.SemKeys {
+		c.sem = append(c.sem, fmt.Sprintf("torture-sem-%d", i))
 	}
 	c.rec.Start = time.Now()
 	defer c.shutdown()
@@ -100,12 +111,22 @@ func (c *coordinator) setup() error {
 	}
 	s := c.storeClient()
 	defer s.pool.Close()
-	for _, key := range c.keys {
-		if err := s.reset(context.Background(), "lock:"+key); err != nil {
+	for _, key := range c.stored() {
+		if err := s.reset(context.Background(), key); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stored returns the lock names whose counters the store keeps: those of
+// the Mutexes and the RWMutexes.
+func (c *coordinator) stored() []string {
+	var names []string
+	for _, key := range append(slices.Clone(c.keys), c.rw...) {
+		names = append(names, "lock:"+key)
+	}
+	return names
 }
 
 func (c *coordinator) storeClient() store {
@@ -134,8 +155,8 @@ func (c *coordinator) shutdown() {
 // events.
 func (c *coordinator) startWorker() error {
 	spec, err := json.Marshal(workerConfig{
-		LockAddr: c.proxy.Addr(), StoreAddr: c.store.Addr, Keys: c.keys,
-		Goroutines: c.opts.Goroutines, Timeout: c.opts.Timeout, Seed: c.rng.Uint64(),
+		LockAddr: c.proxy.Addr(), StoreAddr: c.store.Addr, Keys: c.keys, RWKeys: c.rw, SemKeys: c.sem,
+		Permits: c.opts.Permits, Goroutines: c.opts.Goroutines, Timeout: c.opts.Timeout, Seed: c.rng.Uint64(),
 	})
 	if err != nil {
 		return err
@@ -227,14 +248,14 @@ func (c *coordinator) stopWorkers() {
 func (c *coordinator) tally() error {
 	s := c.storeClient()
 	defer s.pool.Close()
-	for _, key := range c.keys {
+	for _, key := range c.stored() {
 		ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-		t, err := s.tally(ctx, "lock:"+key)
+		t, err := s.tally(ctx, key)
 		cancel()
 		if err != nil {
 			return err
 		}
-		c.rec.Store["lock:"+key] = t
+		c.rec.Store[key] = t
 	}
 	return nil
 }

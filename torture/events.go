@@ -15,11 +15,12 @@ type event struct {
 
 	// evEnter and evSection: one critical section.
 	Key   string   `json:"key,omitempty"`
-	Fence uint64   `json:"fence,omitempty"`
+	Role  string   `json:"role,omitempty"`  // what it holds: one of the role* constants
+	Fence uint64   `json:"fence,omitempty"` // 0 when the hold shows none (a reader, a permit of Do)
 	Enter int64    `json:"enter,omitempty"` // when fn began
 	Rec   *section `json:"rec,omitempty"`   // evSection: how it went
 
-	// evError: a failed call.
+	// evError: a failed call. evTakeOver: Kind is the role taken over.
 	Op   string `json:"op,omitempty"`
 	Kind string `json:"kind,omitempty"` // see kind
 	Msg  string `json:"msg,omitempty"`
@@ -42,21 +43,43 @@ const (
 	evError    = "error"    // a call failed
 	evLate     = "late"     // a call returned after its deadline plus lateSlack
 	evFinal    = "final"    // the worker closed everything and is exiting
-	evTakeOver = "takeover" // the library logged "lock taken over"
+	evTakeOver = "takeover" // the library logged "... taken over"
 )
 
+// Roles: what a critical section holds.
+const (
+	roleMutex  = "mutex"  // a Mutex
+	roleWriter = "writer" // an RWMutex's write lock
+	roleReader = "reader" // one of an RWMutex's read locks
+	rolePermit = "permit" // a Semaphore's permit
+)
+
+var roles = []string{roleMutex, roleWriter, roleReader, rolePermit}
+
 // A section is the record of one critical section, sent when it ends.
+//
+// A mutex holder or a writer READs and WRITEs the fenced store (see
+// store.go). A reader and a permit holder only look: their Begin and End
+// are the store's times of their first and last look. A reader's End is
+// rejected when a writer READ or WRITE the store between its two looks.
 type section struct {
 	Read     string `json:"read,omitempty"`    // outcome: accepted, rejected, skipped, failed
 	ReadAt   int64  `json:"read_at,omitempty"` // the store's time of the READ
 	Value    int64  `json:"value,omitempty"`
 	Write    string `json:"write,omitempty"` // accepted, rejected, skipped, lost (ctx done before), failed
 	WriteAt  int64  `json:"write_at,omitempty"`
+	Begin    string `json:"begin,omitempty"` // accepted or failed
+	BeginAt  int64  `json:"begin_at,omitempty"`
+	End      string `json:"end,omitempty"` // accepted, rejected (a reader's look changed), skipped, failed
+	EndAt    int64  `json:"end_at,omitempty"`
+	CtxLost  bool   `json:"ctx_lost,omitempty"` // fn saw its ctx ended by the hold's loss (ErrLost as its cause)
+	FnEnd    int64  `json:"fn_end,omitempty"`   // when fn returned
 	Exit     int64  `json:"exit,omitempty"`     // when Do returned
 	Unlock   string `json:"unlock,omitempty"`   // "ok" or the error kind of Do's Unlock
 	NotHeld  bool   `json:"not_held,omitempty"` // Do's error matched ErrNotHeld
 	ErrLost  bool   `json:"err_lost,omitempty"` // Do's error matched ErrLost
 	LostSeen bool   `json:"lost_seen,omitempty"`
+	Manual   bool   `json:"manual,omitempty"` // a permit of Acquire and Release, not Do
 }
 
 // Outcomes of a READ or WRITE.

@@ -154,8 +154,9 @@ func (c *coordinator) kill() error {
 	}
 	c.mu.Lock()
 	c.rec.killed(pid, time.Now())
+	c.rec.Targets[faultKill+" "+h.enter.Role]++
 	c.mu.Unlock()
-	c.logf("kill: SIGKILL worker %d holding %s (fence %d)", pid, h.enter.Key, h.enter.Fence)
+	c.logf("kill: SIGKILL worker %d, a %s of %s (fence %d)", pid, h.enter.Role, h.enter.Key, h.enter.Fence)
 	<-p.done
 	return c.startWorker()
 }
@@ -172,28 +173,38 @@ func (c *coordinator) stop(d time.Duration) error {
 	}
 	from := time.Now()
 	c.trace(fmt.Sprintf(`{"ev":"sigstop","pid":%d,"enter":%d}`, pid, from.UnixNano()))
-	c.logf("stop: SIGSTOP worker %d holding %s (fence %d) for %v", pid, h.enter.Key, h.enter.Fence, d)
+	c.logf("stop: SIGSTOP worker %d, a %s of %s (fence %d), for %v", pid, h.enter.Role, h.enter.Key, h.enter.Fence, d)
 	time.Sleep(d)
 	err = syscall.Kill(pid, syscall.SIGCONT)
+	to := time.Now()
+	c.trace(fmt.Sprintf(`{"ev":"sigcont","pid":%d,"ret":%d}`, pid, to.UnixNano()))
 	c.mu.Lock()
-	c.rec.Stops = append(c.rec.Stops, stop{pid: pid, from: from, to: time.Now()})
+	c.rec.Stops = append(c.rec.Stops, stop{pid: pid, from: from, to: to})
+	c.rec.Targets[faultStop+" "+h.enter.Role]++
 	c.mu.Unlock()
 	return err
 }
 
-// expire makes a held lock's key expire at once, under its holder.
+// expire makes a held lock's key expire at once, under its holder: the
+// Mutex's key, the RWMutex's writer key or set of readers (all the readers
+// lose their locks), the Semaphore's set of holders (all of them lose their
+// permits).
 func (c *coordinator) expire() error {
 	for range 10 {
 		h, err := c.holder(c.random)
 		if err != nil {
 			return err
 		}
-		n, err := c.lockDo("PEXPIRE", h.enter.Key, 1)
+		key := lockKey(h.enter.Role, h.enter.Key)
+		n, err := c.lockDo("PEXPIRE", key, 1)
 		if err != nil {
 			return err
 		}
 		if n == int64(1) {
-			c.logf("expire: PEXPIRE %s 1 under fence %d", h.enter.Key, h.enter.Fence)
+			c.logf("expire: PEXPIRE %s 1 under a %s (fence %d)", key, h.enter.Role, h.enter.Fence)
+			c.mu.Lock()
+			c.rec.Targets[faultExpire+" "+h.enter.Role]++
+			c.mu.Unlock()
 			return nil
 		}
 	}

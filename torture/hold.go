@@ -9,12 +9,37 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 )
 
-// hold runs one Do on m whose function is a fenced critical section, and
-// reports it: an enter event when fn begins, a section event when Do
-// returns, error events for failed calls and late events for calls that
-// returned after their bound.
-func (w *worker) hold(rng *rand.Rand, m *uncomplicated.Mutex) {
-	key := m.Name()
+// A locker is one way of holding a lock around a critical section: a
+// Mutex's Do, an RWMutex's Do or RDo, a Semaphore's Do or its Acquire and
+// Release.
+type locker struct {
+	role             string // one of the role* constants
+	key              string // the lock's name
+	lockOp, unlockOp string // name its calls in error and late events
+	// do runs fn while holding the lock, as Mutex.Do does.
+	do func(ctx context.Context, fn func(context.Context) error) error
+	// fence and lost, when set, return the current hold's fence and Lost
+	// channel; fn calls them.
+	fence func() uint64
+	lost  func() <-chan struct{}
+	// body is what fn does with the store; fence is 0 when the hold has
+	// none.
+	body   func(ctx context.Context, key string, fence uint64, work time.Duration) *section
+	manual bool // do is Acquire and Release, not a Do of the library
+}
+
+// mutex is the locker of m's Do.
+func (w *worker) mutex(m *uncomplicated.Mutex) locker {
+	return locker{
+		role: roleMutex, key: m.Name(), lockOp: "lock", unlockOp: "unlock",
+		do: m.Do, fence: m.Fence, lost: m.Lost, body: w.critical,
+	}
+}
+
+// hold runs one critical section under l, and reports it: an enter event
+// when fn begins, a section event when Do returns, error events for failed
+// calls and late events for calls that returned after their bound.
+func (w *worker) hold(rng *rand.Rand, l locker) {
 	start := time.Now()
 	deadline := start.Add(budget(w.cfg.Timeout))
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -24,35 +49,51 @@ func (w *worker) hold(rng *rand.Rand, m *uncomplicated.Mutex) {
 	var rec *section
 	var enter event
 	var fnEnd time.Time
-	var lost <-chan struct{} // this hold's
-	err := m.Do(ctx, func(ctx context.Context) error {
-		lost = m.Lost()
-		enter = event{Ev: evEnter, Seq: w.seq.Add(1), Key: key, Fence: m.Fence(), Enter: time.Now().UnixNano()}
+	var lost <-chan struct{} // this hold's, when l shows it
+	err := l.do(ctx, func(ctx context.Context) error {
+		var fence uint64
+		if l.fence != nil {
+			fence = l.fence()
+		}
+		if l.lost != nil {
+			lost = l.lost()
+		}
+		enter = event{Ev: evEnter, Seq: w.seq.Add(1), Key: l.key, Role: l.role, Fence: fence, Enter: time.Now().UnixNano()}
 		w.out.emit(enter)
-		rec = w.critical(ctx, key, m.Fence(), work)
+		rec = l.body(ctx, l.key, fence, work)
+		// Auto-refresh cancels fn's ctx with an ErrLost cause when it
+		// finds the hold lost: the Lost signal of a hold that shows no
+		// Lost channel.
+		rec.CtxLost = errors.Is(context.Cause(ctx), uncomplicated.ErrLost)
 		fnEnd = time.Now()
 		return nil
 	})
 	ret := time.Now()
 
-	if rec == nil { // Lock failed; fn did not run
-		w.out.emit(event{Ev: evError, Op: "lock", Kind: kind(err), Msg: err.Error()})
-		w.late("lock", start, ret, deadline)
+	if rec == nil { // the lock was not obtained; fn did not run
+		w.out.emit(event{Ev: evError, Op: l.lockOp, Kind: kind(err), Msg: err.Error()})
+		w.late(l.lockOp, start, ret, deadline)
 		return
 	}
-	w.late("lock", start, time.Unix(0, enter.Enter), deadline)
-	w.late("unlock", fnEnd, ret, later(deadline, fnEnd).Add(unlockGrace))
+	w.late(l.lockOp, start, time.Unix(0, enter.Enter), deadline)
+	w.late(l.unlockOp, fnEnd, ret, later(deadline, fnEnd).Add(unlockGrace))
+	rec.FnEnd = fnEnd.UnixNano()
 	rec.Exit = ret.UnixNano()
 	rec.Unlock = kind(err)
 	rec.NotHeld = errors.Is(err, uncomplicated.ErrNotHeld)
 	rec.ErrLost = errors.Is(err, uncomplicated.ErrLost)
-	select {
-	case <-lost:
-		rec.LostSeen = true
-	default:
+	rec.Manual = l.manual
+	if lost != nil {
+		select {
+		case <-lost:
+			rec.LostSeen = true
+		default:
+		}
+	} else {
+		rec.LostSeen = rec.CtxLost
 	}
 	if err != nil {
-		w.out.emit(event{Ev: evError, Op: "unlock", Kind: rec.Unlock, Msg: err.Error()})
+		w.out.emit(event{Ev: evError, Op: l.unlockOp, Kind: rec.Unlock, Msg: err.Error()})
 	}
 	enter.Ev, enter.Rec = evSection, rec
 	w.out.emit(enter)
@@ -88,6 +129,26 @@ func (w *worker) critical(ctx context.Context, key string, fence uint64, work ti
 		rec.Write, rec.WriteAt = rejected, at
 	}
 	return rec
+}
+
+// storeLook is store.look under storeTimeout, reporting failures.
+func (w *worker) storeLook(key string) (l look, at int64, err error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	l, at, err = w.store.look(ctx, key)
+	w.storeDone("look", start, err)
+	return l, at, err
+}
+
+// storeNow is store.now under storeTimeout, reporting failures.
+func (w *worker) storeNow() (at int64, err error) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	at, err = w.store.now(ctx)
+	w.storeDone("time", start, err)
+	return at, err
 }
 
 // storeRead is store.read under storeTimeout, reporting failures.

@@ -1,10 +1,12 @@
-// Command torture runs the uncomplicated mutex under faults: worker
-// processes lock a few keys through a fault-injecting proxy while the
-// coordinator kills, stops and cuts them off, restarts the lock server and
-// expires held locks; a fenced store on a second server records what each
-// critical section did. At the end it reports lost updates, overlapping
-// critical sections, late calls and leaked goroutines, and exits non-zero
-// when any of them is not 0.
+// Command torture runs the uncomplicated locks under faults: worker
+// processes hold a few Mutexes, RWMutexes (mostly as readers) and
+// Semaphores through a fault-injecting proxy while the coordinator kills,
+// stops and cuts them off, restarts the lock server and expires held
+// locks; a fenced store on a second server records what each critical
+// section did, on its own clock. At the end it reports lost updates,
+// overlapping critical sections, semaphores over their permits, holds the
+// library confirmed that it should not have, late calls and leaked
+// goroutines, and exits non-zero when any of them is not 0.
 //
 //	cd torture && go run . [-duration 30s] [-seed N] [-faults all|none|kill,stop,...]
 package main
@@ -23,7 +25,10 @@ func main() {
 	opts := options{Log: os.Stderr}
 	flag.IntVar(&opts.Procs, "procs", 4, "worker processes")
 	flag.IntVar(&opts.Goroutines, "goroutines", 8, "goroutines per worker that lock")
-	flag.IntVar(&opts.Keys, "keys", 3, "lock keys")
+	flag.IntVar(&opts.Keys, "keys", 3, "Mutex keys")
+	flag.IntVar(&opts.RWKeys, "rwkeys", 2, "RWMutex keys")
+	flag.IntVar(&opts.SemKeys, "semkeys", 2, "Semaphore keys")
+	flag.IntVar(&opts.Permits, "permits", 3, "permits of each Semaphore")
 	flag.DurationVar(&opts.Duration, "duration", 30*time.Second, "how long to run")
 	flag.DurationVar(&opts.Timeout, "timeout", time.Second, "lock timeout and lease")
 	flag.Uint64Var(&opts.Seed, "seed", 0, "random seed (default: from the time, printed)")
@@ -41,6 +46,10 @@ func main() {
 		opts.Trace = f
 	}
 
+	if opts.Keys < 0 || opts.RWKeys < 0 || opts.SemKeys < 0 || opts.Keys+opts.RWKeys+opts.SemKeys == 0 || opts.Permits < 1 {
+		fmt.Fprintln(os.Stderr, "torture: want some keys, none negative, and at least 1 permit")
+		os.Exit(2)
+	}
 	var err error
 	if opts.Faults, err = parseFaults(*faults); err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)

@@ -12,18 +12,23 @@ type record struct {
 	Errors    map[string]int    // "op: kind" -> count
 	Samples   map[string]string // "op: kind" -> one message
 	Late      []event           // calls that returned after their bound
-	TakenOver int               // "lock taken over" records of the library
+	TakenOver map[string]int    // role -> "... taken over" records of the library
 
-	Faults map[string]int    // kind -> injected
-	Kills  map[int]time.Time // pid -> when the kill fault killed it
-	Stops  []stop
+	Faults  map[string]int    // kind -> injected
+	Targets map[string]int    // "kind role" -> faults aimed at a holder of that role
+	Kills   map[int]time.Time // pid -> when the kill fault killed it
+	Stops   []stop
 
 	Workers int           // started, replacements included
 	Finals  map[int]event // pid -> its final event
 	Crashed []string      // workers that exited with an error, unasked
 	Hung    []int         // workers killed after the grace period
 
-	Store map[string]tally // lock name -> the store's counts
+	Store map[string]tally // lock name -> the store's counts (mutexes and RWMutexes)
+
+	// Examples are, by failed criterion, a few of the holds that failed
+	// it, described for the report; the analyses note them.
+	Examples map[string][]string
 }
 
 // secID names a critical section: its process and its number there.
@@ -48,8 +53,8 @@ type stop struct {
 func newRecord() *record {
 	return &record{
 		Sections: map[secID]*hold{}, Open: map[secID]*hold{}, Errors: map[string]int{}, Samples: map[string]string{},
-		Faults: map[string]int{}, Kills: map[int]time.Time{}, Finals: map[int]event{},
-		Store: map[string]tally{},
+		TakenOver: map[string]int{}, Faults: map[string]int{}, Targets: map[string]int{}, Kills: map[int]time.Time{},
+		Finals: map[int]event{}, Store: map[string]tally{}, Examples: map[string][]string{},
 	}
 }
 
@@ -77,7 +82,7 @@ func (r *record) add(e event) {
 	case evLate:
 		r.Late = append(r.Late, e)
 	case evTakeOver:
-		r.TakenOver++
+		r.TakenOver[e.Kind]++
 	case evFinal:
 		r.Finals[e.Pid] = e
 	}

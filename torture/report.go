@@ -10,14 +10,17 @@ import (
 
 // A summary is the figures of a run and the pass criteria it failed.
 type summary struct {
-	counts
+	counts                      // of the Mutex sections
 	Faults                      map[string]int
-	Fenced, Unfenced            int
+	Fenced, Unfenced, Confirmed int // Mutex overlaps; see overlaps
 	LostUpdates                 int64
 	StoreAccepted, StoreRejects int64
-	TakenOver                   int
 	Late, LateExcused           []event
 	Stops                       stopFigures
+	Unnoticed                   []stopped // the Mutex holders Stops.Unnoticed counts
+	Roles                       map[string]*roleFigures
+	RW                          rwFigures
+	Sem                         semFigures
 	Leaks                       int // workers whose goleak.Find failed
 	NoFinal                     int // workers that ended unkilled without a final event
 	Failures                    []string
@@ -25,8 +28,9 @@ type summary struct {
 
 // summarize computes the figures and checks the pass criteria.
 func (r *record) summarize(opts options) summary {
-	s := summary{counts: r.counts(), Faults: r.Faults, TakenOver: r.TakenOver, Stops: r.stopped(opts.Timeout)}
-	s.Fenced, s.Unfenced = r.overlaps()
+	s := summary{counts: r.counts(), Faults: r.Faults, Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits)}
+	s.Stops, s.Unnoticed = r.stopped(opts.Timeout)
+	s.Fenced, s.Unfenced, s.Confirmed = r.overlaps()
 	for _, t := range r.Store {
 		s.LostUpdates += t.Accepted - t.Value // every store starts at 0
 		s.StoreAccepted += t.Accepted
@@ -45,6 +49,17 @@ func (r *record) summarize(opts options) summary {
 	}
 	fail(s.LostUpdates != 0, "lost updates: %d", s.LostUpdates)
 	fail(s.Unfenced > 0, "unfenced overlaps: %d", s.Unfenced)
+	fail(s.Confirmed > 0, "Mutex overlaps of two holds Do confirmed: %d", s.Confirmed)
+	fail(s.RW.WWUnfenced > 0, "RWMutex writer-writer unfenced overlaps: %d", s.RW.WWUnfenced)
+	fail(s.RW.Confirmed > 0, "RWMutex overlaps of two holds Do or RDo confirmed: %d", s.RW.Confirmed)
+	fail(s.Sem.OverConfirmed > 0, "Semaphore sections begun with more than %d confirmed holders in: %d", opts.Permits, s.Sem.OverConfirmed)
+	for _, role := range roles {
+		f := s.Roles[role]
+		fail(f.LostButConfirmed > 0, "%s holds whose Lost signal fired while Do returned nil: %d", role, f.LostButConfirmed)
+		fail(f.ResumedUntold > 0, "%s holds stopped mid-section whose Do did not report the loss: %d", role, f.ResumedUntold)
+		fail(f.FencedConfirmed > 0, "%s holds the fence rejected while Do confirmed them: %d", role, f.FencedConfirmed)
+		fail(f.DupFences > 0, "%s fences shown by two holds: %d", role, f.DupFences)
+	}
 	fail(len(s.Late) > 0, "late calls: %d", len(s.Late))
 	fail(s.Leaks > 0, "workers with leaked goroutines: %d", s.Leaks)
 	fail(s.Stops.LateAccepted > 0, "stopped holders whose late write was accepted after a take-over: %d", s.Stops.LateAccepted)
@@ -52,34 +67,39 @@ func (r *record) summarize(opts options) summary {
 	fail(len(r.Crashed) > 0, "workers that failed: %s", strings.Join(r.Crashed, "; "))
 	fail(len(r.Hung) > 0, "workers killed after the grace period: %v", r.Hung)
 	fail(s.NoFinal > 0, "workers that ended without their final report: %d", s.NoFinal)
-	fail(s.Completed == 0, "no critical section completed")
+	for _, want := range []struct {
+		role string
+		keys int
+	}{{roleMutex, opts.Keys}, {roleWriter, opts.RWKeys}, {roleReader, opts.RWKeys}, {rolePermit, opts.SemKeys}} {
+		fail(want.keys > 0 && s.Roles[want.role].Completed == 0, "no %s section completed", want.role)
+	}
 	return s
 }
 
 // print writes the report, one figure per line.
 func (s summary) print(w io.Writer, r *record, opts options) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("torture: %d procs x %d goroutines, %d keys, %v, timeout %v, seed %d, faults %s",
-		opts.Procs, opts.Goroutines, opts.Keys, opts.Duration, opts.Timeout, opts.Seed, faultList(opts.Faults))
+	p("torture: %d procs x %d goroutines, %d Mutex, %d RWMutex, %d Semaphore keys (%d permits), %v, timeout %v, seed %d, faults %s",
+		opts.Procs, opts.Goroutines, opts.Keys, opts.RWKeys, opts.SemKeys, opts.Permits, opts.Duration, opts.Timeout, opts.Seed, faultList(opts.Faults))
 	p("run took:                               %.1fs", r.End.Sub(r.Start).Seconds())
 	p("workers started:                        %d (%d replacements)", r.Workers, r.Workers-opts.Procs)
-	p("critical sections completed:            %d", s.Completed)
+	for _, k := range faultKinds {
+		p("faults injected, %-22s %d%s", k+":", s.Faults[k], s.targets(r, k))
+	}
+	p("Mutex sections completed:               %d", s.Completed)
 	p("  writes accepted by the fence:         %d", s.Accepted)
 	p("  stale writes rejected by the fence:   %d", s.WriteRejected)
 	p("  stale reads rejected by the fence:    %d", s.ReadRejected)
 	p("  lost before write (fn ctx done):      %d", s.LostBeforeWrite)
 	p("  store call failed:                    %d", s.StoreFailed)
-	p("critical sections cut by a kill:        %d", s.Killed)
-	key, gap := r.longestGap()
+	p("Mutex sections cut by a kill:           %d", s.Killed)
+	key, gap := r.longestGap(roleMutex)
 	p("longest stretch without a write:        %.2fs (%s)", float64(gap)/1e9, key)
-	for _, k := range faultKinds {
-		p("faults injected, %-22s %d", k+":", s.Faults[k])
-	}
 	p("overlaps, unfenced (must be 0):         %d", s.Unfenced)
 	p("overlaps, fenced:                       %d", s.Fenced)
-	p("lost updates (must be 0):               %d (store: %d writes accepted, %d rejected)", s.LostUpdates, s.StoreAccepted, s.StoreRejects)
-	p("take-overs (library log):               %d (with lease = timeout, a stuck holder's key expires as patience ends)", s.TakenOver)
-	p("stopped sections that had written:      %d", s.Stops.Before)
+	p("overlaps, both holds confirmed (must be 0): %d", s.Confirmed)
+	p("lost updates (must be 0):               %d (store: %d writes accepted, %d rejected; Mutexes and RWMutexes)", s.LostUpdates, s.StoreAccepted, s.StoreRejects)
+	p("stopped sections past WRITE or fn:     %d", s.Stops.Before)
 	p("stopped holders, before their WRITE:    %d", s.Stops.Holders)
 	p("  taken over while stopped:             %d", s.Stops.TakenOver)
 	p("  late READ/WRITE rejected by fence:    %d", s.Stops.LateRejected)
@@ -87,7 +107,26 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	p("  WRITE skipped, fn's ctx lost:         %d", s.Stops.LostCtx)
 	p("  Do returned ErrNotHeld or ErrLost:    %d", s.Stops.NotHeld)
 	p("  taken over, Do said nothing (must be 0): %d", s.Stops.Unnoticed)
-	p("holds whose Lost() closed:              %d", s.LostSeen)
+	for _, u := range s.Unnoticed {
+		p("    %s", u)
+	}
+	if opts.RWKeys > 0 {
+		rw := s.RW
+		key, gap := r.longestGap(roleWriter)
+		p("RWMutex longest stretch without a write: %.2fs (%s)", float64(gap)/1e9, key)
+		p("RWMutex most readers at once:           %d", rw.MaxReaders)
+		p("  reads a writer changed (second LOOK): %d (%d of them confirmed by RDo: the writer had lost the lock)", rw.ReadsChanged, rw.ReadsChangedConfirmed)
+		p("  writer-writer overlaps, unfenced (must be 0): %d", rw.WWUnfenced)
+		p("  writer-writer overlaps, fenced:       %d", rw.WWFenced)
+		p("  writer-reader overlaps:               %d (the store caught %d: the read changed or the write was refused)", rw.WR, rw.WRCaught)
+		p("  overlaps, both holds confirmed (must be 0): %d (excused: %s)", rw.Confirmed, excused(rw.Excused))
+	}
+	if opts.SemKeys > 0 {
+		sem := s.Sem
+		p("Semaphore most holders at once:         %d of %d permits (%d confirmed by Do or Release, must be at most %d)", sem.MaxHolders, opts.Permits, sem.MaxConfirmed, opts.Permits)
+		p("  sections begun over the permits:      %d (with the confirmed ones over, must be 0: %d)", sem.Over, sem.OverConfirmed)
+	}
+	s.printRoles(p)
 	p("late calls (must be 0):                 %d (%d more excused: their process was stopped)", len(s.Late), len(s.LateExcused))
 	for _, e := range s.Late {
 		p("  late %-12s by %.0fms (worker %d)", e.Op, float64(e.Over)/1e6, e.Pid)
@@ -114,6 +153,61 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	for _, f := range s.Failures {
 		p("FAIL: %s", f)
 	}
+	for _, what := range slices.Sorted(maps.Keys(r.Examples)) {
+		for _, ex := range r.Examples[what] {
+			p("  e.g. %s: %s", what, ex)
+		}
+	}
+}
+
+// targets lists, for a fault aimed at a holder, the roles it hit.
+func (s summary) targets(r *record, kind string) string {
+	var hit []string
+	for _, role := range roles {
+		if n := r.Targets[kind+" "+role]; n > 0 {
+			hit = append(hit, fmt.Sprintf("%s %d", role, n))
+		}
+	}
+	if len(hit) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(hit, ", ") + ")"
+}
+
+// printRoles writes the figures by role as a table.
+func (s summary) printRoles(p func(string, ...any)) {
+	row := func(label string, v func(f *roleFigures) int) {
+		line := fmt.Sprintf("  %-44s", label)
+		for _, role := range roles {
+			line += fmt.Sprintf(" %7d", v(s.Roles[role]))
+		}
+		p("%s", line)
+	}
+	p("holds by role:                               %7s %7s %7s %7s", roleMutex, roleWriter, roleReader, rolePermit)
+	row("sections completed", func(f *roleFigures) int { return f.Completed })
+	row("  of them with Acquire and Release", func(f *roleFigures) int { return f.Manual })
+	row("sections cut by a kill", func(f *roleFigures) int { return f.Killed })
+	row("Do confirmed the hold (returned nil)", func(f *roleFigures) int { return f.Confirmed })
+	row("Do found it lost (ErrLost, ErrNotHeld)", func(f *roleFigures) int { return f.Found })
+	row("  of them ErrLost", func(f *roleFigures) int { return f.ErrLost })
+	row("Do failed otherwise (unsure)", func(f *roleFigures) int { return f.Unsure })
+	row("Lost signals (Lost() closed, fn ctx ended)", func(f *roleFigures) int { return f.LostSeen })
+	row("  Do returned nil all the same (must be 0)", func(f *roleFigures) int { return f.LostButConfirmed })
+	row("take-overs (library log)", func(f *roleFigures) int { return f.TakenOver })
+	row("stopped mid-section", func(f *roleFigures) int { return f.Resumed })
+	row("  Do did not report the loss (must be 0)", func(f *roleFigures) int { return f.ResumedUntold })
+	row("fenced out, Do confirmed it (must be 0)", func(f *roleFigures) int { return f.FencedConfirmed })
+	row("fences shown", func(f *roleFigures) int { return f.Fenced })
+	row("  shown twice on one lock (must be 0)", func(f *roleFigures) int { return f.DupFences })
+}
+
+// excused lists why overlaps were excused: the worst status in each pair.
+func excused(m [cut + 1]int) string {
+	var parts []string
+	for _, st := range []status{found, unsure, cut} {
+		parts = append(parts, fmt.Sprintf("%s %d", st, m[st]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func faultList(kinds []string) string {

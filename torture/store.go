@@ -11,6 +11,15 @@ import (
 // value (the counter the critical sections increment), highest (the
 // highest fence that has read it) and accepted (how many writes it took).
 // It lives on the STORE server, which no fault touches.
+//
+// Mutex holders and RWMutex writers READ and WRITE it with their fence.
+// RWMutex readers only LOOK, twice: a reader has no fence, so it cannot
+// keep a writer out; instead, as a seqlock reader does, it checks that
+// neither highest nor accepted moved between its two looks, that is that
+// no writer read or wrote while it was reading. Permit holders only ask the
+// store's clock: a Semaphore lets several holders in at once, so one fence
+// order cannot tell a store which of them lost its permit, and their check
+// is the count of holders at each instant (see analysis_sem.go).
 
 // readScript is READ(fence): it refuses a fence below the highest seen,
 // raises the highest to fence and returns {ok, value, server time in µs}.
@@ -41,6 +50,14 @@ end
 redis.call('HSET', KEYS[1], 'value', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'accepted', 1)
 return {1, now}
+`)
+
+// lookScript is LOOK: it returns {highest, accepted, server time in µs}
+// and changes nothing.
+var lookScript = redis.NewScript(1, `
+local t = redis.call('TIME')
+local v = redis.call('HMGET', KEYS[1], 'highest', 'accepted')
+return {tonumber(v[1] or '0'), tonumber(v[2] or '0'), t[1] * 1000000 + t[2]}
 `)
 
 // A store is the fenced store, used through a pool of STORE connections.
@@ -74,6 +91,39 @@ func (s store) write(ctx context.Context, key string, fence uint64, value int64)
 		return false, 0, fmt.Errorf("store: WRITE replied %v", vals)
 	}
 	return vals[0] == 1, vals[1] * 1000, nil
+}
+
+// A look is what a reader's LOOK saw: the highest fence read and the writes
+// accepted so far. Two looks differ when a writer read or wrote between them.
+type look struct{ highest, accepted int64 }
+
+// look is LOOK on key; at is the server's time in Unix nanoseconds.
+func (s store) look(ctx context.Context, key string) (l look, at int64, err error) {
+	vals, err := s.run(ctx, lookScript, key)
+	if err != nil {
+		return look{}, 0, err
+	}
+	if len(vals) != 3 {
+		return look{}, 0, fmt.Errorf("store: LOOK replied %v", vals)
+	}
+	return look{vals[0], vals[1]}, vals[2] * 1000, nil
+}
+
+// now is the store server's time (TIME) in Unix nanoseconds.
+func (s store) now(ctx context.Context) (int64, error) {
+	c, err := s.pool.GetContext(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	vals, err := redis.Int64s(redis.DoContext(c, ctx, "TIME"))
+	if err != nil {
+		return 0, err
+	}
+	if len(vals) != 2 {
+		return 0, fmt.Errorf("store: TIME replied %v", vals)
+	}
+	return vals[0]*1e9 + vals[1]*1e3, nil
 }
 
 func (s store) run(ctx context.Context, sc *redis.Script, key string, args ...any) ([]int64, error) {

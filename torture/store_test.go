@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
@@ -70,5 +71,51 @@ func TestStore_timesOrdered(t *testing.T) {
 	_, writeAt, err := s.write(ctx, "k", 1, 1)
 	if err != nil || writeAt < readAt {
 		t.Errorf("write at %d, %v; want no error, not before the read at %d", writeAt, err, readAt)
+	}
+}
+
+// TestStore_look checks that a reader's two LOOKs differ exactly when a
+// writer READ or WRITE between them.
+func TestStore_look(t *testing.T) {
+	requireRedis(t)
+	srv := redistest.Start(t)
+	s := store{pool: srv.Pool(t)}
+	ctx := context.Background()
+	if err := s.reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	look := func() look {
+		t.Helper()
+		l, at, err := s.look(ctx, "k")
+		if err != nil || at == 0 {
+			t.Fatalf("look() = %+v, at %d, %v", l, at, err)
+		}
+		return l
+	}
+	before := look()
+	if again := look(); again != before {
+		t.Errorf("two looks with nothing between: %+v, then %+v", before, again)
+	}
+	if _, _, _, err := s.read(ctx, "k", 1); err != nil {
+		t.Fatal(err)
+	}
+	afterRead := look()
+	if afterRead == before {
+		t.Errorf("a look after a writer's READ = %+v, as before it", afterRead)
+	}
+	if _, _, err := s.write(ctx, "k", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if afterWrite := look(); afterWrite == afterRead {
+		t.Errorf("a look after a writer's WRITE = %+v, as before it", afterWrite)
+	}
+	if _, _, err := s.write(ctx, "k", 0, 5); err != nil { // refused: changes nothing a reader sees
+		t.Fatal(err)
+	}
+	if l, again := look(), look(); l != again {
+		t.Errorf("looks around nothing differ: %+v, %+v", l, again)
+	}
+	if at, err := s.now(ctx); err != nil || at < time.Now().Add(-time.Minute).UnixNano() {
+		t.Errorf("now() = %d, %v; want the server's time", at, err)
 	}
 }

@@ -5,19 +5,29 @@ import (
 	"log/slog"
 )
 
-// takeOvers is a slog.Handler that turns the library's "lock taken over"
-// debug records into takeover events and drops every other record.
+// takeOvers is a slog.Handler that turns the library's "... taken over"
+// debug records into takeover events, by role, and drops every other
+// record.
 type takeOvers struct{ out *emitter }
 
 var _ slog.Handler = takeOvers{}
 
+// takeOverRoles maps the library's take-over messages to roles.
+var takeOverRoles = map[string]string{
+	"lock taken over":       roleMutex,
+	"write lock taken over": roleWriter,
+	"read lock taken over":  roleReader,
+	"permit taken over":     rolePermit,
+}
+
 func (h takeOvers) Enabled(context.Context, slog.Level) bool { return true }
 
 func (h takeOvers) Handle(_ context.Context, r slog.Record) error {
-	if r.Message != "lock taken over" {
+	role, ok := takeOverRoles[r.Message]
+	if !ok {
 		return nil
 	}
-	e := event{Ev: evTakeOver}
+	e := event{Ev: evTakeOver, Kind: role}
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "lock" {
 			e.Key = a.Value.String()

@@ -34,7 +34,8 @@ func requireRedis(t *testing.T) {
 }
 
 // TestTorture_short runs the whole torture briefly, every fault kind at
-// least once, and checks the pass criteria.
+// least once, on every kind of lock, and checks the pass criteria. Two
+// permits for the goroutines that share the Semaphore make them wait.
 func TestTorture_short(t *testing.T) {
 	requireRedis(t)
 	defer goleak.VerifyNone(t)
@@ -43,7 +44,8 @@ func TestTorture_short(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := options{
-		Procs: 2, Goroutines: 4, Keys: 2, Duration: 10 * time.Second, Timeout: 400 * time.Millisecond,
+		Procs: 2, Goroutines: 6, Keys: 2, RWKeys: 1, SemKeys: 1, Permits: 2,
+		Duration: 10 * time.Second, Timeout: 400 * time.Millisecond,
 		Seed: uint64(time.Now().UnixNano()), Faults: faultKinds, Verbose: true, Log: testLog{t}, Exe: exe,
 	}
 	t.Logf("seed %d", opts.Seed)
@@ -62,6 +64,9 @@ func TestTorture_short(t *testing.T) {
 		if s.Faults[k] == 0 {
 			t.Errorf("fault %s injected 0 times; want at least 1", k)
 		}
+	}
+	if f := s.Roles[rolePermit]; f.Manual == 0 || f.Manual == f.Completed {
+		t.Errorf("%d of %d permit sections with Acquire and Release; want some, not all", f.Manual, f.Completed)
 	}
 }
 

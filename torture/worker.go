@@ -27,11 +27,24 @@ const workerEnv = "TORTURE_WORKER"
 type workerConfig struct {
 	LockAddr   string        // the lock server, through the fault proxy
 	StoreAddr  string        // the store server, never faulted
-	Keys       []string      // lock names
+	Keys       []string      // Mutex names
+	RWKeys     []string      // RWMutex names
+	SemKeys    []string      // Semaphore names
+	Permits    int           // of each Semaphore
 	Goroutines int           // goroutines that lock
 	Timeout    time.Duration // lock timeout and lease
 	Seed       uint64        // the worker's random choices
 }
+
+// The mix of holds: each turn of a goroutine picks a kind of lock (Mutex,
+// RWMutex, Semaphore) at random among those with keys, then a key; on an
+// RWMutex it reads mostly, as the lock is made for, and on a Semaphore it
+// mostly uses Do, sometimes Acquire and Release, whose Permit shows its
+// fence.
+const (
+	writeOneIn  = 5 // 1 in 5 RWMutex sections write, the others read
+	manualOneIn = 4 // 1 in 4 Semaphore sections use Acquire and Release
+)
 
 // Bounds of the calls a worker makes.
 const (
@@ -118,16 +131,38 @@ func newPool(addr string, timeout time.Duration) *redis.Pool {
 	}
 }
 
-// loop holds random keys until stop is closed.
+// loop holds random keys until stop is closed. Each goroutine has locks of
+// its own, so that they meet only in Redis.
 func (w *worker) loop(g int, stop <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(g)))
-	mutexes := make([]*uncomplicated.Mutex, len(w.cfg.Keys))
-	for i, key := range w.cfg.Keys {
-		m, err := w.client.Named(key)
-		if err != nil {
-			panic(err) // the names and options are valid
-		}
-		mutexes[i] = m
+	var turns []func() // one per kind of lock that has keys
+	mutex := func(name string) (*uncomplicated.Mutex, error) { return w.client.Named(name) }
+	if mutexes := locks(w.cfg.Keys, mutex); len(mutexes) > 0 {
+		turns = append(turns, func() { w.hold(rng, w.mutex(mutexes[rng.IntN(len(mutexes))])) })
+	}
+	rwMutex := func(name string) (*uncomplicated.RWMutex, error) { return w.client.NamedRW(name) }
+	if rws := locks(w.cfg.RWKeys, rwMutex); len(rws) > 0 {
+		turns = append(turns, func() {
+			rw := rws[rng.IntN(len(rws))]
+			if rng.IntN(writeOneIn) == 0 {
+				w.hold(rng, w.writer(rw))
+			} else {
+				w.hold(rng, w.reader(rw))
+			}
+		})
+	}
+	semaphore := func(name string) (*uncomplicated.Semaphore, error) {
+		return w.client.NamedSemaphore(name, w.cfg.Permits)
+	}
+	if sems := locks(w.cfg.SemKeys, semaphore); len(sems) > 0 {
+		turns = append(turns, func() {
+			s := sems[rng.IntN(len(sems))]
+			if rng.IntN(manualOneIn) == 0 {
+				w.hold(rng, w.permit(s))
+			} else {
+				w.hold(rng, w.semDo(s))
+			}
+		})
 	}
 	for {
 		select {
@@ -135,6 +170,19 @@ func (w *worker) loop(g int, stop <-chan struct{}) {
 			return
 		default:
 		}
-		w.hold(rng, mutexes[rng.IntN(len(mutexes))])
+		turns[rng.IntN(len(turns))]()
 	}
+}
+
+// locks makes a lock of each name.
+func locks[L any](names []string, newLock func(string) (L, error)) []L {
+	ls := make([]L, len(names))
+	for i, name := range names {
+		l, err := newLock(name)
+		if err != nil {
+			panic(err) // the names and options are valid
+		}
+		ls[i] = l
+	}
+	return ls
 }
