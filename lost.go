@@ -169,6 +169,11 @@ func (b *base) refreshWhile(ctx context.Context, r renewer) (context.Context, fu
 		close(done)
 		rcancel()
 		<-stopped
+		// fn may return after the lease has ended with the expiry timer
+		// unread (the process was paused): the hold is lost all the same.
+		if r.leaseLeft() <= 0 {
+			lost.fire()
+		}
 		cancel(nil)
 		return panicked
 	}

@@ -374,3 +374,28 @@ func newMockFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis, *clock.Mo
 	mr.SetTime(mock.Now())
 	return fp, mr, mock
 }
+
+// fn returns after the lease ended while auto-refresh, stuck in a Refresh,
+// could not read its expiry timer, as when the process was paused: Do
+// reports ErrLost every time, not only when the refreshing goroutine
+// happens to see the timer before fn's end.
+func TestMutex_Do_returnsAfterLeaseEnded(t *testing.T) {
+	for i := range 20 {
+		fp, _, mock := newMockFaultPool(t)
+		m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Minute),
+			uncomplicated.WithAutoRefresh(time.Second)), Order{int64(i)})
+		var release func()
+		err := m.Do(context.Background(), func(ctx context.Context) error {
+			release = fp.hangNext()
+			mock.Add(time.Second) // a tick: the Refresh hangs
+			<-fp.hung
+			fp.hang.Store(nil)
+			mock.Add(time.Minute) // the lease ends, its timer unread
+			return nil
+		})
+		release()
+		if !errors.Is(err, uncomplicated.ErrLost) {
+			t.Fatalf("trial %d: Do() = %v; want ErrLost: fn returned after the lease ended", i, err)
+		}
+	}
+}

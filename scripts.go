@@ -66,8 +66,10 @@ end
 // but not listening), a success removes it.
 // Replies {1, fence} when the lock is ours, also when a release has just
 // handed it to us (then the lease restarts, so that it starts after the
-// caller sent the attempt), and {0, holder's token} when it is taken. A fence counter
-// that is not an integer undoes the SET and fails.
+// caller sent the attempt), and {0, holder's token, fence counter} when it
+// is taken: a hand-off message whose fence is not above that counter came
+// from a release before this attempt, and is stale. A fence counter that
+// is not an integer undoes the SET and fails.
 var acquireScript = newScript(3, `
 local cur
 if ARGV[2] == '0' then
@@ -85,7 +87,7 @@ if cur then
   if ARGV[4] == 'q' or (ARGV[4] == 'r' and not redis.call('LPOS', KEYS[3], ARGV[3])) then
     redis.call('RPUSH', KEYS[3], ARGV[3])
   end
-  return {0, cur}
+  return {0, cur, tonumber(redis.call('GET', KEYS[2])) or 0}
 end
 local fence = redis.pcall('INCR', KEYS[2])
 if type(fence) ~= 'number' then
@@ -106,7 +108,7 @@ return {1, fence}
 var takeOverScript = newScript(3, `
 local cur = redis.call('GET', KEYS[1])
 if cur and cur ~= ARGV[1] then
-  return {0, cur}
+  return {0, cur, tonumber(redis.call('GET', KEYS[2])) or 0}
 end
 local fence = redis.call('INCR', KEYS[2])
 if ARGV[3] == '0' then
@@ -235,25 +237,31 @@ func anys(tokens []string) []any {
 }
 
 // outcome is the reply of acquireScript and takeOverScript: a fence when
-// the lock is ours, else the holder's token.
+// the lock is ours, else the holder's token and the fence counter.
 type outcome struct {
 	fence  uint64 // > 0 when acquired
 	holder string // the current holder's token when not acquired
+	seen   uint64 // the fence counter when not acquired
 }
 
 func parseOutcome(reply any) (outcome, error) {
 	r, ok := reply.([]any)
-	if !ok || len(r) != 2 {
+	if !ok || len(r) < 2 || len(r) > 3 {
 		return outcome{}, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
 	}
 	switch r[0] {
 	case int64(1):
-		if f, ok := r[1].(int64); ok && f > 0 {
+		if f, ok := r[1].(int64); ok && f > 0 && len(r) == 2 {
 			return outcome{fence: uint64(f)}, nil
 		}
 	case int64(0):
-		if h, ok := r[1].([]byte); ok {
-			return outcome{holder: string(h)}, nil
+		h, ok := r[1].([]byte)
+		var seen int64
+		if len(r) == 3 {
+			seen, _ = r[2].(int64)
+		}
+		if ok && seen >= 0 {
+			return outcome{holder: string(h), seen: uint64(seen)}, nil
 		}
 	}
 	return outcome{}, fmt.Errorf("%w: [%T %T]", ErrUnexpectedReply, r[0], r[1])

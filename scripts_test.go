@@ -46,7 +46,7 @@ func TestTakeOverScript(t *testing.T) {
 	}{
 		{"still the stale holder", "old", "old", outcome{fence: 8}, "new", 8},
 		{"lock gone", "", "old", outcome{fence: 8}, "new", 8},
-		{"another waiter won", "winner", "old", outcome{holder: "winner"}, "winner", 7},
+		{"another waiter won", "winner", "old", outcome{holder: "winner", seen: 7}, "winner", 7},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -124,11 +124,11 @@ func TestAcquireScript_queue(t *testing.T) {
 		want   outcome
 		after  []string // tokens in the queue after
 	}{
-		{"busy, plain attempt", "h", nil, "", outcome{holder: "h"}, nil},
-		{"busy, joins", "h", []string{"a"}, "q", outcome{holder: "h"}, []string{"a", "w"}},
-		{"busy, still queued", "h", []string{"w", "a"}, "r", outcome{holder: "h"}, []string{"w", "a"}},
-		{"busy, skipped meanwhile", "h", []string{"a"}, "r", outcome{holder: "h"}, []string{"a", "w"}},
-		{"busy, not listening", "h", []string{"w"}, "x", outcome{holder: "h"}, []string{"w"}},
+		{"busy, plain attempt", "h", nil, "", outcome{holder: "h", seen: 7}, nil},
+		{"busy, joins", "h", []string{"a"}, "q", outcome{holder: "h", seen: 7}, []string{"a", "w"}},
+		{"busy, still queued", "h", []string{"w", "a"}, "r", outcome{holder: "h", seen: 7}, []string{"w", "a"}},
+		{"busy, skipped meanwhile", "h", []string{"a"}, "r", outcome{holder: "h", seen: 7}, []string{"a", "w"}},
+		{"busy, not listening", "h", []string{"w"}, "x", outcome{holder: "h", seen: 7}, []string{"w"}},
 		{"free, joins not", "", []string{"a"}, "q", outcome{fence: 8}, []string{"a"}},
 		{"free, leaves", "", []string{"a", "w"}, "r", outcome{fence: 8}, []string{"a"}},
 		{"free, leaves unheard", "", []string{"w", "a"}, "x", outcome{fence: 8}, []string{"a"}},

@@ -46,6 +46,7 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 			m.acquired(ctx, w.token, out.fence, from, false)
 			return nil
 		}
+		w.seen = max(w.seen, out.seen)
 		w.listen()
 		now := m.cfg.clock.Now()
 		if p.watch(out.holder, now) && m.logs(ctx) {
@@ -71,10 +72,18 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 			// with patience restarted even if the reply names the same
 			// token, which only a server that is not Redis gives.
 			p = patience{holder: out.holder, since: now, seen: true}
+			w.seen = max(w.seen, out.seen)
 		}
 		fence, err := m.sleep(ctx, obs, &w, m.cfg.timeout-p.age(now))
 		if err != nil {
 			return err
+		}
+		if fence > 0 && fence <= w.seen {
+			// A release handed the lock to us before our last attempt,
+			// which found it taken: that hand-off's lease ended unheard
+			// (the process paused, or the listening connection lagged).
+			// The next attempt tells whether the lock is ours.
+			continue
 		}
 		if fence > 0 {
 			w.inQueue = false
@@ -91,6 +100,7 @@ type waiter struct {
 	entry   string    // its queue entry, "<token> <lease> <channel>", once it may be in the queue
 	l       *listener // its wake-ups; nil until it first finds the lock taken
 	inQueue bool      // an attempt may have put entry in the queue
+	seen    uint64    // the highest fence counter a failed attempt saw
 }
 
 // listenIfReady listens at once if the Client already listens for the

@@ -225,8 +225,8 @@ func TestWakeup_subscriptions(t *testing.T) {
 	before := env.Redis.CommandCount()
 	again := lockAsync(context.Background(), waiter)
 	env.AwaitWaiters(1)
-	if n := env.Redis.CommandCount() - before; n != 3 {
-		t.Errorf("%d Redis commands to join the queue; want 3 (EVALSHA, SET, RPUSH)", n)
+	if n := env.Redis.CommandCount() - before; n != 4 {
+		t.Errorf("%d Redis commands to join the queue; want 4 (EVALSHA, SET, RPUSH, GET of the fence counter)", n)
 	}
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
