@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -43,18 +44,15 @@ func (p *crowd) watch(blockers []string, now time.Time) {
 			seen[b] = now
 		}
 	}
-	sorted := slices.Sorted(func(yield func(string) bool) {
-		for b := range seen {
-			if !yield(b) {
-				return
-			}
-		}
-	})
-	set := strings.Join(sorted, " ")
+	p.seen = seen
+	if p.each {
+		return
+	}
+	set := strings.Join(slices.Sorted(maps.Keys(seen)), " ")
 	if len(blockers) == 0 || set != p.set || p.since.IsZero() {
 		p.since = now
 	}
-	p.seen, p.set = seen, set
+	p.set = set
 }
 
 // stale returns the blockers whose patience has run out at now (the whole
@@ -104,8 +102,9 @@ type acquisition struct {
 }
 
 // wait tries until the lock is acquired, ctx ends, the Client closes or
-// the stale policy fails it.
-func (a *acquisition) wait(ctx context.Context, obs settle.Observer) (g grant, err error) {
+// the stale policy fails it. It returns the grant and when the attempt
+// that got it was sent: the lease began at or after that.
+func (a *acquisition) wait(ctx context.Context, obs settle.Observer) (g grant, from time.Time, err error) {
 	b := a.b
 	var l *listener
 	if wk := b.c.wakeups(true); wk != nil {
@@ -122,15 +121,16 @@ func (a *acquisition) wait(ctx context.Context, obs settle.Observer) (g grant, e
 	p := crowd{each: a.each}
 	for {
 		drainWake(l)
+		from = b.cfg.clock.Now()
 		g, err := a.try(ctx, nil)
 		if loading(err) { // a restarted Redis reading its data: not a failure yet
 			if _, err := b.nap(ctx, obs, l, a.token, false, b.cfg.tick()); err != nil {
-				return grant{}, err
+				return grant{}, from, err
 			}
 			continue
 		}
 		if err != nil || g.ok {
-			return g, b.gaveUp(ctx, err)
+			return g, from, b.gaveUp(ctx, err)
 		}
 		if l == nil {
 			if wk := b.c.wakeups(false); wk != nil {
@@ -143,21 +143,28 @@ func (a *acquisition) wait(ctx context.Context, obs settle.Observer) (g grant, e
 		left := b.cfg.timeout - age
 		if stale != nil {
 			if b.cfg.policy == Fail {
-				return grant{}, b.staleError(ctx, a.what, age)
+				return grant{}, from, b.staleError(ctx, a.what, age)
 			}
+			from = b.cfg.clock.Now()
 			if g, err = a.try(ctx, stale); err != nil || g.ok {
 				if err == nil && b.logs(ctx) {
 					b.debug(ctx, a.what+" taken over", slog.Int("evicted", len(stale)), slog.Uint64("fence", g.fence))
 				}
-				return g, b.gaveUp(ctx, err)
+				return g, from, b.gaveUp(ctx, err)
 			}
 			// Another waiter took over first, or the blockers changed.
 			p.watch(g.blockers(), now)
-			p.restart(now)
-			left = b.cfg.timeout
+			if p.each {
+				// The holders still there stay stale: try them again
+				// after a tick, as another waiter took the one we chose.
+				left = b.cfg.tick()
+			} else {
+				p.restart(now)
+				left = b.cfg.timeout
+			}
 		}
 		if _, err := b.nap(ctx, obs, l, a.token, l != nil && !listening(l), left); err != nil {
-			return grant{}, err
+			return grant{}, from, err
 		}
 	}
 }

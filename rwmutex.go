@@ -137,7 +137,6 @@ func (rw *RWMutex) lock(ctx context.Context) (*hold, error) {
 		}
 	}()
 	token := newToken()
-	from := rw.cfg.clock.Now()
 	a := acquisition{
 		b: &rw.base, what: writerKind.what, channel: rw.channel, token: token,
 		try: func(ctx context.Context, stale []string) (grant, error) {
@@ -147,7 +146,7 @@ func (rw *RWMutex) lock(ctx context.Context) (*hold, error) {
 			rw.background(ctx, leaveWaitScript, []any{rw.keys[2], rw.keys[5]}, rw.channel, token)
 		},
 	}
-	g, err := a.wait(ctx, obs)
+	g, from, err := a.wait(ctx, obs)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +290,6 @@ func (rw *RWMutex) rlock(ctx context.Context) (*hold, error) {
 		defer obs.Waiting(-1)
 	}
 	token := newToken()
-	from := rw.cfg.clock.Now()
 	a := acquisition{
 		b: &rw.base, what: readerKind.what, channel: rw.channel, token: token,
 		try: func(ctx context.Context, stale []string) (grant, error) {
@@ -305,7 +303,8 @@ func (rw *RWMutex) rlock(ctx context.Context) (*hold, error) {
 			rw.background(ctx, leaveWaitScript, []any{rw.keys[4], rw.keys[5]}, rw.channel, token)
 		},
 	}
-	if _, err := a.wait(ctx, obs); err != nil {
+	_, from, err := a.wait(ctx, obs)
+	if err != nil {
 		return nil, err
 	}
 	return rw.readHold(ctx, token, from), nil

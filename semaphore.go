@@ -100,7 +100,6 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		defer obs.Waiting(-1)
 	}
 	token := newToken()
-	from := s.cfg.clock.Now()
 	a := acquisition{
 		b: &s.base, what: permitKind.what, channel: s.channel, token: token, each: true,
 		try: func(ctx context.Context, stale []string) (grant, error) {
@@ -114,7 +113,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 			s.background(ctx, leaveWaitScript, []any{s.keys[3], s.keys[3]}, s.channel, token)
 		},
 	}
-	g, err := a.wait(ctx, obs)
+	g, from, err := a.wait(ctx, obs)
 	if err != nil {
 		return nil, err
 	}

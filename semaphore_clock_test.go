@@ -321,3 +321,51 @@ func TestPermit_lostFound(t *testing.T) {
 		t.Errorf("Refresh() = %v; want ErrLost and ErrNotHeld", err)
 	}
 }
+
+// A Do that waited longer than its lease before getting in has a fresh
+// lease: auto-refresh counts it from the attempt that got it, not from the
+// start of the wait.
+func TestDo_autoRefreshAfterLongWait(t *testing.T) {
+	opts := []uncomplicated.Option{uncomplicated.WithLease(10 * time.Second), uncomplicated.WithAutoRefresh(3 * time.Second)}
+	for name, do := range map[string]func(c *uncomplicated.Client, fn func(context.Context) error) error{
+		"Semaphore.Do": func(c *uncomplicated.Client, fn func(context.Context) error) error {
+			return mustSemaphore(t, c, 1, opts...).Do(context.Background(), fn)
+		},
+		"RWMutex.Do": func(c *uncomplicated.Client, fn func(context.Context) error) error {
+			return mustRW(t, c, opts...).Do(context.Background(), fn)
+		},
+		"RWMutex.RDo": func(c *uncomplicated.Client, fn func(context.Context) error) error {
+			return mustRW(t, c, opts...).RDo(context.Background(), fn)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env, waiters := semEnv(t)
+			ctx := context.Background()
+			p := mustAcquire(t, mustSemaphore(t, env.Client, 1))
+			w := mustRW(t, env.Client)
+			mustWLock(t, w)
+			var cause error
+			done := async(func() error {
+				return do(waiters, func(ctx context.Context) error {
+					time.Sleep(20 * time.Millisecond) // time for a wrong cancellation to show
+					cause = context.Cause(ctx)
+					return nil
+				})
+			})
+			env.AwaitWaiters(1)
+			env.Advance(15 * time.Second)
+			if err := p.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := recv(t, done); err != nil {
+				t.Errorf("Do() after a 15s wait = %v; want nil: the lease is fresh", err)
+			}
+			if cause != nil {
+				t.Errorf("fn's ctx ended: %v", cause)
+			}
+		})
+	}
+}
