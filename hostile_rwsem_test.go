@@ -121,6 +121,12 @@ func TestHostile_rwAndSemaphore(t *testing.T) {
 		{"RW RLock ended ctx", func(e env) error { return e.rw.RLock(cancelled()) }, []error{NO, context.Canceled}},
 		{"RW TryRLock expired ctx", func(e env) error { return bools(e.rw.TryRLock(expired(t))) }, []error{NO, context.DeadlineExceeded}},
 		{"RW Unlock not held", func(e env) error { return e.rw.Unlock(bg) }, []error{uncomplicated.ErrNotHeld}},
+		{"nil RWMutex Refresh", func(env) error { return nilRW.Refresh(bg) }, []error{IA}},
+		{"nil RWMutex Held", func(env) error { return bools(nilRW.Held(bg)) }, []error{IA}},
+		{"zero RWMutex Refresh", func(env) error { return zeroRW.Refresh(bg) }, []error{IA}},
+		{"RW Refresh nil ctx", func(e env) error { return e.rw.Refresh(nilCtx) }, []error{IA}},
+		{"RW Held nil ctx", func(e env) error { return bools(e.rw.Held(nilCtx)) }, []error{IA}},
+		{"RW Refresh not held", func(e env) error { return e.rw.Refresh(bg) }, []error{uncomplicated.ErrNotHeld}},
 		{"RW RUnlock not held", func(e env) error { return e.rw.RUnlock(bg) }, []error{uncomplicated.ErrNotHeld}},
 	}
 	for _, tc := range cases {
@@ -151,7 +157,7 @@ func TestHostile_rwAndSemaphoreAccessors(t *testing.T) {
 	var nilRW *uncomplicated.RWMutex
 	var nilS *uncomplicated.Semaphore
 	var nilP *uncomplicated.Permit
-	if nilRW.Name() != "" || nilRW.Fence() != 0 || (&uncomplicated.RWMutex{}).Fence() != 0 {
+	if nilRW.Name() != "" || nilRW.Fence() != 0 || (&uncomplicated.RWMutex{}).Fence() != 0 || !isClosedChan(nilRW.Lost()) || !isClosedChan((&uncomplicated.RWMutex{}).Lost()) {
 		t.Error("nil or zero RWMutex accessors answer something")
 	}
 	if nilS.Name() != "" || nilS.Permits() != 0 {

@@ -2,6 +2,7 @@ package uncomplicated
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -260,6 +261,70 @@ func (rw *RWMutex) unlockHold(ctx context.Context, h *hold) error {
 	}
 	defer func() { <-rw.sem }()
 	return h.release(ctx, true)
+}
+
+// Refresh proves the writer alive: if Redis still has this RWMutex's
+// write hold, it gives it a new token, which tells waiters it is busy
+// rather than stuck, and restarts its lease. It returns an error wrapping
+// ErrNotHeld when there is no write hold, and one wrapping ErrLost and
+// ErrNotHeld when Redis no longer has it. Read holds are renewed by RDo
+// with WithAutoRefresh.
+func (rw *RWMutex) Refresh(ctx context.Context) error {
+	h, err := rw.writeHold(ctx)
+	if err != nil {
+		return err
+	}
+	return h.Refresh(ctx)
+}
+
+// Held asks Redis whether it still has this RWMutex's write hold. It
+// returns (false, nil) when not, which also closes Lost's channel, and
+// when there is no write hold.
+func (rw *RWMutex) Held(ctx context.Context) (bool, error) {
+	h, err := rw.writeHold(ctx)
+	if errors.Is(err, ErrNotHeld) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if rw.c.closed() {
+		return false, fmt.Errorf("%w: %s", ErrClosed, rw.name)
+	}
+	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
+		return false, rw.redisError(ctx, err)
+	}
+	return h.verify(ctx)
+}
+
+// Lost returns a channel closed when the write hold is known to be lost,
+// as Mutex.Lost does; a closed one when there is no write hold.
+func (rw *RWMutex) Lost() <-chan struct{} {
+	if rw == nil {
+		return closed
+	}
+	rw.mu.Lock()
+	h := rw.writer
+	rw.mu.Unlock()
+	if h == nil {
+		return closed
+	}
+	return h.Lost()
+}
+
+// writeHold returns the current write hold after the checks of a call
+// that talks to Redis: an error wrapping ErrNotHeld when there is none.
+func (rw *RWMutex) writeHold(ctx context.Context) (*hold, error) {
+	if err := rw.check(ctx); err != nil {
+		return nil, err
+	}
+	rw.mu.Lock()
+	h := rw.writer
+	rw.mu.Unlock()
+	if h == nil {
+		return nil, fmt.Errorf("%w: %s: not write-locked", ErrNotHeld, rw.name)
+	}
+	return h, nil
 }
 
 // RLock acquires a read lock: at once unless Redis has a writer, or a

@@ -441,3 +441,46 @@ func TestRWMutex_deadReadersTurnExpires(t *testing.T) {
 		t.Fatal("a writer was held back after the dead reader's turn expired")
 	}
 }
+
+// The write hold has Refresh, Held and Lost as a Mutex's hold has: a
+// Refresh keeps it past its lease, and a take-over is found.
+func TestRWMutex_writeHold(t *testing.T) {
+	env, waiters := semEnv(t, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	ctx := context.Background()
+	rw := mustRW(t, env.Client, uncomplicated.WithLease(time.Minute))
+	if err := rw.Refresh(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Errorf("Refresh() without a write hold = %v; want ErrNotHeld", err)
+	}
+	if ok, err := rw.Held(ctx); ok || err != nil {
+		t.Errorf("Held() without a write hold = %v, %v; want false, nil", ok, err)
+	}
+	if !isClosedChan(rw.Lost()) {
+		t.Error("Lost() open without a write hold")
+	}
+	mustWLock(t, rw)
+	lost := rw.Lost()
+	env.Advance(50 * time.Second)
+	if err := rw.Refresh(ctx); err != nil {
+		t.Fatalf("Refresh() = %v", err)
+	}
+	env.Advance(50 * time.Second) // past the first lease
+	if ok, err := rw.Held(ctx); !ok || err != nil {
+		t.Fatalf("Held() after a Refresh = %v, %v; want true", ok, err)
+	}
+	other := mustRW(t, waiters)
+	done := async(func() error { return other.Lock(ctx) })
+	env.AwaitWaiters(1)
+	env.Advance(patience) // the writer is stuck now: taken over
+	if err := recv(t, done); err != nil {
+		t.Fatalf("take-over Lock() = %v", err)
+	}
+	if ok, err := rw.Held(ctx); ok || err != nil {
+		t.Errorf("Held() after the take-over = %v, %v; want false, nil", ok, err)
+	}
+	if !isClosedChan(lost) {
+		t.Error("Lost() still open after the take-over was found")
+	}
+	if err := rw.Refresh(ctx); !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("Refresh() after the take-over = %v; want ErrLost", err)
+	}
+}
