@@ -17,9 +17,10 @@ type base struct {
 	name string
 }
 
-// background runs a release script s on keys with args: it releases what a lost acquisition, or a Do that ran out of time,
-// may have left, or takes a waiter that gave up out of the queue (a release
-// may have just handed it the lock). It runs in a goroutine that Close
+// background runs a release script s on keys with args: it releases what
+// a lost acquisition, or a Do that ran out of time, may have left, or takes
+// a waiter that gave up out of the queue (a release may have just handed
+// it the lock). It runs in a goroutine that Close
 // waits for, bounded by releaseTimeout; a Pool that panics there ends the
 // clean-up, not the process. Once Close has begun, it runs in the caller's
 // goroutine instead, which is then returning, bounded by the deadline of

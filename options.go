@@ -50,9 +50,11 @@ func (p StalePolicy) String() string {
 	return fmt.Sprintf("StalePolicy(%d)", int(p))
 }
 
-// An Option configures a Client (as defaults for all its mutexes) or a
-// single Mutex. Options are checked by New and Named, which return an error
-// wrapping ErrInvalidArgument for a value out of range.
+// An Option configures a Client (as defaults for all its locks) or a single
+// lock: a Mutex, an RWMutex or a Semaphore. Options are checked by the
+// constructors (New, Named, NewRW, NamedRW, NewSemaphore, NamedSemaphore),
+// which return an error wrapping ErrInvalidArgument for a value out of
+// range.
 type Option func(*config)
 
 // config is what the options fill, starting from defaults().
@@ -80,8 +82,9 @@ func defaults() config {
 }
 
 // WithTimeout sets the patience of a waiter: how long one unchanged holder
-// token may sit on the lock before the holder counts as stuck and the stale
-// policy applies. Unless WithLease says otherwise it is also the lease.
+// token (for an RWMutex's writer, the same set of blockers) may sit on the
+// lock before the holder counts as stuck and the stale policy applies.
+// Unless WithLease says otherwise it is also the lease.
 // Default 5 minutes; must be positive.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
@@ -100,9 +103,10 @@ func WithStalePolicy(p StalePolicy) Option {
 	return func(c *config) { c.policy = p }
 }
 
-// WithLease sets the time to live of the lock key, counted from acquisition
-// and from each Refresh. By default the lease equals the timeout. Zero means
-// no expiry: only Unlock or a take-over frees the lock. Must not be negative;
+// WithLease sets how long a hold lasts in Redis (the lock key's time to
+// live, or a reader's or permit's expiry), counted from acquisition and
+// from each Refresh. By default the lease equals the timeout. Zero means
+// no expiry: only a release or a take-over ends the hold. Must not be negative;
 // a positive lease is rounded up to whole milliseconds.
 func WithLease(d time.Duration) Option {
 	return func(c *config) { c.lease, c.leaseSet = d, true }

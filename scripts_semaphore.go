@@ -9,9 +9,10 @@ package uncomplicated
 // on a semaphore of ARGV[3] permits. With a stale holder's token ARGV[4]
 // (a take-over), it first evicts that holder, but only if that leaves a
 // permit for the caller. When it is blocked and ARGV[5] is not "0", the
-// caller counts as waiting for ARGV[5] ms. Replies {1, fence} when the caller holds a permit,
-// also when it already did (a lost reply asked again: the lease restarts),
-// and {0, 0, "", holders} when every permit is taken. The INCR comes before
+// caller counts as waiting for ARGV[5] ms. Replies {1, fence} when the
+// caller holds a permit, also when it already did (a lost reply asked
+// again: the lease restarts), and {0, 0, "", holders} when every permit is
+// taken. The INCR comes before
 // any write, so a broken counter changes nothing.
 var semAcquireScript = newScript(4, holdersLua+`
 local t = now()

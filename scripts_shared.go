@@ -42,7 +42,8 @@ end
 `
 
 // heldScript replies 1 if one of the tokens ARGV[1..] is in the holder set
-// KEYS[1] with a lease that has not ended, else 0.
+// KEYS[1] with a lease that has not ended, else 0. A score of +inf reads
+// "inf", which miniredis's Lua cannot turn into a number.
 var heldScript = newScript(1, holdersLua+`
 local t = now()
 for i = 1, #ARGV do
