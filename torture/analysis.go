@@ -141,8 +141,10 @@ func (r *record) stopped(timeout time.Duration) (f stopFigures, unnoticed []stop
 			}
 			// A section stopped in Unlock, its fn over, may have released
 			// the lock before the stop, or find its deadline passed after:
-			// Do owes an ErrLost only for a loss while fn ran.
-			if rec.WriteAt > 0 && rec.WriteAt < from || rec.FnEnd > 0 && rec.FnEnd < from {
+			// Do owes an ErrLost only for a loss while fn ran. A stopped
+			// process records nothing, so a WRITE or fn's end timed before
+			// the SIGCONT came before the SIGSTOP took effect.
+			if rec.WriteAt > 0 && rec.WriteAt < to || rec.FnEnd > 0 && rec.FnEnd < to {
 				f.Before++
 				continue
 			}
