@@ -48,9 +48,10 @@ func TestRecord_stopped(t *testing.T) {
 	at(2, 1, 6, 500, &section{Read: accepted, ReadAt: 510, Write: accepted, WriteAt: 520, Exit: 530})
 	at(1, 2, 7, 99, &section{Read: accepted, ReadAt: 98, Write: accepted, WriteAt: 99, Exit: 1150})  // had written
 	at(1, 3, 4, 50, &section{Read: rejected, ReadAt: 60, FnEnd: 70, Exit: 1200, Unlock: "deadline"}) // fn over, stopped in Unlock
+	at(1, 4, 3, 40, &section{Read: accepted, ReadAt: 45, Write: accepted, WriteAt: 101, FnEnd: 102, Exit: 1150}) // wrote as the SIGSTOP was sent
 
 	got, _ := r.stopped(400)
-	want := stopFigures{Before: 2, Holders: 1, TakenOver: 1, LateRejected: 1, NotHeld: 1}
+	want := stopFigures{Before: 3, Holders: 1, TakenOver: 1, LateRejected: 1, NotHeld: 1}
 	if got != want {
 		t.Errorf("stopped() = %+v; want %+v", got, want)
 	}
