@@ -46,8 +46,8 @@ func TestRecord_stopped(t *testing.T) {
 	}
 	at(1, 1, 5, 90, &section{Read: accepted, ReadAt: 95, Write: rejected, WriteAt: 1200, Exit: 1300, ErrLost: true})
 	at(2, 1, 6, 500, &section{Read: accepted, ReadAt: 510, Write: accepted, WriteAt: 520, Exit: 530})
-	at(1, 2, 7, 99, &section{Read: accepted, ReadAt: 98, Write: accepted, WriteAt: 99, Exit: 1150})  // had written
-	at(1, 3, 4, 50, &section{Read: rejected, ReadAt: 60, FnEnd: 70, Exit: 1200, Unlock: "deadline"}) // fn over, stopped in Unlock
+	at(1, 2, 7, 99, &section{Read: accepted, ReadAt: 98, Write: accepted, WriteAt: 99, Exit: 1150})              // had written
+	at(1, 3, 4, 50, &section{Read: rejected, ReadAt: 60, FnEnd: 70, Exit: 1200, Unlock: "deadline"})             // fn over, stopped in Unlock
 	at(1, 4, 3, 40, &section{Read: accepted, ReadAt: 45, Write: accepted, WriteAt: 101, FnEnd: 102, Exit: 1150}) // wrote as the SIGSTOP was sent
 
 	got, _ := r.stopped(400)
