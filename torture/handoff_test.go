@@ -8,7 +8,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
 // TestMutex_staleHandOff reproduces what TestTorture_short found as two
@@ -24,23 +23,7 @@ import (
 // Fixed: a failed attempt also reads the fence counter, and a hand-off
 // whose fence is not above it is stale (ticker.go).
 func TestMutex_staleHandOff(t *testing.T) {
-	requireRedis(t)
-	srv := redistest.Start(t)
-	p, err := newProxy(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	const lease = 300 * time.Millisecond
-	opts := []uncomplicated.Option{uncomplicated.WithTimeout(time.Second), uncomplicated.WithLease(lease)}
-	direct := newPool(srv.Addr, time.Second)
-	defer direct.Close()
-	viaProxy := newPool(p.Addr(), time.Second)
-	defer viaProxy.Close()
-	a := uncomplicated.NewClient(direct, opts...) // the holder, then a newcomer
-	defer a.Close()
-	b := uncomplicated.NewClient(viaProxy, opts...) // the waiter behind the proxy
-	defer b.Close()
+	srv, p, a, b := proxied(t, uncomplicated.WithTimeout(time.Second), uncomplicated.WithLease(300*time.Millisecond))
 	ctx := context.Background()
 
 	holder, _ := a.Named("k")

@@ -18,23 +18,8 @@ import (
 // and since its Client still listens on the lock, the next Unlock handed
 // the lock to nobody for a whole lease. It takes about 10 s.
 func TestMutex_staleQueueEntry(t *testing.T) {
-	requireRedis(t)
-	srv := redistest.Start(t)
-	p, err := newProxy(srv.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
 	const lease = 2 * time.Second
-	opts := []uncomplicated.Option{uncomplicated.WithTimeout(lease), uncomplicated.WithStalePolicy(uncomplicated.TakeOver)}
-	direct := newPool(srv.Addr, time.Second)
-	defer direct.Close()
-	viaProxy := newPool(p.Addr(), time.Second)
-	defer viaProxy.Close()
-	a := uncomplicated.NewClient(direct, opts...) // the holder, then a newcomer
-	defer a.Close()
-	b := uncomplicated.NewClient(viaProxy, opts...) // the waiter behind the proxy
-	defer b.Close()
+	srv, p, a, b := proxied(t, uncomplicated.WithTimeout(lease), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
 	ctx := context.Background()
 
 	holder, _ := a.Named("k", uncomplicated.WithLease(time.Minute)) // outlasts the outage
@@ -76,6 +61,30 @@ func TestMutex_staleQueueEntry(t *testing.T) {
 			"the Unlock handed it to the gone waiter's entry, for its whole lease", wait, second.Fence())
 	}
 	_ = second.Unlock(ctx)
+}
+
+// proxied starts a redis-server and a fault proxy in front of it, and
+// returns them with two Clients with opts: a, the holder, talks to the
+// server directly; b, the waiter, through the proxy. All stop at the
+// test's end.
+func proxied(t *testing.T, opts ...uncomplicated.Option) (srv *redistest.Server, p *proxy, a, b *uncomplicated.Client) {
+	t.Helper()
+	requireRedis(t)
+	srv = redistest.Start(t)
+	p, err := newProxy(srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, viaProxy := newPool(srv.Addr, time.Second), newPool(p.Addr(), time.Second)
+	a, b = uncomplicated.NewClient(direct, opts...), uncomplicated.NewClient(viaProxy, opts...)
+	t.Cleanup(func() {
+		_ = b.Close()
+		_ = a.Close()
+		_ = viaProxy.Close()
+		_ = direct.Close()
+		p.Close()
+	})
+	return srv, p, a, b
 }
 
 // awaitQueue waits until the lock k's queue has n entries.
