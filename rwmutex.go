@@ -221,19 +221,27 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	return rw.unlock(ctx, false)
+	return rw.unlock(ctx, nil)
 }
 
-func (rw *RWMutex) unlock(ctx context.Context, later bool) error {
+// unlock ends the write hold want, or the current one when want is nil,
+// and releases it; Do's release (want set) goes on in the background if
+// ctx cuts it short.
+func (rw *RWMutex) unlock(ctx context.Context, want *hold) error {
 	rw.mu.Lock()
 	h := rw.writer
-	rw.writer = nil
+	if h != nil && (want == nil || h == want) {
+		rw.writer = nil
+	}
 	rw.mu.Unlock()
-	if h == nil {
+	switch {
+	case h == nil && want == nil:
 		return fmt.Errorf("%w: %s: not write-locked", ErrNotHeld, rw.name)
+	case want != nil && h != want:
+		return fmt.Errorf("%w: %s: fn unlocked", ErrNotHeld, rw.name)
 	}
 	defer func() { <-rw.sem }()
-	return h.release(ctx, later)
+	return h.release(ctx, want != nil)
 }
 
 // Do runs fn while holding the write lock, as Mutex.Do does.
@@ -245,22 +253,7 @@ func (rw *RWMutex) Do(ctx context.Context, fn func(context.Context) error) error
 	if err != nil {
 		return err
 	}
-	return h.run(ctx, fn, func(ctx context.Context) error { return rw.unlockHold(ctx, h) })
-}
-
-// unlockHold releases the write hold h, if it is still the current one.
-func (rw *RWMutex) unlockHold(ctx context.Context, h *hold) error {
-	rw.mu.Lock()
-	current := rw.writer == h
-	if current {
-		rw.writer = nil
-	}
-	rw.mu.Unlock()
-	if !current {
-		return fmt.Errorf("%w: %s: fn unlocked", ErrNotHeld, rw.name)
-	}
-	defer func() { <-rw.sem }()
-	return h.release(ctx, true)
+	return h.run(ctx, fn, func(ctx context.Context) error { return rw.unlock(ctx, h) })
 }
 
 // Refresh proves the writer alive: if Redis still has this RWMutex's

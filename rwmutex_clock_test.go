@@ -484,3 +484,23 @@ func TestRWMutex_writeHold(t *testing.T) {
 		t.Errorf("Refresh() after the take-over = %v; want ErrLost", err)
 	}
 }
+
+// Do frees the process's writer slot when it ends, also when fn unlocked
+// itself, which Do then reports.
+func TestRWMutex_Do_freesWriterSlot(t *testing.T) {
+	env, _ := semEnv(t)
+	ctx := context.Background()
+	rw := mustRW(t, env.Client)
+	if err := rw.Do(ctx, func(context.Context) error { return nil }); err != nil {
+		t.Fatalf("Do() = %v", err)
+	}
+	mustWLock(t, rw)
+	if err := rw.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := rw.Do(ctx, func(ctx context.Context) error { return rw.Unlock(ctx) })
+	if !errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Errorf("Do() whose fn unlocked = %v; want ErrNotHeld", err)
+	}
+	mustWLock(t, rw)
+}
