@@ -36,7 +36,7 @@ func (b *base) background(ctx context.Context, s *script, keys []any, args ...st
 	if closing {
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
-		_, _, _ = c.eval(rctx, s, keys, anys(args)...)
+		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
 		return
 	}
 	go func() {
@@ -44,7 +44,7 @@ func (b *base) background(ctx context.Context, s *script, keys []any, args ...st
 		defer func() { _ = recover() }()
 		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		_, _, _ = c.eval(rctx, s, keys, anys(args)...)
+		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
 	}()
 }
 
@@ -88,14 +88,79 @@ func (b *base) notObtained(why string, cause error) error {
 	}
 }
 
-func (b *base) logs(ctx context.Context) bool {
-	return b.cfg.logger.Enabled(ctx, slog.LevelDebug)
+// Log records: Debug for the course of a lock (acquired, waiting,
+// released); Warn for what an operator should see (a stale holder, a
+// take-over, a hold lost, a failed call to Redis); Info for LOADING, which
+// Lock waits out. Each has the lock name, and those about a hold its
+// fence.
+
+// logs reports whether records at level go anywhere, so that a silent
+// logger costs nothing.
+func (b *base) logs(ctx context.Context, level slog.Level) bool {
+	return b.cfg.logger.Enabled(ctx, level)
 }
 
-// debug logs msg at Debug with the lock name; callers check logs first, so
-// that a silent logger costs nothing.
-func (b *base) debug(ctx context.Context, msg string, attrs ...slog.Attr) {
-	b.cfg.logger.LogAttrs(ctx, slog.LevelDebug, msg, append([]slog.Attr{slog.String("lock", b.name)}, attrs...)...)
+// log logs msg at level with the lock name; callers check logs first.
+func (b *base) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
+	b.cfg.logger.LogAttrs(ctx, level, msg, append([]slog.Attr{slog.String("lock", b.name)}, attrs...)...)
+}
+
+// logWaiting records that an acquisition of what ("lock", "permit", ...)
+// found it taken by a holder it had not seen.
+func (b *base) logWaiting(ctx context.Context, what string) {
+	if b.logs(ctx, slog.LevelDebug) {
+		b.log(ctx, slog.LevelDebug, what+" busy, waiting", slog.Duration("timeout", b.cfg.timeout))
+	}
+}
+
+// staleError is the error, logged, of an acquisition of what that found
+// its blockers (who: "one holder token", "the same holders") stuck for age
+// under Fail.
+func (b *base) staleError(ctx context.Context, what, who string, age time.Duration) error {
+	if b.logs(ctx, slog.LevelWarn) {
+		b.log(ctx, slog.LevelWarn, what+" stale", slog.Duration("age", age))
+	}
+	return b.notObtained(fmt.Sprintf("stale: %s for %v", who, age.Round(time.Millisecond)), ErrStale)
+}
+
+// logTakeOver records a take-over of what, under fence, that evicted
+// holders stuck for age.
+func (b *base) logTakeOver(ctx context.Context, what string, age time.Duration, fence uint64, evicted int) {
+	if b.logs(ctx, slog.LevelWarn) {
+		b.log(ctx, slog.LevelWarn, what+" taken over", slog.Uint64("fence", fence), slog.Duration("age", age), slog.Int("evicted", evicted))
+	}
+}
+
+// logAcquired records a new hold of what.
+func (b *base) logAcquired(ctx context.Context, what string, fence uint64, attrs ...slog.Attr) {
+	if b.logs(ctx, slog.LevelDebug) {
+		b.log(ctx, slog.LevelDebug, what+" acquired", append([]slog.Attr{slog.Uint64("fence", fence)}, attrs...)...)
+	}
+}
+
+// logReleased records the release of a hold of what.
+func (b *base) logReleased(ctx context.Context, what string, fence uint64, attrs ...slog.Attr) {
+	if b.logs(ctx, slog.LevelDebug) {
+		b.log(ctx, slog.LevelDebug, what+" released", append([]slog.Attr{slog.Uint64("fence", fence)}, attrs...)...)
+	}
+}
+
+// lose closes s, the Lost signal of a hold of kind what ("lock", "permit",
+// ...) with fence, found lost because why, and logs it the first time: a
+// nil s (no Lost channel was asked for) is logged every time, as it is
+// found only by the release that ends the hold. The caller holds no lock
+// of the hold: a handler may call back into it.
+func (b *base) lose(ctx context.Context, s *signal, what string, fence uint64, why string) {
+	if s == nil || s.fire() {
+		b.logLost(ctx, what, fence, why)
+	}
+}
+
+// logLost records that a hold was found lost; see lose.
+func (b *base) logLost(ctx context.Context, what string, fence uint64, why string) {
+	if b.logs(ctx, slog.LevelWarn) {
+		b.log(ctx, slog.LevelWarn, what+" lost", slog.Uint64("fence", fence), slog.String("why", why))
+	}
 }
 
 // lostError is the error of a hold found lost; it matches ErrLost and
@@ -130,7 +195,7 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 
 // flag runs a script that replies 1 or 0.
 func (b *base) flag(ctx context.Context, s *script, keys []any, args ...any) (bool, error) {
-	reply, _, err := b.c.eval(ctx, s, keys, args...)
+	reply, _, err := b.eval(ctx, s, keys, args...)
 	if err == nil {
 		var ok bool
 		if ok, err = parseFlag(reply); err == nil {
@@ -150,4 +215,46 @@ func (b *base) open(ctx context.Context) error {
 		return b.notObtained(err.Error(), err)
 	}
 	return nil
+}
+
+// eval runs s with keys and args for the lock, as Client.eval does,
+// bounded by the lock's command timeout.
+func (b *base) eval(ctx context.Context, s *script, keys []any, args ...any) (reply any, sent bool, err error) {
+	reply, sent, err = b.c.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
+	if err != nil {
+		b.logFailure(ctx, err)
+	}
+	return reply, sent, err
+}
+
+// get reads a string key of the lock; "" when it does not exist.
+func (b *base) get(ctx context.Context, key string) (string, error) {
+	reply, err := b.c.command(ctx, b.cfg.commandTimeout, "GET", key)
+	if err != nil {
+		b.logFailure(ctx, err)
+		return "", err
+	}
+	switch r := reply.(type) {
+	case nil:
+		return "", nil
+	case []byte:
+		return string(r), nil
+	}
+	return "", fmt.Errorf("%w: GET replied %T", ErrUnexpectedReply, reply)
+}
+
+// logFailure logs a failed call at Warn, or at Info for LOADING (a
+// restarted Redis reading its data, which Lock waits out), unless the
+// caller's ctx ended it: the caller chose that.
+func (b *base) logFailure(ctx context.Context, err error) {
+	if b.ctxErr(ctx) != nil {
+		return
+	}
+	level := slog.LevelWarn
+	if loading(err) {
+		level = slog.LevelInfo
+	}
+	if b.logs(ctx, level) {
+		b.log(ctx, level, "Redis call failed", slog.Any("error", err))
+	}
 }

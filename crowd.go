@@ -3,8 +3,6 @@ package uncomplicated
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -33,26 +31,29 @@ type crowd struct {
 	since time.Time            // when set last changed
 }
 
-// watch records the blockers seen at now. No blockers (a reader behind
-// waiting writers) counts as busy: the patience restarts.
-func (p *crowd) watch(blockers []string, now time.Time) {
+// watch records the blockers seen at now, and reports whether one of them
+// is new. No blockers (a reader behind waiting writers) counts as busy:
+// the patience restarts.
+func (p *crowd) watch(blockers []string, now time.Time) (news bool) {
 	seen := make(map[string]time.Time, len(blockers))
 	for _, b := range blockers {
 		if t, ok := p.seen[b]; ok {
 			seen[b] = t
 		} else {
 			seen[b] = now
+			news = true
 		}
 	}
 	p.seen = seen
 	if p.each {
-		return
+		return news
 	}
 	set := strings.Join(slices.Sorted(maps.Keys(seen)), " ")
 	if len(blockers) == 0 || set != p.set || p.since.IsZero() {
 		p.since = now
 	}
 	p.set = set
+	return news
 }
 
 // stale returns the blockers whose patience has run out at now (the whole
@@ -138,17 +139,19 @@ func (a *acquisition) wait(ctx context.Context, obs settle.Observer) (g grant, f
 			}
 		}
 		now := b.cfg.clock.Now()
-		p.watch(g.blockers(), now)
+		if p.watch(g.blockers(), now) {
+			b.logWaiting(ctx, a.what)
+		}
 		stale, age := p.stale(now, b.cfg.timeout)
 		left := b.cfg.timeout - age
 		if stale != nil {
 			if b.cfg.policy == Fail {
-				return grant{}, from, b.staleError(ctx, a.what, age)
+				return grant{}, from, b.staleError(ctx, a.what, "the same holders", age)
 			}
 			from = b.cfg.clock.Now()
 			if g, err = a.try(ctx, stale); err != nil || g.ok {
-				if err == nil && b.logs(ctx) {
-					b.debug(ctx, a.what+" taken over", slog.Int("evicted", len(stale)), slog.Uint64("fence", g.fence))
+				if err == nil {
+					b.logTakeOver(ctx, a.what, age, g.fence, len(stale))
 				}
 				return g, from, b.gaveUp(ctx, err)
 			}
@@ -185,23 +188,19 @@ func listening(l *listener) bool {
 	return confirmed
 }
 
-// staleError is the error of an acquisition that found its blockers stuck
-// under Fail.
-func (b *base) staleError(ctx context.Context, what string, age time.Duration) error {
-	if b.logs(ctx) {
-		b.debug(ctx, what+" stale", slog.Duration("age", age))
-	}
-	return b.notObtained(fmt.Sprintf("stale: the same holders for %v", age.Round(time.Millisecond)), ErrStale)
-}
-
 // attempt runs an acquiring script. When its reply is lost after it may
 // have run, it runs it again with the same arguments: the scripts reply
-// the hold when the token has it already. When that fails too, undo gives
-// back in the background whatever the token may hold.
+// the hold when the token has it already. When that fails too, or the
+// lost reply did not come in time (see askAgain), undo gives back in the
+// background whatever the token may hold.
 func (b *base) attempt(ctx context.Context, s *script, keys []any, undo func(), args ...any) (grant, error) {
 	g, unknown, err := b.grantOf(ctx, s, keys, args...)
 	if !unknown {
 		return g, err
+	}
+	if !askAgain(err) {
+		undo()
+		return grant{}, err
 	}
 	g, _, again := b.grantOf(ctx, s, keys, args...)
 	if again == nil {
@@ -214,7 +213,7 @@ func (b *base) attempt(ctx context.Context, s *script, keys []any, undo func(), 
 // grantOf runs s and reads its grant; unknown reports a reply lost after
 // the script may have run.
 func (b *base) grantOf(ctx context.Context, s *script, keys []any, args ...any) (g grant, unknown bool, err error) {
-	reply, sent, err := b.c.eval(ctx, s, keys, args...)
+	reply, sent, err := b.eval(ctx, s, keys, args...)
 	if err == nil {
 		if g, err = parseGrant(reply); err == nil {
 			return g, false, nil

@@ -25,9 +25,13 @@ func Example() {
 	}
 	defer srv.Close()
 	pool := &redis.Pool{
-		MaxIdle: 16,
+		MaxIdle:     16,
+		IdleTimeout: 5 * time.Minute,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return redis.DialContext(ctx, "tcp", srv.Addr())
+			return redis.DialContext(ctx, "tcp", srv.Addr(),
+				redis.DialConnectTimeout(5*time.Second),
+				redis.DialReadTimeout(5*time.Second), // above 1s: see Pool
+				redis.DialWriteTimeout(5*time.Second))
 		},
 	}
 	defer pool.Close()
@@ -35,14 +39,16 @@ func Example() {
 	client := uncomplicated.NewClient(pool) // one per process
 	defer client.Close()
 
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	order := Order{N: 42}
 	m, err := uncomplicated.New(client, order)
 	if err != nil {
 		log.Fatal(err)
 	}
 	err = m.Do(ctx, func(ctx context.Context) error {
-		fmt.Println("charging order", order.N, "under", m.Name(), "with fence", m.Fence())
+		fence, _ := uncomplicated.FenceOf(ctx) // or m.Fence()
+		fmt.Println("charging order", order.N, "under", m.Name(), "with fence", fence)
 		return nil
 	})
 	if err != nil {
@@ -106,7 +112,7 @@ func ExampleWithAutoRefresh() {
 		return redis.DialContext(ctx, "tcp", srv.Addr())
 	}}
 	defer pool.Close()
-	client := uncomplicated.NewClient(pool, uncomplicated.WithTimeout(300*time.Millisecond),
+	client := uncomplicated.NewClient(pool, uncomplicated.WithLease(300*time.Millisecond),
 		uncomplicated.WithAutoRefresh(100*time.Millisecond))
 	defer client.Close()
 
@@ -133,6 +139,35 @@ func ExampleWithAutoRefresh() {
 	// held after 500ms: true <nil>
 	// job stopped: true
 	// Do reports the loss: true
+}
+
+// Code deep inside fn reaches the fence of Do's hold through its ctx, to
+// pass it to the store it writes to.
+func ExampleFenceOf() {
+	client, stop := exampleClient()
+	defer stop()
+	ctx := context.Background()
+
+	exports, err := client.NamedSemaphore("exports", 3)
+	if err != nil {
+		log.Fatal(err)
+	}
+	save := func(ctx context.Context, report string) error {
+		fence, ok := uncomplicated.FenceOf(ctx)
+		fmt.Println("saving", report, "with fence", fence, ok)
+		return nil
+	}
+	for range 2 {
+		if err := exports.Do(ctx, func(ctx context.Context) error { return save(ctx, "export") }); err != nil {
+			log.Fatal(err)
+		}
+	}
+	_, ok := uncomplicated.FenceOf(ctx)
+	fmt.Println("outside Do:", ok)
+	// Output:
+	// saving export with fence 1 true
+	// saving export with fence 2 true
+	// outside Do: false
 }
 
 // TryLock answers at once: a job that finds its order locked skips it.

@@ -2,6 +2,10 @@ package uncomplicated_test
 
 import (
 	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -63,3 +67,59 @@ func fenceKeyOf(prefix string, m *uncomplicated.Mutex) string {
 type funcID struct{}
 
 func (funcID) ID() func() { return func() {} }
+
+// logRecorder keeps the records it handles as "LEVEL message fence=N"
+// (fence when the record has one), and their lock attributes.
+type logRecorder struct {
+	mu     sync.Mutex
+	msgs   []string
+	locks  []string
+	attrs  []map[string]string
+	lostFn func() // called for each "... lost" record
+}
+
+// onLost makes the recorder call f for each "... lost" record, as a
+// handler that looks at the lock might.
+func (r *logRecorder) onLost(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lostFn = f
+}
+
+func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
+func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
+	attrs := map[string]string{}
+	rec.Attrs(func(a slog.Attr) bool {
+		attrs[a.Key] = a.Value.String()
+		return true
+	})
+	msg := rec.Level.String() + " " + rec.Message
+	if f, ok := attrs["fence"]; ok {
+		msg += " fence=" + f
+	}
+	r.mu.Lock()
+	r.msgs = append(r.msgs, msg)
+	r.locks = append(r.locks, attrs["lock"])
+	r.attrs = append(r.attrs, attrs)
+	lostFn := r.lostFn
+	r.mu.Unlock()
+	if lostFn != nil && strings.HasSuffix(rec.Message, " lost") {
+		lostFn()
+	}
+	return nil
+}
+
+// has reports whether a record's "LEVEL message" contains part.
+func (r *logRecorder) has(part string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.ContainsFunc(r.msgs, func(m string) bool { return strings.Contains(m, part) })
+}
+
+func (r *logRecorder) all() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.msgs)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -84,6 +83,12 @@ func (h *hold) Refresh(ctx context.Context) error {
 	sent := h.b.cfg.clock.Now()
 	ok, err := h.b.flag(ctx, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
 
+	found := false // the loss, logged once mu is unlocked
+	defer func() {
+		if found {
+			h.b.logLost(ctx, h.kind.what, h.fence, "Refresh found it expired or taken over")
+		}
+	}()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	current := h.tokens != nil
@@ -95,7 +100,7 @@ func (h *hold) Refresh(ctx context.Context) error {
 		return err
 	case !ok:
 		if current {
-			h.signal().fire()
+			found = h.signal().fire()
 			h.b.c.unwatch(h)
 		}
 		return h.b.lostError(h.kind.what + " expired or taken over")
@@ -149,12 +154,10 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		}
 		return err
 	case !ok:
-		lost.fire()
+		h.b.lose(ctx, lost, h.kind.what, h.fence, "expired or taken over")
 		return h.b.lostError(h.kind.what + " expired or taken over")
 	}
-	if h.b.logs(ctx) {
-		h.b.debug(ctx, h.kind.what+" released")
-	}
+	h.b.logReleased(ctx, h.kind.what, h.fence)
 	return nil
 }
 
@@ -177,7 +180,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 		held, err = h.b.flag(ctx, heldScript, h.keys[:1], anys(tokens)...)
 	} else {
 		var cur string
-		if cur, err = h.b.c.get(ctx, h.keys[0].(string)); err != nil {
+		if cur, err = h.b.get(ctx, h.keys[0].(string)); err != nil {
 			err = h.b.redisError(ctx, err)
 		}
 		held = slices.Contains(tokens, cur)
@@ -187,10 +190,11 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	}
 	h.mu.Lock()
 	current := h.tokens != nil
-	if current {
-		h.signal().fire()
-	}
+	found := current && h.signal().fire()
 	h.mu.Unlock()
+	if found {
+		h.b.logLost(ctx, h.kind.what, h.fence, "Redis no longer has it")
+	}
 	if current {
 		h.b.c.unwatch(h)
 	}
@@ -216,6 +220,8 @@ func (h *hold) signal() *signal {
 	return h.lost
 }
 
+func (h *hold) describe() (string, uint64) { return h.kind.what, h.fence }
+
 func (h *hold) lostSignal() *signal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -232,9 +238,9 @@ func (h *hold) leaseLeft() time.Duration {
 // run is Do for a hold acquired for it: fn, with auto-refresh if
 // configured, then release, as Mutex.Do does.
 func (h *hold) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) (err error) {
-	fctx, stop := ctx, func() any { return nil }
+	fctx, stop := withFence(ctx, h.fence), func() any { return nil }
 	if h.b.cfg.every > 0 {
-		fctx, stop = h.b.refreshWhile(ctx, h)
+		fctx, stop = h.b.refreshWhile(fctx, h)
 	}
 	defer func() {
 		panicked := stop()
@@ -256,6 +262,29 @@ func (h *hold) run(ctx context.Context, fn func(context.Context) error, release 
 	return fn(fctx)
 }
 
+// fenceCtxKey is the key of the fence that the ctx of Do's fn carries.
+type fenceCtxKey struct{}
+
+// withFence returns ctx carrying fence for FenceOf; a read hold's 0 hides
+// the fence of a Do that runs around it.
+func withFence(ctx context.Context, fence uint64) context.Context {
+	return context.WithValue(ctx, fenceCtxKey{}, fence)
+}
+
+// FenceOf returns the fence of the hold that Do runs fn under, given fn's
+// ctx or one derived from it: inside fn of Mutex.Do, RWMutex.Do and
+// Semaphore.Do it returns the hold's fence and true, so that code deep
+// inside fn can pass the fence to the store it writes to. Inside fn of
+// RWMutex.RDo (read holds have no fence), outside any Do, and for a nil
+// ctx it returns 0, false.
+func FenceOf(ctx context.Context) (uint64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	fence, _ := ctx.Value(fenceCtxKey{}).(uint64)
+	return fence, fence > 0
+}
+
 // takeOp waits for op, or for ctx to end.
 func takeOp(ctx context.Context, op chan struct{}) error {
 	select {
@@ -268,12 +297,5 @@ func takeOp(ctx context.Context, op chan struct{}) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	}
-}
-
-// logAcquired logs a new hold.
-func (b *base) logAcquired(ctx context.Context, what string, fence uint64) {
-	if b.logs(ctx) {
-		b.debug(ctx, what+" acquired", slog.Uint64("fence", fence))
 	}
 }

@@ -468,13 +468,13 @@ func TestHostile_optionExtremes(t *testing.T) {
 		{"WithLease(0)", uncomplicated.WithLease(0), -1 * time.Millisecond},
 		{"WithLease(1ns)", uncomplicated.WithLease(1), time.Millisecond},
 		{"WithLease(MaxInt64)", uncomplicated.WithLease(math.MaxInt64), math.MaxInt64},
-		{"WithTicks(1)", uncomplicated.WithTicks(1), uncomplicated.DefaultTimeout},
-		{"WithTicks(MaxInt)", uncomplicated.WithTicks(math.MaxInt), uncomplicated.DefaultTimeout},
-		{"WithStalePolicy(TakeOver)", uncomplicated.WithStalePolicy(uncomplicated.TakeOver), uncomplicated.DefaultTimeout},
-		{"WithClock(nil)", uncomplicated.WithClock(nil), uncomplicated.DefaultTimeout},
-		{"WithLogger(nil)", uncomplicated.WithLogger(nil), uncomplicated.DefaultTimeout},
-		{"nil Option", nil, uncomplicated.DefaultTimeout},
-		{"WithPrefix odd", uncomplicated.WithPrefix("a*b?[c]\x00:"), uncomplicated.DefaultTimeout},
+		{"WithTicks(1)", uncomplicated.WithTicks(1), 2 * uncomplicated.DefaultTimeout},
+		{"WithTicks(MaxInt)", uncomplicated.WithTicks(math.MaxInt), 2 * uncomplicated.DefaultTimeout},
+		{"WithStalePolicy(TakeOver)", uncomplicated.WithStalePolicy(uncomplicated.TakeOver), 2 * uncomplicated.DefaultTimeout},
+		{"WithClock(nil)", uncomplicated.WithClock(nil), 2 * uncomplicated.DefaultTimeout},
+		{"WithLogger(nil)", uncomplicated.WithLogger(nil), 2 * uncomplicated.DefaultTimeout},
+		{"nil Option", nil, 2 * uncomplicated.DefaultTimeout},
+		{"WithPrefix odd", uncomplicated.WithPrefix("a*b?[c]\x00:"), 2 * uncomplicated.DefaultTimeout},
 	}
 	backends := []struct {
 		name string

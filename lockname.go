@@ -8,9 +8,10 @@ import (
 
 // Lock names.
 //
-// An object's lock is named prefix:Type:ID, where Type is the object's type
-// as reflect prints it ("orders.Order"; a pointer names the same as its
-// element) and ID is fmt's %v of obj.ID(). A plain name gives prefix:name.
+// An object's lock is named prefix:Type:ID, where Type is what obj's
+// LockType method returns, if it has one, or else the object's type as
+// reflect prints it ("orders.Order"; a pointer names the same as its
+// element), and ID is fmt's %v of obj.ID(). A plain name gives prefix:name.
 //
 // Type, ID and plain name are escaped: ASCII letters, digits, '-', '_' and
 // '.' stand for themselves and every other byte becomes %XX. The escape is
@@ -21,21 +22,62 @@ import (
 // as it hashes the name itself, so every key of one lock lives in one slot,
 // and no lock name can be one of them.
 
+// A LockTyper names the type part of its lock itself, so that the lock
+// survives a rename of its Go package or type: processes built before and
+// after the rename still exclude each other. Two Go types with the same
+// LockType share their locks, ID for ID. A LockType with a pointer
+// receiver names the locks of values too, so T and *T still share them. A
+// LockType that returns "" or panics makes the constructors return an error
+// wrapping ErrInvalidID.
+type LockTyper interface {
+	LockType() string
+}
+
+var lockTyperType = reflect.TypeFor[LockTyper]()
+
 // objectName names obj's lock, or returns an error wrapping ErrInvalidID
-// when obj is nil, its ID method panics, or the ID is nil or prints empty.
+// when obj is nil, its ID or LockType method panics, or the ID is nil or
+// prints empty, or LockType returns "".
 func objectName[K any](prefix string, obj Identifier[K]) (name string, err error) {
-	t := reflect.TypeOf(obj)
-	if t == nil {
-		return "", fmt.Errorf("%w: nil object", ErrInvalidID)
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	typ, err := lockType(obj)
+	if err != nil {
+		return "", err
 	}
 	id, err := callID(obj)
 	if err != nil {
 		return "", err
 	}
-	return prefix + ":" + escape(t.String()) + ":" + escape(id), nil
+	return prefix + ":" + escape(typ) + ":" + escape(id), nil
+}
+
+// lockType is the type part of obj's lock name: its LockType, or its Go
+// type as reflect prints it, a pointer naming the same as its element.
+func lockType(obj any) (typ string, err error) {
+	t := reflect.TypeOf(obj)
+	if t == nil {
+		return "", fmt.Errorf("%w: nil object", ErrInvalidID)
+	}
+	lt, ok := obj.(LockTyper)
+	if !ok && t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(lockTyperType) { // *T's
+		p := reflect.New(t)
+		p.Elem().Set(reflect.ValueOf(obj))
+		lt, ok = p.Interface().(LockTyper)
+	}
+	if !ok {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		return t.String(), nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %T.LockType() panicked: %v", ErrInvalidID, obj, r)
+		}
+	}()
+	if typ = lt.LockType(); typ == "" {
+		return "", fmt.Errorf("%w: %T.LockType() is empty", ErrInvalidID, obj)
+	}
+	return typ, nil
 }
 
 // callID returns obj.ID() as %v prints it, turning a panic into an error.

@@ -2,12 +2,14 @@ package uncomplicated
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
@@ -84,6 +86,110 @@ func TestLockName_samePackageName(t *testing.T) {
 	}
 	if c := nameOf(t, shop.Order{Code: "1"}, WithPrefix("shop")); c == a {
 		t.Errorf("name with WithPrefix = %q; want it to differ from %q", c, a)
+	}
+}
+
+// invoice and legacyInvoice are two Go types, as before and after a
+// rename, that name their locks alike.
+type invoice struct{ n int }
+
+func (i invoice) ID() int        { return i.n }
+func (invoice) LockType() string { return "billing.Invoice" }
+
+type legacyInvoice struct{ n int }
+
+func (l *legacyInvoice) ID() int        { return l.n }
+func (*legacyInvoice) LockType() string { return "billing.Invoice" }
+
+// account has its ID on values and its LockType on pointers: both
+// name one lock.
+type account struct{ n int }
+
+func (a account) ID() int         { return a.n }
+func (*account) LockType() string { return "billing.Account" }
+
+// lockTyped has a LockType of the test's choice.
+type lockTyped struct{ typ func() string }
+
+func (lockTyped) ID() int            { return 1 }
+func (l lockTyped) LockType() string { return l.typ() }
+
+// A LockType names the type part of the lock instead of the Go type: two
+// Go types that return the same string share their locks.
+func TestLockName_LockType(t *testing.T) {
+	cases := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"value", nameOf(t, invoice{7}), "lock:billing.Invoice:7"},
+		{"pointer method", nameOf(t, &legacyInvoice{7}), "lock:billing.Invoice:7"},
+		{"value, pointer method", nameOf(t, account{7}), "lock:billing.Account:7"},
+		{"pointer, pointer method", nameOf(t, &account{7}), "lock:billing.Account:7"},
+		{"pointer to value", nameOf(t, &invoice{7}), "lock:billing.Invoice:7"},
+		{"escaped", nameOf(t, lockTyped{func() string { return "a:{b}" }}), "lock:a%3A%7Bb%7D:1"},
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s: name = %q; want %q", tc.name, tc.got, tc.want)
+		}
+	}
+	c := NewClient(&redis.Pool{})
+	if rw, err := NewRW(c, invoice{7}); err != nil || rw.Name() != "lock:billing.Invoice:7" {
+		t.Errorf("NewRW(invoice{7}) = %v, %v; want lock:billing.Invoice:7", rw.Name(), err)
+	}
+	if s, err := NewSemaphore(c, &legacyInvoice{7}, 2); err != nil || s.Name() != "lock:billing.Invoice:7" {
+		t.Errorf("NewSemaphore(&legacyInvoice{7}) = %v, %v; want lock:billing.Invoice:7", s.Name(), err)
+	}
+}
+
+// A LockType that is empty or panics is an invalid ID, and nothing panics
+// out of New.
+func TestLockName_LockTypeInvalid(t *testing.T) {
+	c := NewClient(&redis.Pool{})
+	for name, obj := range map[string]Identifier[int]{
+		"empty":       lockTyped{func() string { return "" }},
+		"panics":      lockTyped{func() string { panic("no type") }},
+		"nil pointer": (*legacyInvoice)(nil),
+	} {
+		if _, err := New(c, obj); !errors.Is(err, ErrInvalidID) {
+			t.Errorf("%s: New() = %v; want ErrInvalidID", name, err)
+		}
+	}
+}
+
+// Locks of two Go types with one LockType exclude each other in Redis.
+func TestLockType_sharesTheLock(t *testing.T) {
+	mr := miniredis.RunT(t)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	ctx := context.Background()
+	before, after := NewClient(pool), NewClient(pool)
+	t.Cleanup(func() { _ = before.Close(); _ = after.Close() })
+	old, err := New(before, &legacyInvoice{7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed, err := New(after, invoice{7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := old.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock() of the old type = %v, %v; want true", ok, err)
+	}
+	if ok, err := renamed.TryLock(ctx); ok || err != nil {
+		t.Errorf("TryLock() of the renamed type while the old one holds = %v, %v; want false, nil", ok, err)
+	}
+	if err := old.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := renamed.TryLock(ctx); !ok || err != nil {
+		t.Errorf("TryLock() of the renamed type once free = %v, %v; want true", ok, err)
+	}
+	if f := renamed.Fence(); f != 2 {
+		t.Errorf("Fence() = %d; want 2, the counter the old type's lock used", f)
 	}
 }
 

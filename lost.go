@@ -24,10 +24,12 @@ type signal struct {
 	once sync.Once
 }
 
-func (s *signal) fire() {
+// fire closes the channel; it reports whether this call closed it.
+func (s *signal) fire() (closedNow bool) {
 	if s != nil {
-		s.once.Do(func() { close(s.ch) })
+		s.once.Do(func() { close(s.ch); closedNow = true })
 	}
+	return closedNow
 }
 
 // isClosed reports whether ch is closed.
@@ -102,7 +104,7 @@ func (m *Mutex) verify(ctx context.Context) (bool, error) {
 	if tokens == nil {
 		return false, nil
 	}
-	cur, err := m.c.get(ctx, m.name)
+	cur, err := m.get(ctx, m.name)
 	if err != nil {
 		return false, m.redisError(ctx, err)
 	}
@@ -111,10 +113,11 @@ func (m *Mutex) verify(ctx context.Context) (bool, error) {
 	}
 	m.mu.Lock()
 	current := m.gen == gen
-	if current {
-		m.signal().fire()
-	}
+	found, fence := current && m.signal().fire(), m.fence.Load()
 	m.mu.Unlock()
+	if found {
+		m.logLost(ctx, "lock", fence, "Redis no longer has it")
+	}
 	if current {
 		m.c.unwatch(m) // nothing more to find out
 	}
@@ -125,9 +128,18 @@ func (m *Mutex) verify(ctx context.Context) (bool, error) {
 // hold of an RWMutex.
 type renewer interface {
 	Refresh(ctx context.Context) error
-	leaseLeft() time.Duration // how long the current lease surely lasts
-	lostSignal() *signal      // the hold's Lost signal, made if needed
+	leaseLeft() time.Duration              // how long the current lease surely lasts
+	lostSignal() *signal                   // the hold's Lost signal, made if needed
+	describe() (what string, fence uint64) // for the record of its loss
 }
+
+// loseRenewed is lose for the hold r, whose signal is lost.
+func (b *base) loseRenewed(ctx context.Context, r renewer, lost *signal, why string) {
+	what, fence := r.describe()
+	b.lose(ctx, lost, what, fence, why)
+}
+
+func (m *Mutex) describe() (string, uint64) { return "lock", m.Fence() }
 
 // lostSignal returns the current hold's signal, making it.
 func (m *Mutex) lostSignal() *signal {
@@ -172,7 +184,7 @@ func (b *base) refreshWhile(ctx context.Context, r renewer) (context.Context, fu
 		// fn may return after the lease has ended with the expiry timer
 		// unread (the process was paused): the hold is lost all the same.
 		if r.leaseLeft() <= 0 {
-			lost.fire()
+			b.loseRenewed(rctx, r, lost, "fn returned after the lease ended")
 		}
 		cancel(nil)
 		return panicked
@@ -196,13 +208,13 @@ func (b *base) refreshUntil(ctx context.Context, r renewer, tick <-chan time.Tim
 				expiry.Reset(left)
 				continue
 			}
-			lost.fire()
+			b.loseRenewed(ctx, r, lost, "the lease ended before a Refresh got through")
 			return b.lostError("the lease ended before a Refresh got through")
 		case <-tick:
 		}
 		left := r.leaseLeft()
 		if left <= 0 {
-			lost.fire()
+			b.loseRenewed(ctx, r, lost, "the lease ended before a Refresh got through")
 			return b.lostError("the lease ended before a Refresh got through")
 		}
 		cctx, cancel := context.WithTimeout(ctx, left)
@@ -223,29 +235,4 @@ func (m *Mutex) leaseLeft() time.Duration {
 	from := m.from
 	m.mu.Unlock()
 	return from.Add(m.cfg.lease).Sub(m.cfg.clock.Now())
-}
-
-// get reads a string key; "" when it does not exist.
-func (c *Client) get(ctx context.Context, key string) (string, error) {
-	reply, err := c.command(ctx, "GET", key)
-	switch r := reply.(type) {
-	case nil:
-		return "", err
-	case []byte:
-		return string(r), nil
-	}
-	return "", fmt.Errorf("%w: GET replied %T", ErrUnexpectedReply, reply)
-}
-
-// command runs one command on a connection from the pool.
-func (c *Client) command(ctx context.Context, cmd string, args ...any) (any, error) {
-	conn, err := c.pool.GetContext(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if conn == nil {
-		return nil, errNilConn
-	}
-	defer conn.Close()
-	return do(ctx, conn, cmd, args)
 }

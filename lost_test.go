@@ -222,7 +222,7 @@ func TestMutex_Do_autoRefreshFindsLoss(t *testing.T) {
 // tick.
 func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 	fp, _, mock := newMockFaultPool(t)
-	m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Second),
+	m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Second),
 		uncomplicated.WithAutoRefresh(300*time.Millisecond)), Order{1})
 	err := m.Do(context.Background(), func(ctx context.Context) error {
 		fp.down.Store(true)
@@ -382,7 +382,7 @@ func newMockFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis, *clock.Mo
 func TestMutex_Do_returnsAfterLeaseEnded(t *testing.T) {
 	for i := range 20 {
 		fp, _, mock := newMockFaultPool(t)
-		m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Minute),
+		m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Minute),
 			uncomplicated.WithAutoRefresh(time.Second)), Order{int64(i)})
 		var release func()
 		err := m.Do(context.Background(), func(ctx context.Context) error {

@@ -3,9 +3,7 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -369,55 +367,5 @@ func TestMutex_brokenFence(t *testing.T) {
 	}
 	if v, _ := env.Redis.Get(m.Name()); v != "stuck holder" {
 		t.Errorf("holder's value after a failed take-over = %q; want it untouched", v)
-	}
-}
-
-// logRecorder keeps the messages and lock names of the records it handles.
-type logRecorder struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (r *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *logRecorder) WithGroup(string) slog.Handler            { return r }
-func (r *logRecorder) Handle(_ context.Context, rec slog.Record) error {
-	lock := ""
-	rec.Attrs(func(a slog.Attr) bool {
-		if a.Key == "lock" {
-			lock = a.Value.String()
-		}
-		return true
-	})
-	r.mu.Lock()
-	r.msgs = append(r.msgs, rec.Level.String()+" "+rec.Message+" "+lock)
-	r.mu.Unlock()
-	return nil
-}
-
-func TestMutex_logs(t *testing.T) {
-	rec := &logRecorder{}
-	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithLogger(slog.New(rec)))
-	ctx := context.Background()
-	a := mustNew(t, env.Client, Order{1}, uncomplicated.WithLease(0))
-	mustLock(t, a)
-	name := a.Name()
-	for _, policy := range []uncomplicated.StalePolicy{uncomplicated.Fail, uncomplicated.TakeOver} {
-		b := mustNew(t, env.Client, Order{1}, uncomplicated.WithStalePolicy(policy), uncomplicated.WithLease(0))
-		done := lockAsync(ctx, b)
-		env.AwaitWaiters(1)
-		env.Advance(patience)
-		if err := recv(t, done); err == nil {
-			if err := b.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	var want []string
-	for _, w := range []string{"acquired", "busy, waiting", "stale", "busy, waiting", "taken over", "released"} {
-		want = append(want, "DEBUG lock "+w+" "+name)
-	}
-	if !slices.Equal(rec.msgs, want) {
-		t.Errorf("records = %q; want %q", rec.msgs, want)
 	}
 }

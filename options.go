@@ -3,6 +3,7 @@ package uncomplicated
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -11,9 +12,10 @@ import (
 
 // Defaults used when no option says otherwise.
 const (
-	DefaultTimeout = 5 * time.Minute
-	DefaultTicks   = 100
-	DefaultPrefix  = "lock"
+	DefaultTimeout        = 5 * time.Minute
+	DefaultTicks          = 100
+	DefaultPrefix         = "lock"
+	DefaultCommandTimeout = 10 * time.Second
 )
 
 // The bound of the random sleep between two attempts is timeout/ticks, but
@@ -63,11 +65,13 @@ type config struct {
 	ticks    int
 	policy   StalePolicy
 	lease    time.Duration
-	leaseSet bool // lease was given; otherwise it follows timeout
+	leaseSet bool // lease was given; otherwise it is twice timeout
 	clock    clock.Clock
 	logger   *slog.Logger
 	prefix   string
 	every    time.Duration // auto-refresh period of Do; 0 means off
+	// commandTimeout bounds each call to Redis; 0 means only ctx does.
+	commandTimeout time.Duration
 }
 
 func defaults() config {
@@ -78,13 +82,17 @@ func defaults() config {
 		clock:   clock.New(),
 		logger:  slog.New(slog.DiscardHandler),
 		prefix:  DefaultPrefix,
+
+		commandTimeout: DefaultCommandTimeout,
 	}
 }
 
 // WithTimeout sets the patience of a waiter: how long one unchanged holder
 // token (for an RWMutex's writer, the same set of blockers) may sit on the
 // lock before the holder counts as stuck and the stale policy applies.
-// Unless WithLease says otherwise it is also the lease.
+// Patience judges a holder stuck; the lease (WithLease) frees a crashed
+// one, and unless WithLease says otherwise it is twice the timeout, so
+// that a holder that hangs is found stale before its lease ends.
 // Default 5 minutes; must be positive.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
@@ -105,9 +113,12 @@ func WithStalePolicy(p StalePolicy) Option {
 
 // WithLease sets how long a hold lasts in Redis (the lock key's time to
 // live, or a reader's or permit's expiry), counted from acquisition and
-// from each Refresh. By default the lease equals the timeout. Zero means
-// no expiry: only a release or a take-over ends the hold. Must not be negative;
-// a positive lease is rounded up to whole milliseconds.
+// from each Refresh: the lease frees the lock of a holder that crashed.
+// A lease at or below the timeout means stale detection never triggers:
+// the lock expires before a waiter's patience runs out, and the waiter
+// simply acquires it. Default: twice the timeout. Zero means no expiry:
+// only a release or a take-over ends the hold. Must not be negative; a
+// positive lease is rounded up to whole milliseconds.
 func WithLease(d time.Duration) Option {
 	return func(c *config) { c.lease, c.leaseSet = d, true }
 }
@@ -124,8 +135,13 @@ func WithClock(clk clock.Clock) Option {
 	}
 }
 
-// WithLogger sets where debug records go: acquired, waiting, stale, taken
-// over, released, each with the lock name. Default, or nil: nowhere.
+// WithLogger sets where the locks' records go. Debug: "acquired", "busy,
+// waiting", "released". Warn: "stale" (under Fail), "taken over", "lost",
+// and "Redis call failed" for a call that failed while its ctx was alive.
+// Info: "Redis call failed" for LOADING, which Lock waits out. Each record
+// has the lock name ("lock") and, when it is about a hold, its "fence".
+// slog.Default() thus shows what needs attention and nothing more.
+// Default, or nil: nowhere.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
 		if l == nil {
@@ -153,6 +169,20 @@ func WithAutoRefresh(d time.Duration) Option {
 	return func(c *config) { c.every = d }
 }
 
+// WithCommandTimeout bounds each call the library makes to Redis (getting
+// a connection from the Pool, then one command or script) to d, whatever
+// the ctx passed in, so that no call hangs on a server that accepts
+// connections but stops answering. A call that runs out of time returns an
+// error matching os.ErrDeadlineExceeded; Lock returns it rather than
+// waiting on. It is real time, not the WithClock clock, as a connection's
+// deadlines are. Under a ctx that can never end (context.Background) it
+// also takes the place of the read timeout of the pool's connections;
+// under any other ctx the earlier of the two ends a command. Default 10
+// seconds; 0 means no bound other than ctx; must not be negative.
+func WithCommandTimeout(d time.Duration) Option {
+	return func(c *config) { c.commandTimeout = d }
+}
+
 // build applies opts over the defaults and checks the result.
 func build(opts []Option) (config, error) {
 	cfg := defaults()
@@ -162,9 +192,18 @@ func build(opts []Option) (config, error) {
 		}
 	}
 	if !cfg.leaseSet {
-		cfg.lease = cfg.timeout
+		cfg.lease = defaultLease(cfg.timeout)
 	}
 	return cfg, cfg.validate()
+}
+
+// defaultLease is the lease that goes with timeout: twice it, at most the
+// longest time.Duration.
+func defaultLease(timeout time.Duration) time.Duration {
+	if timeout > math.MaxInt64/2 {
+		return math.MaxInt64
+	}
+	return 2 * timeout
 }
 
 func (c *config) validate() error {
@@ -179,6 +218,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: unknown stale policy %v", ErrInvalidArgument, c.policy)
 	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
 		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
+	case c.commandTimeout < 0:
+		return fmt.Errorf("%w: command timeout must not be negative, got %v", ErrInvalidArgument, c.commandTimeout)
 	case c.every < 0 || c.every > 0 && (c.every < minTick || c.every >= c.lease):
 		return fmt.Errorf("%w: auto-refresh period must be at least %v and below the lease %v, got %v", ErrInvalidArgument, minTick, c.lease, c.every)
 	}

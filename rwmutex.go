@@ -434,7 +434,8 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 }
 
 // RDo runs fn while holding a read lock of its own, as Do does with the
-// write lock; RUnlock does not release it.
+// write lock; RUnlock does not release it. A read hold has no fence: inside
+// fn, FenceOf reports none, even when RDo runs inside a Do.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(context.Context) error) error {
 	if err := rw.checkFn(ctx, fn); err != nil {
 		return err

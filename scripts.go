@@ -1,13 +1,11 @@
 package uncomplicated
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"strings"
 
 	"github.com/gomodule/redigo/redis"
 )
@@ -178,54 +176,6 @@ func newScript(keys int, src string) *script {
 	sum := sha1.Sum([]byte(src))
 	return &script{Script: redis.NewScript(keys, src), src: src, hash: hex.EncodeToString(sum[:]), keys: keys}
 }
-
-// eval runs s with keys and args on a connection from the pool, as EVALSHA,
-// or EVAL when the server does not have the script yet. sent reports
-// whether the script may have reached Redis, even when err says the reply
-// did not come.
-func (c *Client) eval(ctx context.Context, s *script, keys []any, args ...any) (reply any, sent bool, err error) {
-	conn, err := c.pool.GetContext(ctx)
-	if err != nil {
-		return nil, false, err
-	}
-	if conn == nil {
-		return nil, false, errNilConn
-	}
-	defer conn.Close()
-	all := make([]any, 0, 2+len(keys)+len(args))
-	all = append(append(append(all, s.hash, s.keys), keys...), args...)
-	reply, err = do(ctx, conn, "EVALSHA", all)
-	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT ") {
-		all[0] = s.src
-		reply, err = do(ctx, conn, "EVAL", all)
-	}
-	return reply, true, err
-}
-
-// do runs a command that ends when ctx does. redigo watches a ctx with a
-// goroutine per call; a ctx that can never end (context.Background) does
-// without it. A panic while reading the reply becomes an error; one in
-// redigo's own goroutine cannot be caught here.
-func do(ctx context.Context, conn redis.Conn, cmd string, args []any) (reply any, err error) {
-	defer func() {
-		if r := recover(); r != nil { // redigo panics on some malformed replies
-			reply, err = nil, fmt.Errorf("%w: the connection panicked reading it: %v", ErrUnexpectedReply, r)
-		}
-	}()
-	if ctx.Done() == nil {
-		return conn.Do(cmd, args...)
-	}
-	cwc, ok := conn.(redis.ConnWithContext)
-	if !ok {
-		return nil, errNoContext
-	}
-	return cwc.DoContext(ctx, cmd, args...)
-}
-
-var (
-	errNilConn   = fmt.Errorf("%w: Pool returned a nil connection", ErrInvalidArgument)
-	errNoContext = fmt.Errorf("%w: Pool's connection does not implement redis.ConnWithContext", ErrInvalidArgument)
-)
 
 // anys converts tokens to script arguments.
 func anys(tokens []string) []any {

@@ -138,6 +138,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 
 // Do runs fn while holding a permit: Acquire, fn, Release, as Mutex.Do
 // does with Lock and Unlock, auto-refresh and the lost signal included.
+// fn's ctx carries the permit's fence for FenceOf.
 func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) error {
 	if err := s.check(ctx); err != nil {
 		return err

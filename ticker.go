@@ -3,8 +3,6 @@ package uncomplicated
 import (
 	"context"
 	"errors"
-	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -49,12 +47,12 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 		w.seen = max(w.seen, out.seen)
 		w.listen()
 		now := m.cfg.clock.Now()
-		if p.watch(out.holder, now) && m.logs(ctx) {
-			m.debug(ctx, "lock busy, waiting", slog.Duration("timeout", m.cfg.timeout))
+		if p.watch(out.holder, now) {
+			m.logWaiting(ctx, "lock")
 		}
 		if age := p.age(now); age >= m.cfg.timeout {
 			if m.cfg.policy == Fail {
-				return m.stale(ctx, age)
+				return m.staleError(ctx, "lock", "one holder token", age)
 			}
 			out, err = m.takeOver(ctx, p.holder, w.token, w.queued())
 			if err != nil {
@@ -62,10 +60,8 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 			}
 			if out.fence > 0 {
 				w.inQueue = false
-				m.hold(w.token, out.fence, from)
-				if m.logs(ctx) {
-					m.debug(ctx, "lock taken over", slog.Duration("age", age), slog.Uint64("fence", out.fence))
-				}
+				m.logTakeOver(ctx, "lock", age, out.fence, 1)
+				m.acquired(ctx, w.token, out.fence, from, false)
 				return nil
 			}
 			// Another waiter took it over first: a new holder to watch,
@@ -182,14 +178,6 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 	if left {
 		w.m.background(ctx, leaveScript, w.m.keys[:], w.entry, w.token)
 	}
-}
-
-// stale is the error of a Lock that found the holder stuck under Fail.
-func (m *Mutex) stale(ctx context.Context, age time.Duration) error {
-	if m.logs(ctx) {
-		m.debug(ctx, "lock stale", slog.Duration("age", age))
-	}
-	return m.notObtained(fmt.Sprintf("stale: one holder token for %v", age.Round(time.Millisecond)), ErrStale)
 }
 
 // sleep is nap for a waiter of the Mutex, which waits for its

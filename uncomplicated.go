@@ -7,17 +7,21 @@
 //	m, err := uncomplicated.New(client, order) // lock:orders.Order:42
 //	err = m.Do(ctx, func(ctx context.Context) error { return charge(ctx, order) })
 //
-// A waiter sleeps random sub-second ticks between attempts. While the
-// holder's secret token keeps changing (new holders, or a holder calling
-// Refresh) the lock is busy, not stuck, and the waiter's patience starts
-// over. When one token has sat on the lock for the whole timeout, the holder
-// is stuck: the waiter fails with ErrStale, or with the TakeOver policy
-// replaces the holder atomically under a higher fencing token.
+// A waiter joins the lock's queue: a release hands the lock to the oldest
+// waiter and wakes it. Between wake-ups it also tries again after random
+// sub-second ticks, so it never depends on them. While the holder's secret
+// token keeps changing (new holders, or a holder calling Refresh) the lock
+// is busy, not stuck, and the waiter's patience starts over. When one token
+// has sat on the lock for the whole timeout, the holder is stuck: the waiter
+// fails with ErrStale, or with the TakeOver policy replaces the holder
+// atomically under a higher fencing token. The lease, twice the timeout by
+// default, frees the lock of a holder that crashed.
 //
 // Safety rests on the lease, as with every Redis lock: a holder paused past
 // its lease, or taken over while it was only slow, may still be running. Pass
-// Mutex.Fence to the store you protect and have it refuse a write whose
-// fence is not above the highest it has accepted.
+// the hold's fence (Mutex.Fence, or FenceOf inside Do) to the store you
+// protect and have it refuse a write whose fence is not above the highest it
+// has accepted.
 package uncomplicated
 
 import (
@@ -82,6 +86,15 @@ type Identifier[K any] interface{ ID() K }
 // A Pool hands out Redis connections; *redis.Pool is one. Its connections
 // must implement redis.ConnWithContext (redigo's do) so that every call
 // ends when its ctx does.
+//
+// While any of its goroutines waits for a lock, a Client keeps one of the
+// pool's connections to hear of hand-offs, so the pool must let each
+// Client have one more than the calls it makes at once; a call that finds
+// none while the Client listens says so. A *redis.Pool whose MaxActive is 1
+// has none to spare: its Client never listens, and its waiters try again
+// on their ticks only. The listening connection PINGs Redis every second:
+// a read timeout of the pool's connections of a second or less would end
+// it again and again.
 type Pool interface {
 	GetContext(context.Context) (redis.Conn, error)
 }
@@ -121,7 +134,8 @@ func NewClient(pool Pool, opts ...Option) *Client {
 
 // Close wakes every Lock waiting on the Client's mutexes and makes them
 // return ErrClosed, as every later Lock, TryLock, Refresh, New and Named
-// does. Unlock still releases, and then reports ErrClosed too. Close gives
+// does; a call to Redis under way when Close is called ends when Redis
+// answers or its command timeout passes. Unlock still releases, and then reports ErrClosed too. Close gives
 // the connection that listened for wake-ups back to the pool; it does not
 // close the pool. It waits, up to a few seconds when Redis does not
 // answer, for the clean-up of acquisitions whose reply was lost. Close is
@@ -149,16 +163,23 @@ func (c *Client) Close() error {
 func (c *Client) wakeups(started bool) *wakeups {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.wake != nil || started || c.closing {
+	if c.wake != nil || started || c.closing || !spares(c.pool) {
 		return c.wake
 	}
-	c.wake = newWakeups(c.pool, c.clock())
+	c.wake = newWakeups(c.pool, c.settings().clock)
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()
 		c.wake.run()
 	}()
 	return c.wake
+}
+
+// spares reports whether pool can spare a connection to listen on while
+// calls need another.
+func spares(pool Pool) bool {
+	p, ok := pool.(*redis.Pool)
+	return !ok || p.MaxActive != 1
 }
 
 func (c *Client) closed() bool {
@@ -196,8 +217,9 @@ func (c *Client) config(opts []Option) (config, error) {
 	return build(append(slices.Clone(c.opts), opts...))
 }
 
-// New returns the Mutex of obj's lock, named lock:<package>.<Type>:<ID>;
-// opts override the Client's. It returns an error wrapping ErrInvalidID or
+// New returns the Mutex of obj's lock, named lock:<package>.<Type>:<ID>,
+// or lock:<LockType>:<ID> when obj is a LockTyper; opts override the
+// Client's. It returns an error wrapping ErrInvalidID or
 // ErrInvalidArgument for bad input; nothing is sent to Redis.
 func New[K any](c *Client, obj Identifier[K], opts ...Option) (*Mutex, error) {
 	return c.mutex(opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
@@ -278,8 +300,11 @@ func (m *Mutex) Fence() uint64 {
 }
 
 // Lock acquires the lock, waiting while another holder has it: first within
-// this process, then in Redis, trying again after random sub-second ticks.
-// A holder that keeps one token for the whole timeout is stale: Lock then
+// this process, then in Redis, where it joins the lock's queue of waiters
+// and is woken when a release hands the lock to it; it also tries again
+// after random sub-second ticks, and joins the queue only once its Client
+// listens for hand-offs. A holder that keeps one token for the whole
+// timeout is stale: Lock then
 // returns an error wrapping ErrStale and ErrNotObtained, or with TakeOver
 // replaces the holder. When ctx ends or the Client closes first, Lock returns
 // an error wrapping ErrNotObtained and ctx.Err() or ErrClosed. A Redis error
@@ -388,7 +413,7 @@ func (m *Mutex) unlock(ctx context.Context, later bool) error {
 		return fmt.Errorf("%w: %s: not locked", ErrNotHeld, m.name)
 	}
 	m.c.unwatch(m)
-	m.fence.Store(0)
+	fence := m.fence.Swap(0)
 	defer func() { <-m.sem }()
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
@@ -399,25 +424,25 @@ func (m *Mutex) unlock(ctx context.Context, later bool) error {
 		}
 		return m.redisError(ctx, opErr)
 	}
-	err := m.release(ctx, tokens)
+	err := m.release(ctx, tokens, fence)
 	switch {
 	case errors.Is(err, ErrLost):
-		lost.fire()
+		m.lose(ctx, lost, "lock", fence, "expired or taken over")
 	case err != nil && later && m.ctxErr(ctx) != nil:
 		m.background(ctx, releaseScript, m.keys[:], tokens...)
 	}
 	return err
 }
 
-// release frees the lock in Redis, or hands it to the next waiter, if it
-// holds one of tokens.
-func (m *Mutex) release(ctx context.Context, tokens []string) error {
+// release frees the lock of the hold with fence in Redis, or hands it to
+// the next waiter, if it holds one of tokens.
+func (m *Mutex) release(ctx context.Context, tokens []string, fence uint64) error {
 	var reply any
 	var err error
 	if len(tokens) == 1 {
-		reply, _, err = m.c.eval(ctx, releaseScript, m.keys[:], tokens[0])
+		reply, _, err = m.eval(ctx, releaseScript, m.keys[:], tokens[0])
 	} else {
-		reply, _, err = m.c.eval(ctx, releaseScript, m.keys[:], anys(tokens)...)
+		reply, _, err = m.eval(ctx, releaseScript, m.keys[:], anys(tokens)...)
 	}
 	var released bool
 	var next string
@@ -433,9 +458,7 @@ func (m *Mutex) release(ctx context.Context, tokens []string) error {
 	if obs, ok := m.cfg.clock.(settle.Observer); ok && next != "" {
 		obs.HandOff(next)
 	}
-	if m.logs(ctx) {
-		m.debug(ctx, "lock released", slog.Bool("handed_off", next != ""))
-	}
+	m.logReleased(ctx, "lock", fence, slog.Bool("handed_off", next != ""))
 	return nil
 }
 
@@ -469,6 +492,12 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 	sent := m.cfg.clock.Now()
 	ok, err := m.flag(ctx, refreshScript, m.keys[:1], append([]any{m.lease, next}, anys(tokens)...)...)
 
+	found, fence := false, m.Fence() // the loss, logged once mu is unlocked
+	defer func() {
+		if found {
+			m.logLost(ctx, "lock", fence, "Refresh found it expired or taken over")
+		}
+	}()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	current := m.gen == gen
@@ -480,7 +509,7 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 		return err
 	case !ok:
 		if current {
-			m.signal().fire()
+			found = m.signal().fire()
 			m.c.unwatch(m)
 		}
 		return m.lostError("expired or taken over")
@@ -519,14 +548,15 @@ func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
-// fn panics (the panic then goes on). With WithAutoRefresh, the lock is
-// refreshed while fn runs, and fn's ctx is cancelled when the lock is
-// lost. The Unlock ignores ctx's cancellation, so that a lock is released
-// even when fn returned because ctx ended, but it ends 50ms after ctx's
-// deadline, if ctx has one, and after 5s otherwise; a release cut short
-// then goes on in the background, as far as Client.Close. Do returns Lock's error without
-// running fn, or fn's error joined with Unlock's. When the lock was lost
-// while fn ran, the error wraps ErrLost, also when fn returned nil.
+// fn panics (the panic then goes on). fn's ctx carries the hold's fence for
+// FenceOf. With WithAutoRefresh, the lock is refreshed while fn runs, and
+// fn's ctx is cancelled when the lock is lost. The Unlock ignores ctx's
+// cancellation, so that a lock is released even when fn returned because
+// ctx ended, but it ends 50ms after ctx's deadline, if ctx has one, and
+// after 5s otherwise; a release cut short then goes on in the background,
+// as far as Client.Close. Do returns Lock's error without running fn, or
+// fn's error joined with Unlock's. When the lock was lost while fn ran, the
+// error wraps ErrLost, also when fn returned nil.
 func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err error) {
 	if err := m.check(ctx); err != nil {
 		return err
@@ -537,9 +567,9 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 	if err := m.Lock(ctx); err != nil {
 		return err
 	}
-	fctx, stop := ctx, func() any { return nil }
+	fctx, stop := withFence(ctx, m.Fence()), func() any { return nil }
 	if m.cfg.every > 0 {
-		fctx, stop = m.refreshWhile(ctx, m)
+		fctx, stop = m.refreshWhile(fctx, m)
 	}
 	defer func() {
 		panicked := stop()
@@ -599,9 +629,14 @@ func (m *Mutex) takeOver(ctx context.Context, stale, token, entry string) (outco
 // resolve finds out what an attempt whose reply was lost did: acquireScript
 // again with the same token replies the fence when the lock holds the
 // token, and otherwise makes one more attempt, re-joining the queue only if
-// the lost one was to join it. When that fails too, the key may still hold
+// the lost one was to join it. When that fails too, or the lost reply was
+// one that did not come in time (see askAgain), the key may still hold
 // token with nobody knowing: a release in the background deletes it.
 func (m *Mutex) resolve(ctx context.Context, token, entry, queue string, lost error) (outcome, error) {
+	if !askAgain(lost) {
+		m.background(ctx, releaseScript, m.keys[:], token)
+		return outcome{}, lost
+	}
 	if queue == "q" {
 		queue = "r"
 	}
@@ -616,7 +651,7 @@ func (m *Mutex) resolve(ctx context.Context, token, entry, queue string, lost er
 // outcome runs acquireScript or takeOverScript for token. unknown reports
 // a reply lost after the script may have run.
 func (m *Mutex) outcome(ctx context.Context, s *script, token string, args ...any) (out outcome, unknown bool, err error) {
-	reply, sent, err := m.c.eval(ctx, s, m.keys[:], args...)
+	reply, sent, err := m.eval(ctx, s, m.keys[:], args...)
 	if err == nil {
 		if out, err = parseOutcome(reply); err == nil {
 			return out, false, nil
@@ -641,7 +676,5 @@ func (m *Mutex) hold(token string, fence uint64, from time.Time) {
 // handedOff, by a release.
 func (m *Mutex) acquired(ctx context.Context, token string, fence uint64, from time.Time, handedOff bool) {
 	m.hold(token, fence, from)
-	if m.logs(ctx) {
-		m.debug(ctx, "lock acquired", slog.Uint64("fence", fence), slog.Bool("handed_off", handedOff))
-	}
+	m.logAcquired(ctx, "lock", fence, slog.Bool("handed_off", handedOff))
 }

@@ -117,6 +117,14 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 	return l
 }
 
+// connected reports whether the listening connection is up: it holds one of
+// the pool's connections.
+func (w *wakeups) connected() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.conn != nil
+}
+
 // state reports whether the subscription is confirmed, and whether a
 // confirmation is on its way: the connection is up or being made. changed
 // is closed when a confirmation stops being on its way.

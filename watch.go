@@ -41,7 +41,7 @@ func (c *Client) watch(m verifier) {
 	if !c.watching {
 		c.watching = true
 		c.cleanups.Add(1)
-		go c.watchRestarts(c.clock())
+		go c.watchRestarts(c.settings().clock)
 	}
 }
 
@@ -111,7 +111,7 @@ func (c *Client) checkRestart(ms []verifier) {
 
 // runID returns the server's run_id, or "" when Redis cannot tell.
 func (c *Client) runID(ctx context.Context) string {
-	reply, err := c.command(ctx, "INFO", "server")
+	reply, err := c.command(ctx, c.settings().commandTimeout, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
 		return ""
@@ -125,10 +125,11 @@ func (c *Client) runID(ctx context.Context) string {
 	return ""
 }
 
-// clock returns the clock of the Client's options.
-func (c *Client) clock() clock.Clock {
+// settings returns the Client's options, or the defaults when they are
+// invalid (New and the other constructors report that).
+func (c *Client) settings() config {
 	if cfg, err := build(c.opts); err == nil {
-		return cfg.clock
+		return cfg
 	}
-	return clock.New()
+	return defaults()
 }

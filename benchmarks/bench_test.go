@@ -53,6 +53,23 @@ func BenchmarkUncontendedBackground(b *testing.B) {
 	lockUnlock(b, context.Background(), m)
 }
 
+// BenchmarkUncontendedNoCommandTimeout is BenchmarkUncontendedBackground
+// and BenchmarkUncontended/uncomplicated with WithCommandTimeout(0): what
+// bounding every call to Redis costs.
+func BenchmarkUncontendedNoCommandTimeout(b *testing.B) {
+	c := backgroundClient(b, uncomplicated.WithCommandTimeout(0))
+	m, err := c.Named("bench-no-command-timeout")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Background", func(b *testing.B) { lockUnlock(b, context.Background(), m) })
+	b.Run("cancellable", func(b *testing.B) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		lockUnlock(b, ctx, m)
+	})
+}
+
 // BenchmarkUncontendedBackgroundRLock is BenchmarkUncontended/uncomplicated_RW_read
 // (RLock+RUnlock) with context.Background().
 func BenchmarkUncontendedBackgroundRLock(b *testing.B) {
@@ -76,10 +93,11 @@ func BenchmarkUncontendedBackgroundAcquire(b *testing.B) {
 	lockUnlock(b, context.Background(), &semaphoreLocker{s: s})
 }
 
-// backgroundClient returns a Client on the shared server, closed with b.
-func backgroundClient(b *testing.B) *uncomplicated.Client {
+// backgroundClient returns a Client on the shared server with opts, closed
+// with b.
+func backgroundClient(b *testing.B, opts ...uncomplicated.Option) *uncomplicated.Client {
 	pool := newPool(redistest.Shared(b).Addr)
-	c := uncomplicated.NewClient(pool)
+	c := uncomplicated.NewClient(pool, opts...)
 	b.Cleanup(func() {
 		_ = c.Close()
 		_ = pool.Close()

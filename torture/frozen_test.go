@@ -38,7 +38,7 @@ func TestDo_frozenPastLeaseAndDeadline(t *testing.T) {
 	}
 	requireRedis(t)
 	srv := redistest.Start(t)
-	c := uncomplicated.NewClient(srv.Pool(t), uncomplicated.WithTimeout(300*time.Millisecond),
+	c := uncomplicated.NewClient(srv.Pool(t), uncomplicated.WithLease(300*time.Millisecond),
 		uncomplicated.WithAutoRefresh(100*time.Millisecond))
 	defer c.Close()
 	m, _ := c.Named("m")

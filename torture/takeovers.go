@@ -6,7 +6,7 @@ import (
 )
 
 // takeOvers is a slog.Handler that turns the library's "... taken over"
-// debug records into takeover events, by role, and drops every other
+// records (at Warn) into takeover events, by role, and drops every other
 // record.
 type takeOvers struct{ out *emitter }
 

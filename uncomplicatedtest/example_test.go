@@ -25,7 +25,7 @@ func Example() {
 		uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
 	ctx := context.Background()
 
-	hung, _ := uncomplicated.New(env.Client, Order{N: 7}, uncomplicated.WithLease(0))
+	hung, _ := uncomplicated.New(env.Client, Order{N: 7}) // lease: twice the timeout
 	if err := hung.Lock(ctx); err != nil {
 		t.Fatalf("Lock() = %v", err)
 	}

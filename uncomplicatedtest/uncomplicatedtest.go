@@ -245,6 +245,11 @@ func (c mockTimeConn) DoContext(ctx context.Context, cmd string, args ...any) (a
 	return c.ConnWithContext.DoContext(noDeadline{ctx}, cmd, args...)
 }
 
+// DoWithTimeout is the connection's own: its timeout is real time.
+func (c mockTimeConn) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, error) {
+	return redis.DoWithTimeout(c.ConnWithContext, d, cmd, args...)
+}
+
 func (c mockTimeConn) ReceiveContext(ctx context.Context) (any, error) {
 	return c.ConnWithContext.ReceiveContext(noDeadline{ctx})
 }

@@ -78,12 +78,20 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ulock demo: %v\n", err)
 		return 2
 	}
-	pool, where, stop, err := demoRedis(os.Getenv("REDIS_URL"))
+	url := os.Getenv("REDIS_URL")
+	pool, where, stop, err := demoRedis(url)
 	if err != nil {
 		fmt.Fprintf(stderr, "ulock demo: %v\n", err)
 		return 1
 	}
 	defer stop()
+	if url != "" { // the user's Redis: leave nothing behind
+		defer func() {
+			if err := deleteKeys(pool, demoPrefix); err != nil {
+				fmt.Fprintf(stderr, "ulock demo: deleting its keys: %v\n", err)
+			}
+		}()
+	}
 	if err := demo(ctx, cfg, pool, where, stdout); err != nil {
 		fmt.Fprintf(stderr, "ulock demo: %v\n", err)
 		return 1
@@ -91,12 +99,16 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// demoPrefix is the first part of the names of the demo's locks.
+const demoPrefix = "ulock-demo"
+
 // demoRedis returns a pool on REDIS_URL, or on an embedded miniredis whose
 // TTLs run on the wall clock, as a real server's do.
 func demoRedis(url string) (pool *redis.Pool, where string, stop func(), err error) {
 	if url != "" {
 		pool = &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return redis.DialURLContext(ctx, url)
+			return redis.DialURLContext(ctx, url, redis.DialConnectTimeout(3*time.Second),
+				redis.DialReadTimeout(3*time.Second), redis.DialWriteTimeout(3*time.Second))
 		}}
 		conn, err := pool.GetContext(context.Background())
 		if err == nil {
@@ -120,12 +132,43 @@ func demoRedis(url string) (pool *redis.Pool, where string, stop func(), err err
 	return pool, "embedded in-memory Redis (miniredis; set REDIS_URL to use a server)", func() { pool.Close(); srv.Close() }, nil
 }
 
+// deleteKeys deletes every key whose name starts with prefix and a colon,
+// SCANning rather than blocking the server with KEYS.
+func deleteKeys(pool *redis.Pool, prefix string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	conn, err := pool.GetContext(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	cursor := "0"
+	for {
+		reply, err := redis.Values(redis.DoContext(conn, ctx, "SCAN", cursor, "MATCH", prefix+":*", "COUNT", 1000))
+		if err != nil {
+			return err
+		}
+		var keys []any
+		if _, err := redis.Scan(reply, &cursor, &keys); err != nil {
+			return err
+		}
+		if len(keys) > 0 {
+			if _, err := redis.DoContext(conn, ctx, "DEL", keys...); err != nil {
+				return err
+			}
+		}
+		if cursor == "0" {
+			return nil
+		}
+	}
+}
+
 func demo(ctx context.Context, cfg demoConfig, pool *redis.Pool, where string, out io.Writer) error {
 	tl := &timeline{out: out, start: time.Now()}
 	fmt.Fprintf(out, "%d workers, %d orders, %d jobs each; timeout %v, lease %v, stale policy %v\n%s\n\n",
 		cfg.workers, cfg.orders, cfg.jobs, cfg.timeout, cfg.lease, cfg.policy, where)
 	client := uncomplicated.NewClient(pool,
-		uncomplicated.WithPrefix("ulock-demo"),
+		uncomplicated.WithPrefix(demoPrefix),
 		uncomplicated.WithTimeout(cfg.timeout),
 		uncomplicated.WithTicks(20),
 		uncomplicated.WithLease(cfg.lease),
@@ -190,6 +233,7 @@ func (wk *worker) run(ctx context.Context, w int) error {
 		err = m.Do(ctx, func(ctx context.Context) error { return wk.job(ctx, m, order, hang) })
 		switch {
 		case errors.Is(err, uncomplicated.ErrStale):
+			wk.store.gaveUp()
 			wk.tl.say(wk.name, "gave up on order %d: %v", order.N, err)
 		case errors.Is(err, uncomplicated.ErrLost):
 			wk.tl.say(wk.name, "lost order %d's lock: %v", order.N, err)
@@ -223,12 +267,20 @@ func (wk *worker) job(ctx context.Context, m *uncomplicated.Mutex, order Order, 
 }
 
 // fencedStore stands for the database the locks protect: it refuses a
-// write whose fence is not above the highest it has accepted.
+// write whose fence is not above the highest it has accepted. It also
+// counts the jobs that never wrote because they gave up on a stale lock.
 type fencedStore struct {
 	mu       sync.Mutex // guards the fields below
 	highest  map[int]uint64
 	accepted int
 	rejected int
+	gaveUps  int
+}
+
+func (s *fencedStore) gaveUp() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gaveUps++
 }
 
 func (s *fencedStore) write(order int, fence uint64) bool {
@@ -252,7 +304,15 @@ func (s *fencedStore) get(order int) uint64 {
 func (s *fencedStore) report(out io.Writer, took time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fmt.Fprintf(out, "\nstore: %d writes accepted, %d rejected by their fence; took %v\n", s.accepted, s.rejected, took.Round(time.Millisecond))
+	fmt.Fprintf(out, "\nstore: %d writes accepted, %d rejected by their fence; %d %s gave up on a stale lock; took %v\n",
+		s.accepted, s.rejected, s.gaveUps, plural(s.gaveUps, "job", "jobs"), took.Round(time.Millisecond))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // timeline prints what happens, with the time since the start.
@@ -270,8 +330,8 @@ func (t *timeline) say(who, format string, args ...any) {
 	fmt.Fprintf(t.out, "%7.3fs  %-3s  %s\n", t.since().Seconds(), who, fmt.Sprintf(format, args...))
 }
 
-// logLines is the slog.Handler that puts the library's debug records on
-// the timeline.
+// logLines is the slog.Handler that puts the library's records, of every
+// level, on the timeline.
 type logLines struct {
 	tl    *timeline
 	attrs []slog.Attr

@@ -3,8 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
@@ -46,13 +49,27 @@ func TestDemo_fail(t *testing.T) {
 	if strings.Contains(out, "taken over") {
 		t.Errorf("Fail policy took a lock over:\n%s", out)
 	}
+	n := strings.Count(out, "gave up on order")
+	want := fmt.Sprintf("; %d jobs gave up on a stale lock;", n)
+	if n == 1 {
+		want = "; 1 job gave up on a stale lock;"
+	}
+	wantLines(t, out, want)
 }
 
 func TestDemo_realRedis(t *testing.T) {
 	srv := redistest.Shared(t)
 	t.Setenv("REDIS_URL", "redis://"+srv.Addr+"/0")
 	out := runDemoT(t, quick...)
-	wantLines(t, out, "Redis at redis://"+srv.Addr, "taken over", "store REJECTED")
+	wantLines(t, out, "Redis at redis://"+srv.Addr, "taken over", "store REJECTED", "; 0 jobs gave up")
+	conn, err := srv.Pool(t).GetContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if keys, err := redis.Strings(conn.Do("KEYS", "ulock-demo:*")); err != nil || len(keys) > 0 {
+		t.Errorf("keys left on the user's Redis = %q, %v; want none", keys, err)
+	}
 }
 
 func TestRun_usage(t *testing.T) {
