@@ -48,6 +48,13 @@ func (b *base) background(ctx context.Context, s *script, keys []any, args ...st
 	}()
 }
 
+// outlived reports whether a hold whose lease began at or after from may
+// have ended by now: the lease counted from from has passed, and another
+// holder may have the lock.
+func (b *base) outlived(from time.Time) bool {
+	return b.cfg.lease > 0 && !b.cfg.clock.Now().Before(from.Add(b.cfg.lease))
+}
+
 // redisError wraps a failed call with the lock name; when ctx has ended,
 // the cause is ctx's error rather than what the connection made of it.
 func (b *base) redisError(ctx context.Context, err error) error {

@@ -30,6 +30,8 @@ type faultPool struct {
 	loading atomic.Int32                  // commands still to answer LOADING
 	hang    atomic.Pointer[chan struct{}] // when set, commands wait for it to close
 	hung    chan struct{}                 // gets a value when a command starts to hang
+	stall   atomic.Pointer[chan struct{}] // when set, the next script's reply waits for it to close
+	stalled chan struct{}                 // gets a value when a reply starts to wait
 }
 
 func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
@@ -39,7 +41,7 @@ func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
 		return redis.DialContext(ctx, "tcp", mr.Addr())
 	}}
 	t.Cleanup(func() { _ = pool.Close() })
-	return &faultPool{pool: pool, hung: make(chan struct{}, 16)}, mr
+	return &faultPool{pool: pool, hung: make(chan struct{}, 16), stalled: make(chan struct{}, 1)}, mr
 }
 
 // loseNextReply makes the next command that succeeds report errLostReply.
@@ -47,6 +49,14 @@ func (p *faultPool) loseNextReply() { p.lose.Store(1) }
 
 // dropNextRequest makes the next command fail with errLostReply unsent.
 func (p *faultPool) dropNextRequest() { p.drop.Store(1) }
+
+// stallNextReply makes the next script that succeeds hold its reply back,
+// after Redis ran it, until the returned func is called.
+func (p *faultPool) stallNextReply() (release func()) {
+	ch := make(chan struct{})
+	p.stall.Store(&ch)
+	return func() { close(ch) }
+}
 
 // hangNext makes commands wait until the returned func is called.
 func (p *faultPool) hangNext() (release func()) {
@@ -92,6 +102,12 @@ func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any
 		return nil, errLostReply
 	}
 	reply, err := c.ConnWithContext.DoContext(ctx, cmd, args...)
+	if err == nil && (cmd == "EVALSHA" || cmd == "EVAL") {
+		if s := c.p.stall.Swap(nil); s != nil {
+			c.p.stalled <- struct{}{}
+			<-*s
+		}
+	}
 	if err == nil && c.p.lose.CompareAndSwap(1, 0) {
 		if c.p.then.CompareAndSwap(true, false) {
 			c.p.drop.Store(1)
@@ -421,5 +437,49 @@ func TestClient_Close_duringRDoAndSemaphoreDo(t *testing.T) {
 		if env.Redis.Exists(k) {
 			t.Errorf("key %s left behind by Close during Do", k)
 		}
+	}
+}
+
+// The reply of a waiter's attempt, which Redis ran before the lock was
+// handed to the waiter, comes after the hand-off message and after the
+// hand-off's lease ended unheard, while a newcomer holds the lock. The
+// message's fence is above what the attempt saw, but too late to trust:
+// Lock must not return it (the torture's TestMutex_staleHandOff, at once).
+func TestFault_handOffOutlivedItsLease(t *testing.T) {
+	const lease = time.Second
+	fp, mr, mock := newMockFaultPool(t)
+	direct := uncomplicated.NewClient(fp.pool, uncomplicated.WithClock(mock))
+	t.Cleanup(func() { _ = direct.Close() })
+	holder := mustNew(t, direct, Order{1})
+	mustLock(t, holder)
+	waiter := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithLease(lease)), Order{1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := lockAsync(ctx, waiter)
+	queue := "lock:queue:{" + waiter.Name() + "}"
+	eventually(t, "the waiter queued", func() bool { l, _ := mr.List(queue); return len(l) == 1 })
+
+	release := fp.stallNextReply()
+	mock.Add(time.Second) // the waiter's next tick: an attempt that finds the holder
+	recv(t, fp.stalled)   // ran in Redis; its reply held back
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err) // hands the lock to the waiter, fence 2
+	}
+	mock.Add(lease) // the hand-off's lease ends unheard
+	mr.FastForward(lease)
+	newcomer := mustNew(t, direct, Order{1})
+	mustLock(t, newcomer)
+	release()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatalf("Lock() = nil with fence %d while the newcomer holds fence %d; want it to wait", waiter.Fence(), newcomer.Fence())
+		}
+		t.Fatalf("Lock() = %v; want it to wait", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	cancel()
+	if err := recv(t, done); !errors.Is(err, uncomplicated.ErrNotObtained) {
+		t.Errorf("Lock() after cancel = %v; want ErrNotObtained", err)
 	}
 }

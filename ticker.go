@@ -81,6 +81,15 @@ func (m *Mutex) wait(ctx context.Context, obs settle.Observer) (err error) {
 			// The next attempt tells whether the lock is ours.
 			continue
 		}
+		if fence > 0 && m.outlived(from) {
+			// Handed over after our last attempt ran (its fence is above
+			// what that attempt saw), so the hand-off's lease ends no
+			// sooner than from + lease; but that has passed: the message
+			// came too late to be trusted (the attempt's reply was held
+			// up, and the message with it). The next attempt tells, and
+			// restarts the lease if the lock is still ours.
+			continue
+		}
 		if fence > 0 {
 			w.inQueue = false
 			m.acquired(ctx, w.token, fence, from, true) // handed over after the last attempt began
