@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
@@ -219,7 +217,6 @@ func (b *base) grantOf(ctx context.Context, s *script, keys []any, args ...any) 
 			return g, false, nil
 		}
 	}
-	var serverErr redis.Error
-	unknown = sent && !errors.As(err, &serverErr) && !errors.Is(err, ErrUnexpectedReply)
+	unknown = mayHaveRun(sent, err)
 	return grant{}, unknown, b.redisError(ctx, err)
 }

@@ -80,14 +80,8 @@ func (m *Mutex) Lost() <-chan struct{} {
 // another token or none, which also closes Lost's channel. On a Redis
 // error it returns false and the error, and changes nothing.
 func (m *Mutex) Held(ctx context.Context) (bool, error) {
-	if err := m.check(ctx); err != nil {
+	if err := m.usable(ctx); err != nil {
 		return false, err
-	}
-	if m.c.closed() {
-		return false, fmt.Errorf("%w: %s", ErrClosed, m.name)
-	}
-	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
-		return false, m.redisError(ctx, err)
 	}
 	return m.verify(ctx)
 }

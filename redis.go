@@ -226,6 +226,24 @@ func (cl *call) timedOut(what string, err error) error {
 
 const noReply = "no reply from Redis"
 
+// loading reports Redis's LOADING error: the server restarted and is
+// reading its data from disk.
+func loading(err error) bool {
+	if err == nil {
+		return false
+	}
+	var rerr redis.Error // on the heap, as errors.As takes it
+	return errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "LOADING ")
+}
+
+// mayHaveRun reports whether a script that failed with err after it was
+// sent may have run: its reply was lost, rather than Redis refusing it or
+// answering what cannot be read.
+func mayHaveRun(sent bool, err error) bool {
+	var serverErr redis.Error // on the heap, as errors.As takes it
+	return sent && !errors.As(err, &serverErr) && !errors.Is(err, ErrUnexpectedReply)
+}
+
 // askAgain reports whether an acquisition whose reply was lost with err is
 // asked again at once. One that did not come in time (the command timeout,
 // or the connection's read deadline) is not: asking a server that does not

@@ -2,13 +2,9 @@ package uncomplicated
 
 import (
 	"context"
-	"errors"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
@@ -231,16 +227,6 @@ func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token 
 	case <-b.c.done:
 		return 0, b.notObtained("client closed", ErrClosed)
 	}
-}
-
-// loading reports Redis's LOADING error: the server restarted and is
-// reading its data from disk.
-func loading(err error) bool {
-	if err == nil {
-		return false
-	}
-	var rerr redis.Error // on the heap, as errors.As takes it
-	return errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "LOADING ")
 }
 
 // jitter returns a random duration in [0, bound), or 0 when bound is not

@@ -469,14 +469,8 @@ func (m *Mutex) release(ctx context.Context, tokens []string, fence uint64) erro
 // stays until Unlock. When the reply is lost, the next Refresh or Unlock
 // accepts either token.
 func (m *Mutex) Refresh(ctx context.Context) error {
-	if err := m.check(ctx); err != nil {
+	if err := m.usable(ctx); err != nil {
 		return err
-	}
-	if m.c.closed() {
-		return fmt.Errorf("%w: %s", ErrClosed, m.name)
-	}
-	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
-		return m.redisError(ctx, err)
 	}
 	if err := m.takeOp(ctx); err != nil {
 		return m.redisError(ctx, err)
@@ -591,6 +585,20 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) (err err
 	return fn(fctx)
 }
 
+// usable is check, then whether the Client is open and ctx alive, for a
+// call about the current hold: redigo may still send on an ended ctx.
+func (m *Mutex) usable(ctx context.Context) error {
+	switch err := m.check(ctx); {
+	case err != nil:
+		return err
+	case m.c.closed():
+		return fmt.Errorf("%w: %s", ErrClosed, m.name)
+	case ctx.Err() != nil:
+		return m.redisError(ctx, ctx.Err())
+	}
+	return nil
+}
+
 // check reports a nil or zero Mutex and a nil ctx.
 func (m *Mutex) check(ctx context.Context) error {
 	switch {
@@ -657,8 +665,7 @@ func (m *Mutex) outcome(ctx context.Context, s *script, token string, args ...an
 			return out, false, nil
 		}
 	}
-	var serverErr redis.Error
-	unknown = sent && !errors.As(err, &serverErr) && !errors.Is(err, ErrUnexpectedReply)
+	unknown = mayHaveRun(sent, err)
 	return outcome{}, unknown, m.redisError(ctx, err)
 }
 
