@@ -2,6 +2,7 @@ package uncomplicated
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -25,7 +26,7 @@ type base struct {
 // clean-up, not the process. Once Close has begun, it runs in the caller's
 // goroutine instead, which is then returning, bounded by the deadline of
 // ctx as Do's release is.
-func (b *base) background(ctx context.Context, s *script, keys []any, args ...string) {
+func (b *base) background(ctx context.Context, s *script, keys []string, args ...string) {
 	c := b.c
 	c.mu.Lock()
 	closing := c.closing
@@ -201,7 +202,7 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 }
 
 // flag runs a script that replies 1 or 0.
-func (b *base) flag(ctx context.Context, s *script, keys []any, args ...any) (bool, error) {
+func (b *base) flag(ctx context.Context, s *script, keys []string, args ...any) (bool, error) {
 	reply, _, err := b.eval(ctx, s, keys, args...)
 	if err == nil {
 		var ok bool
@@ -224,10 +225,51 @@ func (b *base) open(ctx context.Context) error {
 	return nil
 }
 
-// eval runs s with keys and args for the lock, as Client.eval does,
-// bounded by the lock's command timeout.
-func (b *base) eval(ctx context.Context, s *script, keys []any, args ...any) (reply any, sent bool, err error) {
-	reply, sent, err = b.c.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
+// usable reports, for a call about a hold (Refresh, Held), a closed
+// Client or an ended ctx.
+func (b *base) usable(ctx context.Context) error {
+	if b.c.closed() {
+		return fmt.Errorf("%w: %s", ErrClosed, b.name)
+	}
+	if err := ctx.Err(); err != nil {
+		return b.redisError(ctx, err)
+	}
+	return nil
+}
+
+// notHeld is the error of a call about a hold when there is none: why
+// says so.
+func (b *base) notHeld(why string) error {
+	return fmt.Errorf("%w: %s: %s", ErrNotHeld, b.name, why)
+}
+
+// afterClose adds ErrClosed to the error of a release after Client.Close,
+// which still releases.
+func (b *base) afterClose(err error) error {
+	if b.c.closed() {
+		err = errors.Join(fmt.Errorf("%w: %s: released after Close", ErrClosed, b.name), err)
+	}
+	return err
+}
+
+// check reports a nil or zero lock (b nil, or without Client), named typ,
+// a nil ctx and, for Do, a nil fn.
+func (b *base) check(typ string, ctx context.Context, fn ...func(context.Context) error) error {
+	switch {
+	case b == nil || b.c == nil:
+		return fmt.Errorf("%w: nil or zero %s", ErrInvalidArgument, typ)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	case len(fn) > 0 && fn[0] == nil:
+		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
+	}
+	return nil
+}
+
+// eval runs s with keys and args for the lock, bounded by the lock's
+// command timeout (see driver).
+func (b *base) eval(ctx context.Context, s *script, keys []string, args ...any) (reply any, sent bool, err error) {
+	reply, sent, err = b.c.driver.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
 	if err != nil {
 		b.logFailure(ctx, err)
 	}
@@ -236,7 +278,7 @@ func (b *base) eval(ctx context.Context, s *script, keys []any, args ...any) (re
 
 // get reads a string key of the lock; "" when it does not exist.
 func (b *base) get(ctx context.Context, key string) (string, error) {
-	reply, err := b.c.command(ctx, b.cfg.commandTimeout, "GET", key)
+	reply, err := b.c.driver.do(ctx, b.cfg.commandTimeout, []string{key}, "GET", key)
 	if err != nil {
 		b.logFailure(ctx, err)
 		return "", err

@@ -239,8 +239,9 @@ func TestWait_tickBounds(t *testing.T) {
 			done := lockAsync(ctx, waiter)
 			env.AwaitWaiters(1)
 
-			// One attempt is three commands: the script's EVALSHA, GET and SET.
-			const perAttempt = 3
+			// One attempt in the queue is five commands: the script's
+			// EVALSHA, SET, TIME, ZADD (its expiry among the waiters) and GET.
+			const perAttempt = 5
 			windows := min(int(tc.timeout/tc.bound)-1, 50)
 			start := env.Redis.CommandCount()
 			for i := range windows {

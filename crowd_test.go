@@ -78,8 +78,7 @@ func TestCrowd_steps(t *testing.T) {
 	}
 }
 
-// After a failed take-over the waiter watches the winner for a whole
-// timeout, even when the reply names holders it had seen.
+// restart makes every blocker new, for either kind of patience.
 func TestCrowd_restart(t *testing.T) {
 	for _, each := range []bool{false, true} {
 		start := time.Unix(1_700_000_000, 0)
@@ -93,6 +92,35 @@ func TestCrowd_restart(t *testing.T) {
 	}
 }
 
+// After a failed take-over a Mutex's or an RWMutex's waiter watches the
+// winner for a whole timeout, even when the reply names holders it had
+// seen; a Semaphore's waiter tries a holder that is still there after a
+// tick.
+func TestCrowd_overtaken(t *testing.T) {
+	const tick, timeout = time.Second, time.Minute
+	cases := []struct {
+		each     bool
+		blockers []string // what the failed take-over's reply names
+		wait     time.Duration
+		stale    []string
+	}{
+		{false, []string{"a", "b"}, timeout, nil},
+		{true, []string{"b", "c"}, tick, []string{"b"}},
+	}
+	start := time.Unix(1_700_000_000, 0)
+	for _, tc := range cases {
+		p := crowd{each: tc.each}
+		p.watch([]string{"a", "b"}, start)
+		now := start.Add(timeout)
+		if wait := p.overtaken(tc.blockers, now, tick, timeout); wait != tc.wait {
+			t.Errorf("each=%v: overtaken() = %v; want %v", tc.each, wait, tc.wait)
+		}
+		if stale, _ := p.stale(now, timeout); !slices.Equal(stale, tc.stale) {
+			t.Errorf("each=%v: stale() after overtaken = %v; want %v", tc.each, stale, tc.stale)
+		}
+	}
+}
+
 func TestParseGrant(t *testing.T) {
 	cases := []struct {
 		reply any
@@ -102,12 +130,16 @@ func TestParseGrant(t *testing.T) {
 		{[]any{int64(1), int64(7)}, grant{ok: true, fence: 7}, false},
 		{[]any{int64(1), int64(0)}, grant{ok: true}, false},
 		{[]any{int64(0), int64(0), []byte("w"), []any{[]byte("a"), []byte("b")}}, grant{writer: "w", holders: []string{"a", "b"}}, false},
+		{[]any{int64(0), int64(7), []byte("h"), []any{}}, grant{seen: 7, writer: "h", holders: []string{}}, false},
 		{[]any{int64(0), int64(0), []byte(""), []any{}}, grant{holders: []string{}}, false},
 		{[]any{int64(1), int64(-1)}, grant{}, true},
 		{[]any{int64(0), int64(0)}, grant{}, true},
 		{[]any{int64(0), int64(0), int64(3), []any{}}, grant{}, true},
 		{[]any{int64(0), int64(0), []byte(""), []any{int64(1)}}, grant{}, true},
 		{[]any{int64(2), int64(1)}, grant{}, true},
+		{[]any{int64(0), int64(-1), []byte(""), []any{}}, grant{}, true},
+		{[]any{int64(1), int64(7), int64(1)}, grant{}, true},
+		{[]any{int64(0), []byte("h"), int64(7)}, grant{}, true},
 		{"OK", grant{}, true},
 		{nil, grant{}, true},
 	}
@@ -119,7 +151,7 @@ func TestParseGrant(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got.ok != tc.want.ok || got.fence != tc.want.fence || got.writer != tc.want.writer || !slices.Equal(got.holders, tc.want.holders) {
+		if err != nil || !grantsEqual(got, tc.want) {
 			t.Errorf("parseGrant(%v) = %+v, %v; want %+v", tc.reply, got, err, tc.want)
 		}
 	}

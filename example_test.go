@@ -218,7 +218,7 @@ func Example_takeOver() {
 	// hung worker holds fence 1
 	// Fail: true
 	// TakeOver: next worker holds fence 2
-	// hung worker's Unlock: uncomplicated: lock lost: lock:uncomplicated_test.Order:42: expired or taken over
+	// hung worker's Unlock: uncomplicated: lock lost: lock:uncomplicated_test.Order:42: lock expired or taken over
 }
 
 // Many readers or one writer: a report is read by many at once and

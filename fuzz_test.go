@@ -3,6 +3,7 @@ package uncomplicated
 import (
 	"encoding/binary"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 
 // Fuzz targets for what comes from outside: lock names and prefixes from
 // the caller, replies from the server. Their seeds run with go test; run
-// one with go test -run '^$' -fuzz FuzzParseOutcome -fuzztime 30s .
+// one with go test -run '^$' -fuzz FuzzParseGrant -fuzztime 30s .
 
 // FuzzLockKeys makes locks with any prefix and name, by Named and New. It
 // never panics; a bad prefix or name is reported with the right sentinel;
@@ -69,8 +70,9 @@ func FuzzLockKeys(f *testing.F) {
 	})
 }
 
-// lockKeys are the lock's keys and its wake-up channel.
-func lockKeys(m *Mutex) []string { return []string{m.name, m.fenceKey, m.queueKey, m.channel} }
+// lockKeys are the lock's keys, the lock name first, and its wake-up
+// channel.
+func lockKeys(m *Mutex) []string { return append(slices.Clone(m.x.claim.keys), m.x.claim.channel) }
 
 // checkKeys checks that every key of m has m's name as its hash tag.
 func checkKeys(t *testing.T, m *Mutex) {
@@ -78,8 +80,12 @@ func checkKeys(t *testing.T, m *Mutex) {
 	if strings.ContainsAny(m.name, "{}") {
 		t.Fatalf("lock name %q holds a brace", m.name)
 	}
+	keys := lockKeys(m)
+	if keys[0] != m.name {
+		t.Errorf("first key %q; want the lock name %q", keys[0], m.name)
+	}
 	want := keySlot(m.name)
-	for _, k := range lockKeys(m)[1:] {
+	for _, k := range keys[1:] {
 		if tag := hashTag(k); tag != m.name {
 			t.Errorf("hash tag of %q = %q; want the lock name %q", k, tag, m.name)
 		}
@@ -90,8 +96,10 @@ func checkKeys(t *testing.T, m *Mutex) {
 			t.Errorf("key %q is the lock name", k)
 		}
 	}
-	if m.fenceKey == m.queueKey || !strings.HasPrefix(m.fenceKey, m.cfg.prefix+":") {
-		t.Errorf("fence and queue keys %q, %q; want distinct keys under the prefix %q", m.fenceKey, m.queueKey, m.cfg.prefix)
+	for i, k := range keys[1:] {
+		if slices.Contains(keys[i+2:], k) || !strings.HasPrefix(k, m.cfg.prefix+":") {
+			t.Errorf("keys %q; want distinct keys under the prefix %q", keys, m.cfg.prefix)
+		}
 	}
 }
 
@@ -146,7 +154,7 @@ func decodeReply(b []byte, depth int) (any, []byte) {
 		return redis.Error(take(int(arg % 24))), b
 	case 6:
 		take(1)
-		n := int(arg % 4)
+		n := int(arg % 6)
 		if depth >= 3 {
 			n = 0
 		}
@@ -171,42 +179,64 @@ var encodeSeeds = [][]byte{
 	{1, 1}, {1, 0}, {1, 0xff}, {1, 7},
 	{2, 0x80, 0, 0, 0, 0, 0, 0, 0}, {2, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
 	{3, 3, 'a', 'b', 'c'}, {3, 0}, {4, 2, 'O', 'K'}, {5, 4, 'E', 'R', 'R', ' '},
-	{6, 2, 1, 1, 1, 5},             // [1, 5]: acquired, fence 5
-	{6, 2, 1, 0, 3, 2, 'h', 'i'},   // [0, "hi"]: held by hi
-	{6, 2, 1, 1, 1, 0},             // [1, 0]
-	{6, 2, 1, 1, 1, 0xfb},          // [1, -5]
-	{6, 2, 1, 1, 3, 1, 'x'},        // [1, "x"]
-	{6, 2, 1, 0, 0},                // [0, nil]
-	{6, 3, 1, 1, 1, 1, 1, 1},       // [1, 1, 1]
-	{6, 1, 1, 1},                   // [1]
-	{6, 2, 6, 1, 1, 1, 1, 1},       // [[1], 1]
-	{6, 2, 8, 0, 1, 1},             // [int(1), 1]
-	{6, 2, 2, 0, 0, 0, 0, 0, 0, 0}, // [0, ...]
+	{6, 2, 1, 1, 1, 5},                                   // [1, 5]: acquired, fence 5
+	{6, 4, 1, 0, 1, 7, 3, 2, 'h', 'i', 6, 0},             // [0, 7, "hi", []]: held by hi
+	{6, 4, 1, 0, 1, 7, 3, 0, 6, 2, 3, 1, 'a', 3, 1, 'b'}, // [0, 7, "", ["a", "b"]]: held by a and b
+	{6, 4, 1, 0, 1, 7, 3, 1, 'h', 7, 0},                  // [0, 7, "h", nil]
+	{6, 4, 1, 0, 1, 7, 3, 1, 'h', 6, 1, 1, 1},            // [0, 7, "h", [1]]
+	{6, 4, 1, 0, 1, 0xff, 3, 1, 'h', 6, 0},               // [0, -1, "h", []]
+	{6, 4, 1, 0, 1, 7, 1, 1, 6, 0},                       // [0, 7, 1, []]
+	{6, 5, 1, 0, 1, 7, 3, 1, 'h', 6, 0, 1, 1},            // [0, 7, "h", [], 1]
+	{6, 2, 1, 0, 3, 2, 'h', 'i'},                         // [0, "hi"]: the old Mutex's reply
+	{6, 3, 1, 0, 3, 2, 'h', 'i', 1, 7},                   // [0, "hi", 7]: the old Mutex's reply
+	{6, 2, 1, 1, 1, 0},                                   // [1, 0]: a reader is in
+	{6, 2, 1, 1, 1, 0xfb},                                // [1, -5]
+	{6, 2, 1, 1, 3, 1, 'x'},                              // [1, "x"]
+	{6, 2, 1, 0, 0},                                      // [0, nil]
+	{6, 3, 1, 1, 1, 1, 1, 1},                             // [1, 1, 1]
+	{6, 1, 1, 1},                                         // [1]
+	{6, 2, 6, 1, 1, 1, 1, 1},                             // [[1], 1]
+	{6, 2, 8, 0, 1, 1},                                   // [int(1), 1]
+	{6, 2, 2, 0, 0, 0, 0, 0, 0, 0},                       // [0, ...]
+	{6, 2, 3, 1, 'a', 3, 1, 'b'},                         // ["a", "b"]: readers let in
+	{6, 1, 3, 0},                                         // [""]
+	{6, 0},                                               // []
+	{6, 2, 3, 1, 'a', 1, 1},                              // ["a", 1]
 	{7, 0}, {8, 0}, {8, 4}, {8, 7},
 }
 
-// validOutcome is what the scripts reply: {1, fence > 0} or {0, holder}.
-func validOutcome(reply any) (outcome, bool) {
+// validGrant is what the acquiring scripts reply: {1, fence}, or {0, fence
+// counter, writer, {holders...}}, with no negative number.
+func validGrant(reply any) (grant, bool) {
 	r, ok := reply.([]any)
-	if !ok || len(r) != 2 {
-		return outcome{}, false
+	if !ok || len(r) < 2 {
+		return grant{}, false
 	}
-	flag, ok := r[0].(int64)
+	f, ok := r[1].(int64)
 	switch {
-	case !ok:
-	case flag == 1:
-		if f, ok := r[1].(int64); ok && f > 0 {
-			return outcome{fence: uint64(f)}, true
+	case !ok || f < 0:
+	case r[0] == int64(1) && len(r) == 2:
+		return grant{ok: true, fence: uint64(f)}, true
+	case r[0] == int64(0) && len(r) == 4:
+		w, wok := r[2].([]byte)
+		hs, hok := r[3].([]any)
+		if !wok || !hok {
+			break
 		}
-	case flag == 0:
-		if h, ok := r[1].([]byte); ok {
-			return outcome{holder: string(h)}, true
+		g := grant{seen: uint64(f), writer: string(w)}
+		for _, h := range hs {
+			b, ok := h.([]byte)
+			if !ok {
+				return grant{}, false
+			}
+			g.holders = append(g.holders, string(b))
 		}
+		return g, true
 	}
-	return outcome{}, false
+	return grant{}, false
 }
 
-func FuzzParseOutcome(f *testing.F) {
+func FuzzParseGrant(f *testing.F) {
 	for _, s := range encodeSeeds {
 		f.Add(s, int64(1), []byte("holder"))
 	}
@@ -214,25 +244,32 @@ func FuzzParseOutcome(f *testing.F) {
 	f.Add([]byte{}, int64(-1), []byte(nil))
 	f.Fuzz(func(t *testing.T, data []byte, fence int64, holder []byte) {
 		reply, _ := decodeReply(data, 0)
-		got, err := parseOutcome(reply)
-		if want, ok := validOutcome(reply); ok {
-			if err != nil || got != want {
-				t.Fatalf("parseOutcome(%#v) = %+v, %v; want %+v, nil", reply, got, err, want)
+		got, err := parseGrant(reply)
+		if want, ok := validGrant(reply); ok {
+			if err != nil || !grantsEqual(got, want) {
+				t.Fatalf("parseGrant(%#v) = %+v, %v; want %+v, nil", reply, got, err, want)
 			}
-		} else if !errors.Is(err, ErrUnexpectedReply) || got != (outcome{}) {
-			t.Fatalf("parseOutcome(%#v) = %+v, %v; want ErrUnexpectedReply", reply, got, err)
+		} else if !errors.Is(err, ErrUnexpectedReply) || !grantsEqual(got, grant{}) {
+			t.Fatalf("parseGrant(%#v) = %+v, %v; want ErrUnexpectedReply", reply, got, err)
 		}
 
 		// Valid replies round-trip.
-		if fence > 0 {
-			if got, err := parseOutcome([]any{int64(1), fence}); err != nil || got.fence != uint64(fence) || got.holder != "" {
-				t.Fatalf("parseOutcome({1, %d}) = %+v, %v", fence, got, err)
+		acquired := []any{int64(1), fence}
+		blocked := []any{int64(0), fence, slicesClone(holder), []any{slicesClone(holder)}}
+		if fence >= 0 {
+			if got, err := parseGrant(acquired); err != nil || !grantsEqual(got, grant{ok: true, fence: uint64(fence)}) {
+				t.Fatalf("parseGrant({1, %d}) = %+v, %v", fence, got, err)
 			}
-		} else if _, err := parseOutcome([]any{int64(1), fence}); !errors.Is(err, ErrUnexpectedReply) {
-			t.Fatalf("parseOutcome({1, %d}) = %v; want ErrUnexpectedReply", fence, err)
-		}
-		if got, err := parseOutcome([]any{int64(0), slicesClone(holder)}); err != nil || got.fence != 0 || got.holder != string(holder) {
-			t.Fatalf("parseOutcome({0, %q}) = %+v, %v", holder, got, err)
+			want := grant{seen: uint64(fence), writer: string(holder), holders: []string{string(holder)}}
+			if got, err := parseGrant(blocked); err != nil || !grantsEqual(got, want) {
+				t.Fatalf("parseGrant({0, %d, %q, {%q}}) = %+v, %v", fence, holder, holder, got, err)
+			}
+		} else {
+			for _, r := range [][]any{acquired, blocked} {
+				if _, err := parseGrant(r); !errors.Is(err, ErrUnexpectedReply) {
+					t.Fatalf("parseGrant(%#v) = %v; want ErrUnexpectedReply", r, err)
+				}
+			}
 		}
 	})
 }
@@ -241,16 +278,26 @@ func FuzzParseOutcome(f *testing.F) {
 // nil slices.
 func slicesClone(b []byte) []byte { return append([]byte{}, b...) }
 
-// validRelease is what releaseScript and leaveScript reply: 0, 1 or the
-// non-empty token of the waiter the lock went to.
-func validRelease(reply any) (ok bool, next string, valid bool) {
+// validRelease is what the release scripts reply: 0, 1, the non-empty
+// token of the waiter the lock went to, or the non-empty tokens of the
+// readers an RWMutex let in.
+func validRelease(reply any) (ok bool, next []string, valid bool) {
 	switch r := reply.(type) {
 	case int64:
-		return r == 1, "", r == 0 || r == 1
+		return r == 1, nil, r == 0 || r == 1
 	case []byte:
-		return true, string(r), len(r) > 0
+		return true, []string{string(r)}, len(r) > 0
+	case []any:
+		for _, t := range r {
+			b, ok := t.([]byte)
+			if !ok || len(b) == 0 {
+				return false, nil, false
+			}
+			next = append(next, string(b))
+		}
+		return true, next, len(next) > 0
 	}
-	return false, "", false
+	return false, nil, false
 }
 
 func FuzzParseRelease(f *testing.F) {
@@ -262,20 +309,28 @@ func FuzzParseRelease(f *testing.F) {
 		reply, _ := decodeReply(data, 0)
 		ok, next, err := parseRelease(reply)
 		if wantOK, wantNext, valid := validRelease(reply); valid {
-			if err != nil || ok != wantOK || next != wantNext {
+			if err != nil || ok != wantOK || !slices.Equal(next, wantNext) {
 				t.Fatalf("parseRelease(%#v) = %v, %q, %v; want %v, %q, nil", reply, ok, next, err, wantOK, wantNext)
 			}
-		} else if !errors.Is(err, ErrUnexpectedReply) || ok || next != "" {
+		} else if !errors.Is(err, ErrUnexpectedReply) || ok || next != nil {
 			t.Fatalf("parseRelease(%#v) = %v, %q, %v; want ErrUnexpectedReply", reply, ok, next, err)
 		}
 
 		// Valid replies round-trip.
-		ok, next, err = parseRelease(slicesClone(token))
-		if len(token) > 0 && (err != nil || !ok || next != string(token)) {
-			t.Fatalf("parseRelease(%q) = %v, %q, %v; want true, %q, nil", token, ok, next, err, token)
-		}
-		if len(token) == 0 && !errors.Is(err, ErrUnexpectedReply) {
-			t.Fatalf("parseRelease(\"\") = %v; want ErrUnexpectedReply", err)
+		for _, r := range []struct {
+			reply any
+			next  []string
+		}{
+			{slicesClone(token), []string{string(token)}},
+			{[]any{slicesClone(token), slicesClone(token)}, []string{string(token), string(token)}},
+		} {
+			ok, next, err = parseRelease(r.reply)
+			if len(token) > 0 && (err != nil || !ok || !slices.Equal(next, r.next)) {
+				t.Fatalf("parseRelease(%#v) = %v, %q, %v; want true, %q, nil", r.reply, ok, next, err, r.next)
+			}
+			if len(token) == 0 && !errors.Is(err, ErrUnexpectedReply) {
+				t.Fatalf("parseRelease(%#v) = %v; want ErrUnexpectedReply", r.reply, err)
+			}
 		}
 	})
 }

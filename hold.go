@@ -3,24 +3,34 @@ package uncomplicated
 import (
 	"context"
 	"errors"
-	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
-// A hold is one acquisition of a Semaphore's permit or of an RWMutex, as
-// its writer or one of its readers: its tokens and lease, and the scripts
-// that renew it, release it and ask whether Redis still has it. Unlike a
-// Mutex, which is reused hold after hold, a hold serves one acquisition.
+// A hold is one acquisition of a lock: of a Mutex, of an RWMutex as its
+// writer or one of its readers, or of a Semaphore's permit. It has its
+// tokens, lease and fence, and the scripts that renew it, release it and
+// ask whether Redis still has it. A hold serves one acquisition; a Mutex
+// makes a new one each time it is locked.
+//
+// A lease lock can be lost while its holder still runs: the lease ends
+// during a pause, a waiter takes over a holder that was only slow, or Redis
+// forgets the key (an eviction, a restart without persistence). A hold
+// learns it when Refresh, Held or a release finds another token or none,
+// when auto-refresh cannot renew the lease before it ends, or when the
+// Client sees Redis restart; its Lost channel is then closed.
 type hold struct {
-	b       *base
-	kind    *holdKind
-	keys    []any  // the scripts' KEYS
-	channel string // where its release wakes the lock's waiters
-	fence   uint64 // 0 for a reader
+	b     *base
+	kind  *holdKind
+	keys  []string // the lock's keys, as its scripts take them
+	fence uint64   // 0 for a reader
 	// op holds a value while Refresh, release or verify talks to Redis, so
-	// that they never interleave.
+	// that they never interleave; unlike a sync.Mutex, waiting for it ends
+	// with ctx.
 	op chan struct{}
 
 	mu sync.Mutex // guards tokens, lost and from
@@ -33,25 +43,32 @@ type hold struct {
 
 // A holdKind is what differs between the kinds of hold.
 type holdKind struct {
-	what    string  // "permit", "write lock" or "read lock", for errors
+	what    string  // "lock", "write lock", "read lock" or "permit", for errors and logs
 	refresh *script // ARGV: lease, new token, tokens...
-	release *script // ARGV: channel, tokens...; replies 1 or 0
-	zset    bool    // held in a set of holders; else a string key
-	// refreshKeys is how many of the hold's keys refresh takes, from the
+	release *script // ARGV: entry or "", tokens...; replies as parseRelease reads
+	// refreshKeys is how many of the lock's keys refresh takes, from the
 	// first; release takes them all.
 	refreshKeys int
+	// set is the index among the keys of the set of holders; -1 when the
+	// first key holds the holder's token.
+	set    int
+	fenced bool // its holds have fences; a reader's do not
 }
 
 var (
-	permitKind = &holdKind{what: "permit", refresh: semRefreshScript, release: semReleaseScript, zset: true, refreshKeys: 2}
-	writerKind = &holdKind{what: "write lock", refresh: refreshScript, release: rwUnlockScript, refreshKeys: 1}
-	readerKind = &holdKind{what: "read lock", refresh: rwRRefreshScript, release: rwRUnlockScript, zset: true, refreshKeys: 1}
+	mutexKind  = &holdKind{what: "lock", refresh: refreshScript, release: releaseScript, refreshKeys: 1, set: -1, fenced: true}
+	writerKind = &holdKind{what: "write lock", refresh: refreshScript, release: rwUnlockScript, refreshKeys: 1, set: -1, fenced: true}
+	readerKind = &holdKind{what: "read lock", refresh: rwRRefreshScript, release: rwRUnlockScript, refreshKeys: 2, set: 1}
+	permitKind = &holdKind{what: "permit", refresh: semRefreshScript, release: semReleaseScript, refreshKeys: 2, set: 0, fenced: true}
 )
+
+// maxTokens bounds the tokens kept for one hold after lost Refresh replies.
+const maxTokens = 4
 
 // newHold records a hold that Redis granted to token, for a call sent at
 // or after from, and lets the Client's restart watch check it.
-func (b *base) newHold(kind *holdKind, keys []any, channel, token string, fence uint64, from time.Time) *hold {
-	h := &hold{b: b, kind: kind, keys: keys, channel: channel, fence: fence, op: make(chan struct{}, 1), tokens: []string{token}, from: from}
+func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time) *hold {
+	h := &hold{b: b, kind: kind, keys: keys, fence: fence, op: make(chan struct{}, 1), tokens: []string{token}, from: from}
 	b.c.watch(h)
 	return h
 }
@@ -63,11 +80,8 @@ func (b *base) newHold(kind *holdKind, keys []any, channel, token string, fence 
 // it any more, and ErrNotHeld after release. When the reply is lost, the
 // next Refresh or release accepts either token.
 func (h *hold) Refresh(ctx context.Context) error {
-	if h.b.c.closed() {
-		return fmt.Errorf("%w: %s", ErrClosed, h.b.name)
-	}
-	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
-		return h.b.redisError(ctx, err)
+	if err := h.b.usable(ctx); err != nil {
+		return err
 	}
 	if err := takeOp(ctx, h.op); err != nil {
 		return h.b.redisError(ctx, err)
@@ -77,7 +91,7 @@ func (h *hold) Refresh(ctx context.Context) error {
 	tokens := h.tokens
 	h.mu.Unlock()
 	if tokens == nil {
-		return fmt.Errorf("%w: %s: %s released", ErrNotHeld, h.b.name, h.kind.what)
+		return h.b.notHeld(h.kind.what + " released")
 	}
 	next := newToken()
 	sent := h.b.cfg.clock.Now()
@@ -111,16 +125,12 @@ func (h *hold) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// release ends the hold and gives it back in Redis. With later, a release
-// that ctx ended before it was sent, or before its reply came, is made
-// again in the background. After Client.Close it still releases, and
-// reports ErrClosed as well.
+// release ends the hold and gives it back in Redis, which hands the lock
+// on to its next waiter. With later, a release that ctx ended before it
+// was sent, or before its reply came, is made again in the background.
+// After Client.Close it still releases, and reports ErrClosed as well.
 func (h *hold) release(ctx context.Context, later bool) error {
-	err := h.releaseNow(ctx, later)
-	if h.b.c.closed() {
-		err = errors.Join(fmt.Errorf("%w: %s: released after Close", ErrClosed, h.b.name), err)
-	}
-	return err
+	return h.b.afterClose(h.releaseNow(ctx, later))
 }
 
 func (h *hold) releaseNow(ctx context.Context, later bool) error {
@@ -133,10 +143,10 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		defer func() { <-h.op }()
 	}
 	if tokens == nil {
-		return fmt.Errorf("%w: %s: %s already released", ErrNotHeld, h.b.name, h.kind.what)
+		return h.b.notHeld(h.kind.what + " already released")
 	}
 	h.b.c.unwatch(h)
-	args := append([]string{h.channel}, tokens...)
+	args := append([]string{""}, tokens...)
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
 	}
@@ -146,23 +156,42 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		}
 		return h.b.redisError(ctx, opErr)
 	}
-	ok, err := h.b.flag(ctx, h.kind.release, h.keys, anys(args)...)
+	reply, _, err := h.b.eval(ctx, h.kind.release, h.keys, anys(args)...)
+	var ok bool
+	var next []string
+	if err == nil {
+		ok, next, err = parseRelease(reply)
+	}
 	switch {
 	case err != nil:
 		if later && h.b.ctxErr(ctx) != nil {
 			h.b.background(ctx, h.kind.release, h.keys, args...)
 		}
-		return err
+		return h.b.redisError(ctx, err)
 	case !ok:
 		h.b.lose(ctx, lost, h.kind.what, h.fence, "expired or taken over")
 		return h.b.lostError(h.kind.what + " expired or taken over")
 	}
-	h.b.logReleased(ctx, h.kind.what, h.fence)
+	if obs, ok := h.b.cfg.clock.(settle.Observer); ok {
+		for _, token := range next {
+			obs.HandOff(token)
+		}
+	}
+	h.b.logReleased(ctx, h.kind.what, h.fence, slog.Bool("handed_off", len(next) > 0))
 	return nil
 }
 
+// Held asks Redis whether it still has the hold; see verify.
+func (h *hold) Held(ctx context.Context) (bool, error) {
+	if err := h.b.usable(ctx); err != nil {
+		return false, err
+	}
+	return h.verify(ctx)
+}
+
 // verify asks Redis whether it still has the hold; when not, it closes
-// Lost's channel. It reports false after release.
+// Lost's channel. It reports false after release, and false with the error
+// when Redis fails, changing nothing.
 func (h *hold) verify(ctx context.Context) (bool, error) {
 	if err := takeOp(ctx, h.op); err != nil {
 		return false, h.b.redisError(ctx, err)
@@ -176,11 +205,11 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	}
 	var held bool
 	var err error
-	if h.kind.zset {
-		held, err = h.b.flag(ctx, heldScript, h.keys[:1], anys(tokens)...)
+	if h.kind.set >= 0 {
+		held, err = h.b.flag(ctx, heldScript, h.keys[h.kind.set:h.kind.set+1], anys(tokens)...)
 	} else {
 		var cur string
-		if cur, err = h.b.get(ctx, h.keys[0].(string)); err != nil {
+		if cur, err = h.b.get(ctx, h.keys[0]); err != nil {
 			err = h.b.redisError(ctx, err)
 		}
 		held = slices.Contains(tokens, cur)
@@ -196,7 +225,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 		h.b.logLost(ctx, h.kind.what, h.fence, "Redis no longer has it")
 	}
 	if current {
-		h.b.c.unwatch(h)
+		h.b.c.unwatch(h) // nothing more to find out
 	}
 	return false, nil
 }
@@ -220,14 +249,14 @@ func (h *hold) signal() *signal {
 	return h.lost
 }
 
-func (h *hold) describe() (string, uint64) { return h.kind.what, h.fence }
-
+// lostSignal returns the hold's signal, making it.
 func (h *hold) lostSignal() *signal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.signal()
 }
 
+// leaseLeft is how long the current lease surely lasts.
 func (h *hold) leaseLeft() time.Duration {
 	h.mu.Lock()
 	from := h.from
@@ -236,7 +265,11 @@ func (h *hold) leaseLeft() time.Duration {
 }
 
 // run is Do for a hold acquired for it: fn, with auto-refresh if
-// configured, then release, as Mutex.Do does.
+// configured, then release, also when fn panics (the panic then goes on).
+// fn's ctx carries the hold's fence for FenceOf. The release ignores ctx's
+// cancellation but not its deadline (see releaseContext). It returns fn's
+// error joined with release's, and with ErrLost when the hold was lost
+// while fn ran.
 func (h *hold) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) (err error) {
 	fctx, stop := withFence(ctx, h.fence), func() any { return nil }
 	if h.b.cfg.every > 0 {
@@ -248,7 +281,7 @@ func (h *hold) run(ctx context.Context, fn func(context.Context) error, release 
 			defer panic(panicked) // the Pool's, once the hold is released
 		}
 		h.mu.Lock()
-		lost := h.lost
+		lost := h.lost // made by whatever found the hold lost
 		h.mu.Unlock()
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
@@ -260,6 +293,28 @@ func (h *hold) run(ctx context.Context, fn func(context.Context) error, release 
 		}
 	}()
 	return fn(fctx)
+}
+
+// releaseTimeout bounds the Redis calls made without the caller's ctx: the
+// release that ends Do and the clean-up of a lost acquisition. It is real
+// time, as the connections' deadlines are.
+const releaseTimeout = 5 * time.Second
+
+// releaseGrace is how long the release that ends Do may run past the
+// deadline of Do's ctx.
+const releaseGrace = 50 * time.Millisecond
+
+// releaseContext is the ctx of the release that ends Do: it ignores the
+// cancellation of ctx, so that a lock is released also when fn returned
+// because ctx ended, but not its deadline, so that Do returns in time.
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return uctx, cancel
+	}
+	dctx, dcancel := context.WithDeadline(uctx, dl.Add(releaseGrace))
+	return dctx, func() { dcancel(); cancel() }
 }
 
 // fenceCtxKey is the key of the fence that the ctx of Do's fn carries.
@@ -298,4 +353,140 @@ func takeOp(ctx context.Context, op chan struct{}) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// A signal is a channel closed once.
+type signal struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+// fire closes the channel; it reports whether this call closed it.
+func (s *signal) fire() (closedNow bool) {
+	if s != nil {
+		s.once.Do(func() { close(s.ch); closedNow = true })
+	}
+	return closedNow
+}
+
+// isClosed reports whether ch is closed.
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// closed is the channel Lost returns when nothing is held.
+var closed = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// An exclusive is a lock that one goroutine of a process holds at a time:
+// a Mutex, or an RWMutex as a writer. Its goroutines take turns as with a
+// sync.Mutex before they ask Redis; it knows its current hold, which its
+// Unlock, Refresh, Held, Lost and Fence are about.
+type exclusive struct {
+	b     *base
+	claim *claim
+	// sem holds a value while a goroutine of this process holds the lock or
+	// is acquiring it.
+	sem chan struct{}
+
+	mu sync.Mutex // guards h
+	h  *hold      // the current hold; nil when none
+}
+
+func (x *exclusive) current() *hold {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.h
+}
+
+// lock acquires the lock, waiting first in this process.
+func (x *exclusive) lock(ctx context.Context) (*hold, error) {
+	h, err := x.b.acquire(ctx, x.claim, x.sem)
+	if err == nil {
+		x.mu.Lock()
+		x.h = h
+		x.mu.Unlock()
+	}
+	return h, err
+}
+
+// tryLock makes one attempt, unless this process holds the lock.
+func (x *exclusive) tryLock(ctx context.Context) (bool, error) {
+	h, err := x.b.try(ctx, x.claim, x.sem)
+	if h != nil {
+		x.mu.Lock()
+		x.h = h
+		x.mu.Unlock()
+	}
+	return h != nil, err
+}
+
+// unlock ends the hold want, or the current one when want is nil, and
+// releases it; Do's release (want set) goes on in the background if ctx
+// cuts it short.
+func (x *exclusive) unlock(ctx context.Context, want *hold) error {
+	x.mu.Lock()
+	h := x.h
+	if h != nil && (want == nil || h == want) {
+		x.h = nil
+	}
+	x.mu.Unlock()
+	switch {
+	case h == nil && want == nil:
+		return x.b.afterClose(x.b.notHeld("not locked"))
+	case want != nil && h != want:
+		return x.b.afterClose(x.b.notHeld("fn unlocked"))
+	}
+	defer func() { <-x.sem }()
+	return h.release(ctx, want != nil)
+}
+
+func (x *exclusive) refresh(ctx context.Context) error {
+	h := x.current()
+	if h == nil {
+		if err := x.b.usable(ctx); err != nil {
+			return err
+		}
+		return x.b.notHeld("not locked")
+	}
+	return h.Refresh(ctx)
+}
+
+func (x *exclusive) held(ctx context.Context) (bool, error) {
+	h := x.current()
+	if h == nil {
+		return false, x.b.usable(ctx)
+	}
+	return h.Held(ctx)
+}
+
+func (x *exclusive) lost() <-chan struct{} {
+	if h := x.current(); h != nil {
+		return h.Lost()
+	}
+	return closed
+}
+
+func (x *exclusive) fence() uint64 {
+	if h := x.current(); h != nil {
+		return h.fence
+	}
+	return 0
+}
+
+// do is Do: lock, fn, unlock.
+func (x *exclusive) do(ctx context.Context, fn func(context.Context) error) error {
+	h, err := x.lock(ctx)
+	if err != nil {
+		return err
+	}
+	return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
 }

@@ -160,12 +160,6 @@ func sharedKey(prefix, part, name string) string {
 	return prefix + ":" + part + ":{" + name + "}"
 }
 
-// broadcastChannel names the channel on which every waiter of lock name,
-// an RWMutex or a Semaphore, hears of its releases.
-func broadcastChannel(prefix, name string) string {
-	return prefix + ":wake:{" + name + "}"
-}
-
 // wakeChannel names the channel on which the Client with id hears that
 // lock name was handed to one of its waiters.
 func wakeChannel(prefix, name, id string) string {

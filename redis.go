@@ -2,246 +2,103 @@ package uncomplicated
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
-
-	"github.com/gomodule/redigo/redis"
 )
 
-// Every call the package makes to Redis goes through this file: a
-// connection from the Pool, then one command or one script, bounded by the
-// caller's ctx and by the command timeout (WithCommandTimeout). That bound
-// is real time, as the connections' deadlines are: this file alone reads
-// the wall clock, to set them. The exception is the wake-up listener
-// (wakeups.go), which keeps a connection of the pool for as long as the
-// Client's goroutines wait and reads it until Close.
+// Every call the package makes to Redis goes through a driver: scripts,
+// plain commands and the pub/sub connection that hears of hand-offs. The
+// redigo driver (redigo.go) is the only code that knows a Redis client.
+//
+// Every call names the keys it touches, all of one lock and so, by their
+// hash tag, of one cluster slot, so that a driver for Redis Cluster can
+// route it; a server command such as INFO names none. Subscriptions are
+// per channel, and each channel belongs to one lock, so that sharded
+// pub/sub fits.
 
-// eval runs s with keys and args on a connection from the pool, as EVALSHA,
-// or EVAL when the server does not have the script yet, bounded by d (0:
-// by ctx alone). sent reports whether the script may have reached Redis,
-// even when err says the reply did not come.
-func (c *Client) eval(ctx context.Context, d time.Duration, s *script, keys []any, args ...any) (reply any, sent bool, err error) {
-	all := make([]any, 0, 2+len(keys)+len(args))
-	all = append(append(append(all, s.hash, s.keys), keys...), args...)
-	cl, err := c.call(ctx, d)
-	if err != nil {
-		return nil, false, err
-	}
-	defer cl.end()
-	reply, err = cl.do("EVALSHA", all)
-	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT ") {
-		all[0] = s.src
-		reply, err = cl.do("EVAL", all)
-	}
-	return reply, true, err
+// A driver carries the package's calls to Redis.
+type driver interface {
+	// eval runs s on keys with args, bounded by ctx and by the command
+	// timeout d (0: by ctx alone). sent reports whether the script may
+	// have reached Redis, even when err says the reply did not come. An
+	// error reply of Redis is a *serverError.
+	eval(ctx context.Context, d time.Duration, s *script, keys []string, args ...any) (reply any, sent bool, err error)
+	// do runs one command about keys, bounded as eval is.
+	do(ctx context.Context, d time.Duration, keys []string, cmd string, args ...any) (any, error)
+	// canListen reports whether the driver can spare a connection to
+	// listen on while calls need another.
+	canListen() bool
+	// listen opens a pub/sub connection, waiting no longer than ctx. It
+	// returns errNoPubSub when the driver's connections cannot listen.
+	listen(ctx context.Context) (subscription, error)
 }
 
-// command runs one command on a connection from the pool, bounded by d.
-func (c *Client) command(ctx context.Context, d time.Duration, cmd string, args ...any) (any, error) {
-	cl, err := c.call(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.end()
-	return cl.do(cmd, args)
+// A subscription is a connection that listens on channels. subscribe,
+// unsubscribe and ping send their command and return; receive reads what
+// comes back. A failure of one shows on receive.
+type subscription interface {
+	subscribe(channel string)
+	unsubscribe(channel string)
+	ping()
+	// receive returns the next message or confirmation, skipping the
+	// replies to ping, until ctx ends or the connection fails.
+	receive(ctx context.Context) (event, error)
+	// close gives the connection back; it is not reused for calls.
+	close()
 }
 
-// A call is one call to Redis: a connection from the pool, and the
-// caller's ctx bounded by the command timeout.
-type call struct {
-	caller   context.Context // the caller's ctx
-	ctx      context.Context // caller, bounded by d
-	d        time.Duration   // the command timeout; 0: none
-	deadline time.Time       // d after the call began; zero without d
-	conn     redis.Conn
-	bound    *bound             // ctx, when the caller's can never end
-	cancel   context.CancelFunc // ends ctx otherwise; nil when ctx is caller
+// An event is what a subscription receives: a message on channel, or the
+// confirmation of a subscribe or unsubscribe of channel.
+type event struct {
+	channel string
+	message bool
+	data    []byte // the message's
 }
 
-// call gets a connection from the pool for a call bounded by d.
-func (c *Client) call(ctx context.Context, d time.Duration) (call, error) {
-	cl := call{caller: ctx, ctx: ctx, d: d}
-	if d > 0 {
-		cl.deadline = time.Now().Add(d)
-		if ctx.Done() == nil {
-			cl.bound = &bound{Context: ctx, deadline: cl.deadline}
-			cl.ctx = cl.bound
-		} else {
-			cl.ctx, cl.cancel = context.WithDeadline(ctx, cl.deadline)
-		}
-	}
-	conn, err := c.pool.GetContext(cl.ctx)
-	switch {
-	case err != nil:
-		err = cl.timedOut("no connection from the Pool", c.poolError(err))
-	case conn == nil:
-		err = errNilConn
-	}
-	if err != nil {
-		cl.stop()
-		return call{}, err
-	}
-	cl.conn = conn
-	return cl, nil
+// errNoPubSub is listen's error when the connections cannot listen: the
+// Client's waiters then try again on their ticks only.
+var errNoPubSub = errors.New("uncomplicated: connection cannot listen")
+
+// A script is a Lua script (scripts*.go), with its SHA-1 for EVALSHA and
+// the number of its keys.
+type script struct {
+	src  string
+	sha  string
+	keys int
 }
 
-// bound is a ctx that can only end at its deadline, made for a caller's
-// ctx that can never end. Unlike context.WithTimeout it starts no timer
-// until something waits on Done, which getting an idle connection from a
-// pool does not; the command itself is bounded by the connection's read
-// deadline.
-type bound struct {
-	context.Context // the caller's, which never ends
-	deadline        time.Time
-
-	mu    sync.Mutex    // guards done, timer and ended
-	done  chan struct{} // closed at the deadline; made by Done
-	timer *time.Timer
-	ended bool // stop was called
+func newScript(keys int, src string) *script {
+	sum := sha1.Sum([]byte(src))
+	return &script{src: src, sha: hex.EncodeToString(sum[:]), keys: keys}
 }
 
-func (b *bound) Deadline() (time.Time, bool) { return b.deadline, true }
-
-func (b *bound) Done() <-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.done == nil {
-		b.done = make(chan struct{})
-		done := b.done
-		switch left := time.Until(b.deadline); {
-		case left <= 0:
-			close(done)
-		case !b.ended: // nobody waits on a call that has ended
-			b.timer = time.AfterFunc(left, func() { close(done) })
-		}
-	}
-	return b.done
+// A serverError is an error reply of Redis. It wraps the driver's own
+// error, for callers that look for it with errors.As.
+type serverError struct {
+	msg string
+	err error
 }
 
-func (b *bound) Err() error {
-	select {
-	case <-b.Done():
-		return context.DeadlineExceeded
-	default:
-		return nil
-	}
-}
-
-// stop ends the bound: its timer, if it has one, is stopped.
-func (b *bound) stop() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.ended = true
-	if b.timer != nil {
-		b.timer.Stop()
-	}
-}
-
-// end gives the connection back.
-func (cl *call) end() {
-	_ = cl.conn.Close()
-	cl.stop()
-}
-
-// stop ends the call's ctx.
-func (cl *call) stop() {
-	switch {
-	case cl.bound != nil:
-		cl.bound.stop()
-	case cl.cancel != nil:
-		cl.cancel()
-	}
-}
-
-// do runs a command that ends when the call's ctx does. redigo watches a
-// ctx with a goroutine per command, in which a malformed reply can panic
-// out of reach; a caller's ctx that can never end (context.Background)
-// does without it: the connection's read deadline alone bounds the
-// command, in place of the pool's read timeout. (A write blocks only when
-// the socket's buffer is full, which one command on a fresh call does not
-// fill.) A panic while reading the reply in this goroutine becomes an
-// error.
-func (cl *call) do(cmd string, args []any) (reply any, err error) {
-	defer func() {
-		if r := recover(); r != nil { // redigo panics on some malformed replies
-			reply, err = nil, fmt.Errorf("%w: the connection panicked reading it: %v", ErrUnexpectedReply, r)
-		}
-	}()
-	if cl.caller.Done() == nil {
-		if cl.d == 0 {
-			return cl.conn.Do(cmd, args...)
-		}
-		if cwt, ok := cl.conn.(redis.ConnWithTimeout); ok {
-			left := time.Until(cl.deadline) // real time, as the connection's deadline
-			if left <= 0 {
-				return nil, cl.timedOut(noReply, os.ErrDeadlineExceeded)
-			}
-			reply, err = cwt.DoWithTimeout(left, cmd, args...)
-			if !noTimeouts(err) {
-				return reply, cl.timedOut(noReply, err)
-			}
-		}
-	}
-	cwc, ok := cl.conn.(redis.ConnWithContext)
-	if !ok {
-		return nil, errNoContext
-	}
-	reply, err = cwc.DoContext(cl.ctx, cmd, args...)
-	return reply, cl.timedOut(noReply, err)
-}
-
-// noTimeouts reports the error of redigo's pool when the connection it
-// wraps has no DoWithTimeout: nothing was sent, and DoContext will do.
-// redigo does not export the error.
-func noTimeouts(err error) bool {
-	return err != nil && strings.HasSuffix(err.Error(), "does not support ConnWithTimeout")
-}
-
-// timedOut turns the error of a step of the call (what did not come) that
-// ran out of the command timeout into one that says so and matches
-// os.ErrDeadlineExceeded, as a connection's own deadline does, and not
-// context.DeadlineExceeded, which is the caller's ctx's. A step ran out of
-// it when the call's deadline has passed, before any deadline of the
-// caller's ctx, which has not ended: whether the call's ctx or the socket's
-// deadline, set from it, noticed first.
-func (cl *call) timedOut(what string, err error) error {
-	if err == nil || cl.d == 0 || cl.caller.Err() != nil || time.Now().Before(cl.deadline) {
-		return err
-	}
-	if dl, ok := cl.caller.Deadline(); ok && !dl.After(cl.deadline) {
-		return err // the caller's deadline came first
-	}
-	msg := fmt.Sprintf("%s within %v (WithCommandTimeout)", what, cl.d)
-	errs := []error{os.ErrDeadlineExceeded}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		msg += ": " + err.Error()
-		errs = append(errs, err)
-	}
-	return &lockError{msg: msg, errs: errs}
-}
-
-const noReply = "no reply from Redis"
+func (e *serverError) Error() string { return e.msg }
+func (e *serverError) Unwrap() error { return e.err }
 
 // loading reports Redis's LOADING error: the server restarted and is
 // reading its data from disk.
 func loading(err error) bool {
-	if err == nil {
-		return false
-	}
-	var rerr redis.Error // on the heap, as errors.As takes it
-	return errors.As(err, &rerr) && strings.HasPrefix(string(rerr), "LOADING ")
+	var se *serverError
+	return errors.As(err, &se) && strings.HasPrefix(se.msg, "LOADING ")
 }
 
 // mayHaveRun reports whether a script that failed with err after it was
 // sent may have run: its reply was lost, rather than Redis refusing it or
 // answering what cannot be read.
 func mayHaveRun(sent bool, err error) bool {
-	var serverErr redis.Error // on the heap, as errors.As takes it
-	return sent && !errors.As(err, &serverErr) && !errors.Is(err, ErrUnexpectedReply)
+	var se *serverError
+	return sent && !errors.As(err, &se) && !errors.Is(err, ErrUnexpectedReply)
 }
 
 // askAgain reports whether an acquisition whose reply was lost with err is
@@ -252,22 +109,3 @@ func mayHaveRun(sent bool, err error) bool {
 func askAgain(err error) bool {
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
-
-// poolError explains a pool that had no connection to give (it is
-// exhausted, or waiting for one ran out of time) while the Client's
-// wake-up listener holds one of its connections: a pool that allows each
-// Client one connection cannot serve its calls while it listens.
-func (c *Client) poolError(err error) error {
-	if !errors.Is(err, redis.ErrPoolExhausted) && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	if w := c.wakeups(true); w != nil && w.connected() {
-		return fmt.Errorf("%w (the Client keeps one of the Pool's connections to hear of hand-offs while its goroutines wait: let the Pool open one more per Client than the calls it makes at once)", err)
-	}
-	return err
-}
-
-var (
-	errNilConn   = fmt.Errorf("%w: Pool returned a nil connection", ErrInvalidArgument)
-	errNoContext = fmt.Errorf("%w: Pool's connection does not implement redis.ConnWithContext", ErrInvalidArgument)
-)

@@ -2,12 +2,7 @@ package uncomplicated
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
-	"time"
-
-	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
 // An RWMutex is a read/write lock in Redis: many readers or one writer at
@@ -24,6 +19,10 @@ import (
 // waiting reader does the same with a stuck writer; a reader waiting
 // behind waiting writers is never stale, as the writers wait for readers.
 //
+// Waiters are served in order: a release hands the lock to the writer at
+// the head of the queue, or lets in together the readers queued before the
+// next writer, so that neither side starves.
+//
 // It is safe for concurrent use: goroutines sharing an RWMutex take turns
 // as writers, as with sync.RWMutex, while each RLock adds a reader. As
 // with sync.RWMutex, a goroutine must not RLock again while it holds a
@@ -32,15 +31,10 @@ import (
 // ErrInvalidArgument.
 type RWMutex struct {
 	base
-	keys    [6]any // writer, readers, waiting writers, fence counter, waiting readers, readers' turn
-	channel string // where releases wake the lock's waiters
-	intent  int64  // ms a waiting writer keeps new readers out after each attempt
-	// sem holds a value while a goroutine of this process holds the write
-	// lock or is acquiring it.
-	sem chan struct{}
+	x      exclusive // the writer
+	reader *claim
 
-	mu      sync.Mutex // guards writer and readers
-	writer  *hold      // the write hold; nil when none
+	mu      sync.Mutex // guards readers
 	readers []*hold    // the read holds of RLock, most recent last
 }
 
@@ -62,25 +56,44 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 	if err != nil {
 		return nil, err
 	}
-	cfg, key := b.cfg, b.name
-	rw := &RWMutex{
-		base: b, channel: broadcastChannel(cfg.prefix, key),
-		intent: intentFor(cfg.tick()), sem: make(chan struct{}, 1),
+	rw := &RWMutex{base: b}
+	prefix, key := b.cfg.prefix, b.name
+	keys := []string{
+		sharedKey(prefix, "writer", key), sharedKey(prefix, "readers", key),
+		sharedKey(prefix, "writers", key), sharedKey(prefix, "rwfence", key),
+		sharedKey(prefix, "waiting", key), sharedKey(prefix, "rwqueue", key),
 	}
-	rw.keys = [6]any{
-		sharedKey(cfg.prefix, "writer", key), sharedKey(cfg.prefix, "readers", key),
-		sharedKey(cfg.prefix, "writers", key), sharedKey(cfg.prefix, "rwfence", key),
-		sharedKey(cfg.prefix, "waiting", key), sharedKey(cfg.prefix, "turn", key),
+	channel := wakeChannel(prefix, key, c.id)
+	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), claim: &claim{
+		kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
+		extra: func(stale []string) []any {
+			if stale == nil {
+				return []any{"", ""}
+			}
+			args := []any{"x", ""}
+			for _, s := range stale {
+				if w, ok := cutWriter(s); ok {
+					args[1] = w
+				} else {
+					args = append(args, s)
+				}
+			}
+			return args
+		},
+		entry: "x", who: "the same holders",
+	}}
+	rw.reader = &claim{
+		kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
+		extra: func(stale []string) []any {
+			if stale == nil {
+				return []any{""}
+			}
+			w, _ := cutWriter(stale[0])
+			return []any{w}
+		},
+		entry: "s", who: "the same holders",
 	}
 	return rw, nil
-}
-
-// intentFor is how long, in ms, a waiting writer keeps new readers out
-// after each attempt: three ticks and a tenth of a second, so that the
-// writer's next attempt, a random time below a tick later, always comes
-// first, while a writer that died holds readers back only briefly.
-func intentFor(tick time.Duration) int64 {
-	return (3*tick + 100*time.Millisecond).Milliseconds()
 }
 
 // Name returns the name of the lock, such as lock:orders.Order:42; its
@@ -99,12 +112,7 @@ func (rw *RWMutex) Fence() uint64 {
 	if rw == nil {
 		return 0
 	}
-	rw.mu.Lock()
-	defer rw.mu.Unlock()
-	if rw.writer == nil {
-		return 0
-	}
-	return rw.writer.fence
+	return rw.x.fence()
 }
 
 // Lock acquires the write lock, waiting while another goroutine of this
@@ -115,179 +123,60 @@ func (rw *RWMutex) Fence() uint64 {
 // returns an error wrapping ErrNotObtained and ctx.Err() or ErrClosed, and
 // lets new readers in again.
 func (rw *RWMutex) Lock(ctx context.Context) error {
-	_, err := rw.lock(ctx)
+	if err := rw.check(ctx); err != nil {
+		return err
+	}
+	_, err := rw.x.lock(ctx)
 	return err
-}
-
-func (rw *RWMutex) lock(ctx context.Context) (*hold, error) {
-	if err := rw.ready(ctx); err != nil {
-		return nil, err
-	}
-	obs, _ := rw.cfg.clock.(settle.Observer)
-	if obs != nil {
-		obs.Waiting(1)
-		defer obs.Waiting(-1)
-	}
-	if err := rw.enter(ctx, obs, rw.sem); err != nil {
-		return nil, err
-	}
-	held := false
-	defer func() {
-		if !held { // also when a Pool or logger panics
-			<-rw.sem
-		}
-	}()
-	token := newToken()
-	a := acquisition{
-		b: &rw.base, what: writerKind.what, channel: rw.channel, token: token,
-		try: func(ctx context.Context, stale []string) (grant, error) {
-			return rw.tryLock(ctx, token, rw.intent, stale)
-		},
-		leave: func(ctx context.Context) {
-			rw.background(ctx, leaveWaitScript, []any{rw.keys[2], rw.keys[5]}, rw.channel, token)
-		},
-	}
-	g, from, err := a.wait(ctx, obs)
-	if err != nil {
-		return nil, err
-	}
-	held = true
-	return rw.held(ctx, token, g.fence, from), nil
 }
 
 // TryLock makes one attempt at the write lock and never waits nor takes
 // over. It returns (false, nil) when the lock is held, here or elsewhere,
 // and an error only when Redis fails or the input is invalid.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
-	if err := rw.ready(ctx); err != nil {
+	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	select {
-	case rw.sem <- struct{}{}:
-	default:
-		return false, nil
-	}
-	held := false
-	defer func() {
-		if !held {
-			<-rw.sem
-		}
-	}()
-	token := newToken()
-	from := rw.cfg.clock.Now()
-	g, err := rw.tryLock(ctx, token, 0, nil)
-	if err != nil || !g.ok {
-		return false, rw.gaveUp(ctx, err)
-	}
-	held = true
-	rw.held(ctx, token, g.fence, from)
-	return true, nil
+	return rw.x.tryLock(ctx)
 }
 
-// tryLock makes one writer's attempt; intent is how long a blocked writer
-// keeps readers out (0: not at all), stale the blockers to evict.
-func (rw *RWMutex) tryLock(ctx context.Context, token string, intent int64, stale []string) (grant, error) {
-	args := []any{token, rw.cfg.leaseMillis(), intent, "", ""}
-	if stale != nil {
-		args[3] = "x"
-		for _, s := range stale {
-			if w, ok := cutWriter(s); ok {
-				args[4] = w
-			} else {
-				args = append(args, s)
-			}
-		}
-	}
-	undo := func() { rw.background(ctx, rwUnlockScript, rw.writerKeys(), rw.channel, token) }
-	return rw.attempt(ctx, rwLockScript, rw.keys[:], undo, args...)
-}
-
-// held records a new write hold.
-func (rw *RWMutex) held(ctx context.Context, token string, fence uint64, from time.Time) *hold {
-	rw.logAcquired(ctx, writerKind.what, fence)
-	h := rw.newHold(writerKind, rw.writerKeys(), rw.channel, token, fence, from)
-	rw.mu.Lock()
-	rw.writer = h
-	rw.mu.Unlock()
-	return h
-}
-
-// Unlock releases the write lock if Redis still has it, and wakes the
-// lock's waiters. It returns an error wrapping ErrNotHeld when this
-// RWMutex holds no write lock, and one wrapping ErrLost and ErrNotHeld
-// when Redis no longer has it (its lease ended, or a waiter took it over).
-// The hold ends in this process whatever Redis answers.
+// Unlock releases the write lock if Redis still has it, and hands the lock
+// on. It returns an error wrapping ErrNotHeld when this RWMutex holds no
+// write lock, and one wrapping ErrLost and ErrNotHeld when Redis no longer
+// has it (its lease ended, or a waiter took it over). The hold ends in
+// this process whatever Redis answers. After Client.Close it still
+// releases, and reports ErrClosed as well.
 func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	return rw.unlock(ctx, nil)
-}
-
-// unlock ends the write hold want, or the current one when want is nil,
-// and releases it; Do's release (want set) goes on in the background if
-// ctx cuts it short.
-func (rw *RWMutex) unlock(ctx context.Context, want *hold) error {
-	rw.mu.Lock()
-	h := rw.writer
-	if h != nil && (want == nil || h == want) {
-		rw.writer = nil
-	}
-	rw.mu.Unlock()
-	switch {
-	case h == nil && want == nil:
-		return fmt.Errorf("%w: %s: not write-locked", ErrNotHeld, rw.name)
-	case want != nil && h != want:
-		return fmt.Errorf("%w: %s: fn unlocked", ErrNotHeld, rw.name)
-	}
-	defer func() { <-rw.sem }()
-	return h.release(ctx, want != nil)
+	return rw.x.unlock(ctx, nil)
 }
 
 // Do runs fn while holding the write lock, as Mutex.Do does.
 func (rw *RWMutex) Do(ctx context.Context, fn func(context.Context) error) error {
-	if err := rw.checkFn(ctx, fn); err != nil {
+	if err := rw.check(ctx, fn); err != nil {
 		return err
 	}
-	h, err := rw.lock(ctx)
-	if err != nil {
-		return err
-	}
-	return h.run(ctx, fn, func(ctx context.Context) error { return rw.unlock(ctx, h) })
+	return rw.x.do(ctx, fn)
 }
 
-// Refresh proves the writer alive: if Redis still has this RWMutex's
-// write hold, it gives it a new token, which tells waiters it is busy
-// rather than stuck, and restarts its lease. It returns an error wrapping
-// ErrNotHeld when there is no write hold, and one wrapping ErrLost and
-// ErrNotHeld when Redis no longer has it. Read holds are renewed by RDo
-// with WithAutoRefresh.
+// Refresh proves the writer alive, as Mutex.Refresh does. Read holds are
+// renewed by RDo with WithAutoRefresh.
 func (rw *RWMutex) Refresh(ctx context.Context) error {
-	h, err := rw.writeHold(ctx)
-	if err != nil {
+	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	return h.Refresh(ctx)
+	return rw.x.refresh(ctx)
 }
 
-// Held asks Redis whether it still has this RWMutex's write hold. It
-// returns (false, nil) when not, which also closes Lost's channel, and
-// when there is no write hold.
+// Held asks Redis whether it still has this RWMutex's write hold, as
+// Mutex.Held does.
 func (rw *RWMutex) Held(ctx context.Context) (bool, error) {
-	h, err := rw.writeHold(ctx)
-	if errors.Is(err, ErrNotHeld) {
-		return false, nil
-	}
-	if err != nil {
+	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	if rw.c.closed() {
-		return false, fmt.Errorf("%w: %s", ErrClosed, rw.name)
-	}
-	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
-		return false, rw.redisError(ctx, err)
-	}
-	return h.verify(ctx)
+	return rw.x.held(ctx)
 }
 
 // Lost returns a channel closed when the write hold is known to be lost,
@@ -296,28 +185,7 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 	if rw == nil {
 		return closed
 	}
-	rw.mu.Lock()
-	h := rw.writer
-	rw.mu.Unlock()
-	if h == nil {
-		return closed
-	}
-	return h.Lost()
-}
-
-// writeHold returns the current write hold after the checks of a call
-// that talks to Redis: an error wrapping ErrNotHeld when there is none.
-func (rw *RWMutex) writeHold(ctx context.Context) (*hold, error) {
-	if err := rw.check(ctx); err != nil {
-		return nil, err
-	}
-	rw.mu.Lock()
-	h := rw.writer
-	rw.mu.Unlock()
-	if h == nil {
-		return nil, fmt.Errorf("%w: %s: not write-locked", ErrNotHeld, rw.name)
-	}
-	return h, nil
+	return rw.x.lost()
 }
 
 // RLock acquires a read lock: at once unless Redis has a writer, or a
@@ -328,92 +196,38 @@ func (rw *RWMutex) writeHold(ctx context.Context) (*hold, error) {
 // When ctx ends or the Client closes first, RLock returns an error wrapping
 // ErrNotObtained and ctx.Err() or ErrClosed.
 func (rw *RWMutex) RLock(ctx context.Context) error {
-	h, err := rw.rlock(ctx)
-	if err != nil {
+	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	rw.mu.Lock()
-	rw.readers = append(rw.readers, h)
-	rw.mu.Unlock()
-	return nil
-}
-
-func (rw *RWMutex) rlock(ctx context.Context) (*hold, error) {
-	if err := rw.ready(ctx); err != nil {
-		return nil, err
+	h, err := rw.acquire(ctx, rw.reader, nil)
+	if err == nil {
+		rw.addReader(h)
 	}
-	obs, _ := rw.cfg.clock.(settle.Observer)
-	if obs != nil {
-		obs.Waiting(1)
-		defer obs.Waiting(-1)
-	}
-	token := newToken()
-	a := acquisition{
-		b: &rw.base, what: readerKind.what, channel: rw.channel, token: token,
-		try: func(ctx context.Context, stale []string) (grant, error) {
-			evict := ""
-			if len(stale) > 0 {
-				evict, _ = cutWriter(stale[0])
-			}
-			return rw.tryRLock(ctx, token, rw.intent, evict)
-		},
-		leave: func(ctx context.Context) {
-			rw.background(ctx, leaveWaitScript, []any{rw.keys[4], rw.keys[5]}, rw.channel, token)
-		},
-	}
-	_, from, err := a.wait(ctx, obs)
-	if err != nil {
-		return nil, err
-	}
-	return rw.readHold(ctx, token, from), nil
+	return err
 }
 
 // TryRLock makes one attempt at a read lock and never waits nor takes
 // over. It returns false, nil when Redis has a writer or a waiting writer,
 // and an error only when Redis fails or the input is invalid.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
-	if err := rw.ready(ctx); err != nil {
+	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	token := newToken()
-	from := rw.cfg.clock.Now()
-	g, err := rw.tryRLock(ctx, token, 0, "")
-	if err != nil || !g.ok {
-		return false, rw.gaveUp(ctx, err)
+	h, err := rw.try(ctx, rw.reader, nil)
+	if h != nil {
+		rw.addReader(h)
 	}
-	h := rw.readHold(ctx, token, from)
+	return h != nil, err
+}
+
+func (rw *RWMutex) addReader(h *hold) {
 	rw.mu.Lock()
 	rw.readers = append(rw.readers, h)
 	rw.mu.Unlock()
-	return true, nil
-}
-
-// tryRLock makes one reader's attempt; intent is how long a blocked reader
-// counts as waiting (0: not at all), evict a stale writer to evict.
-func (rw *RWMutex) tryRLock(ctx context.Context, token string, intent int64, evict string) (grant, error) {
-	undo := func() { rw.background(ctx, rwRUnlockScript, rw.readerKeys(), rw.channel, token) }
-	return rw.attempt(ctx, rwRLockScript, rw.keys[:], undo, token, rw.cfg.leaseMillis(), evict, rw.channel, intent)
-}
-
-// writerKeys are the KEYS of rwUnlockScript: the writer, the waiting
-// readers, the readers' turn and the waiting writers.
-func (rw *RWMutex) writerKeys() []any {
-	return []any{rw.keys[0], rw.keys[4], rw.keys[5], rw.keys[2]}
-}
-
-// readerKeys are the KEYS of rwRUnlockScript: the readers and the waiting
-// writers.
-func (rw *RWMutex) readerKeys() []any {
-	return []any{rw.keys[1], rw.keys[2]}
-}
-
-func (rw *RWMutex) readHold(ctx context.Context, token string, from time.Time) *hold {
-	rw.logAcquired(ctx, readerKind.what, 0)
-	return rw.newHold(readerKind, rw.readerKeys(), rw.channel, token, 0, from)
 }
 
 // RUnlock releases one read lock of this RWMutex, the most recent, and
-// wakes the lock's waiters when it was the last reader. It returns an error
+// hands the lock on when it was the last reader. It returns an error
 // wrapping ErrNotHeld when this RWMutex holds no read lock, and one
 // wrapping ErrLost and ErrNotHeld when Redis no longer has that reader.
 func (rw *RWMutex) RUnlock(ctx context.Context) error {
@@ -424,7 +238,7 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	n := len(rw.readers)
 	if n == 0 {
 		rw.mu.Unlock()
-		return fmt.Errorf("%w: %s: not read-locked", ErrNotHeld, rw.name)
+		return rw.afterClose(rw.notHeld("not read-locked"))
 	}
 	h := rw.readers[n-1]
 	rw.readers[n-1] = nil
@@ -437,49 +251,21 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 // write lock; RUnlock does not release it. A read hold has no fence: inside
 // fn, FenceOf reports none, even when RDo runs inside a Do.
 func (rw *RWMutex) RDo(ctx context.Context, fn func(context.Context) error) error {
-	if err := rw.checkFn(ctx, fn); err != nil {
+	if err := rw.check(ctx, fn); err != nil {
 		return err
 	}
-	h, err := rw.rlock(ctx)
+	h, err := rw.acquire(ctx, rw.reader, nil)
 	if err != nil {
 		return err
 	}
 	return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
 }
 
-// cutWriter returns the writer's token from a blocker, if it is the
-// writer.
-func cutWriter(blocker string) (string, bool) {
-	if len(blocker) > len(writerMark) && blocker[:len(writerMark)] == writerMark {
-		return blocker[len(writerMark):], true
+// check reports a nil or zero RWMutex, a nil ctx and a nil fn.
+func (rw *RWMutex) check(ctx context.Context, fn ...func(context.Context) error) error {
+	var b *base
+	if rw != nil {
+		b = &rw.base
 	}
-	return "", false
-}
-
-// check reports a nil or zero RWMutex and a nil ctx.
-func (rw *RWMutex) check(ctx context.Context) error {
-	switch {
-	case rw == nil || rw.c == nil:
-		return fmt.Errorf("%w: nil or zero *RWMutex", ErrInvalidArgument)
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
-	}
-	return nil
-}
-
-func (rw *RWMutex) checkFn(ctx context.Context, fn func(context.Context) error) error {
-	if err := rw.check(ctx); err != nil {
-		return err
-	}
-	if fn == nil {
-		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
-	}
-	return nil
-}
-
-func (rw *RWMutex) ready(ctx context.Context) error {
-	if err := rw.check(ctx); err != nil {
-		return err
-	}
-	return rw.open(ctx)
+	return b.check("*RWMutex", ctx, fn...)
 }

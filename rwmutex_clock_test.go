@@ -423,22 +423,35 @@ func TestRWMutex_readersTurnAfterWriter(t *testing.T) {
 	}
 }
 
-// A reader that died in its turn holds writers back only until its entry
-// expires, a few ticks.
-func TestRWMutex_deadReadersTurnExpires(t *testing.T) {
-	env, _ := semEnv(t)
-	rw := mustRW(t, env.Client)
-	key := "lock:turn:{" + rw.Name() + "}"
-	intent := 3*tick + 100*time.Millisecond
-	if _, err := env.Redis.ZAdd(key, float64(env.Clock.Now().Add(intent).UnixMilli()), "dead"); err != nil {
+// A reader that died in the queue holds nobody back: its entry, ahead of
+// a waiting writer, expires a few ticks after its last attempt, and a
+// release passes it over to the writer. (Before the queue, a reader that
+// died in the turn a writer's release gave it held writers back as long.)
+func TestRWMutex_deadReaderInQueueExpires(t *testing.T) {
+	env, waiters := semEnv(t)
+	ctx := context.Background()
+	first := mustRW(t, env.Client)
+	mustWLock(t, first)
+	queue := "lock:rwqueue:{" + first.Name() + "}"
+	if _, err := env.Redis.Push(queue, "s dead 0 lock:wake:{"+first.Name()+"}:gone"); err != nil {
 		t.Fatal(err)
 	}
-	if _, w := tries(t, env.NewClient()); w {
-		t.Fatal("a writer got in during a reader's turn")
+	intent := 3*tick + 100*time.Millisecond
+	if _, err := env.Redis.ZAdd("lock:waiting:{"+first.Name()+"}", float64(env.Clock.Now().Add(intent).UnixMilli()), "dead"); err != nil {
+		t.Fatal(err)
 	}
+	second := mustRW(t, waiters)
+	wrote := async(func() error { return second.Lock(ctx) })
+	env.AwaitWaiters(1)
 	env.Advance(intent)
-	if _, w := tries(t, env.NewClient()); !w {
-		t.Fatal("a writer was held back after the dead reader's turn expired")
+	if err := first.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+	if err := recv(t, wrote); err != nil {
+		t.Fatalf("waiting writer's Lock() = %v", err)
+	}
+	if r, _ := tries(t, env.NewClient()); r {
+		t.Error("a reader got in while the writer holds")
 	}
 }
 

@@ -12,8 +12,15 @@ import (
 // The RWMutex's and the Semaphore's scripts, run directly on miniredis and
 // on a real server.
 
-// rwKeys are the KEYS of rwLockScript and rwRLockScript in these tests.
-var rwKeys = []any{"w", "r", "q", "f", "rq", "turn"}
+// rwKeys are the KEYS of the RWMutex's scripts in these tests: the writer,
+// the readers, the waiting writers, the fence counter, the waiting readers
+// and the queue.
+var rwKeys = []any{"w", "r", "ww", "f", "wr", "rwqueue"}
+
+// semKeys are the KEYS of semAcquireScript and semReleaseScript in these
+// tests: the holders, their fences, the fence counter, the waiters and the
+// queue.
+var semKeys = []any{"permits", "fences", "fence", "waiting", "semqueue"}
 
 // members returns the members of a sorted set.
 func members(t *testing.T, conn redis.Conn, key string) []string {
@@ -28,6 +35,17 @@ func members(t *testing.T, conn redis.Conn, key string) []string {
 
 // later is a score an hour from now, in milliseconds.
 func later() string { return strconv.FormatInt(time.Now().Add(time.Hour).UnixMilli(), 10) }
+
+// released runs a release script and reads its reply, failing the test on
+// an error.
+func released(t *testing.T, conn redis.Conn, s *script, keysAndArgs ...any) (ok bool, next []string) {
+	t.Helper()
+	ok, next, err := parseRelease(must2(doScript(conn, s, keysAndArgs...)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok, next
+}
 
 // A writer's take-over evicts exactly the blockers it saw, and nothing
 // when another holder has come in meanwhile.
@@ -55,14 +73,12 @@ func TestRWLockScript_takeOver(t *testing.T) {
 				if tc.writer != "" {
 					must(t, conn, "SET", "w", tc.writer)
 				}
-				for _, r := range tc.readers {
-					must(t, conn, "ZADD", "r", later(), r)
-				}
-				args := append(append([]any{}, rwKeys...), "new", 0, 100, "x", tc.seenW)
+				waiting(t, conn, "r", tc.readers...)
+				args := with(rwKeys, "new", 0, "", "", 100, "x", tc.seenW)
 				for _, s := range tc.seen {
 					args = append(args, s)
 				}
-				reply, err := rwLockScript.Do(conn, args...)
+				reply, err := doScript(conn, rwLockScript, args...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -82,41 +98,133 @@ func TestRWLockScript_takeOver(t *testing.T) {
 	}
 }
 
-// A writer's release gives the readers waiting then their turn; a reader
-// with its turn gets in past a waiting writer, and its turn ends.
-func TestRWScripts_readersTurn(t *testing.T) {
+// A writer's release lets in the reader queued before the next writer;
+// that writer then waits for the reader, and a reader that joins the queue
+// after it waits behind it.
+func TestRWScripts_readersHandedOff(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
+			subscribe(t, pool, "chan")
 			must(t, conn, "SET", "w", "writer")
-			must(t, conn, "ZADD", "rq", later(), "reader")
-			must(t, conn, "ZADD", "q", later(), "next")
-			if n, err := redis.Int(rwUnlockScript.Do(conn, "w", "rq", "turn", "q", "chan", "writer")); n != 1 || err != nil {
-				t.Fatalf("unlock = %d, %v; want 1", n, err)
+			must(t, conn, "RPUSH", "rwqueue", "s reader 0 chan", "x next 0 chan")
+			waiting(t, conn, "wr", "reader")
+			waiting(t, conn, "ww", "next")
+			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "writer")...); !ok || !slices.Equal(next, []string{"reader"}) {
+				t.Fatalf("unlock = %v, %v; want true, [reader]", ok, next)
 			}
-			if got := members(t, conn, "turn"); !slices.Equal(got, []string{"reader"}) {
-				t.Fatalf("turn = %v; want [reader]", got)
+			if got := members(t, conn, "r"); !slices.Equal(got, []string{"reader"}) {
+				t.Fatalf("readers = %v; want [reader]", got)
 			}
-			// The next writer waits for the reader's turn.
-			g, err := parseGrant(must2(rwLockScript.Do(conn, append(append([]any{}, rwKeys...), "next", 0, 100, "", "")...)))
+			// The next writer waits for the reader.
+			g, err := parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "next", 0, "", "", 100, "", "")...)))
 			if err != nil || g.ok {
-				t.Fatalf("writer during the readers' turn = %+v, %v; want blocked", g, err)
+				t.Fatalf("writer after the reader was let in = %+v, %v; want blocked", g, err)
 			}
-			// Another reader without a turn waits behind the writer.
-			g, err = parseGrant(must2(rwRLockScript.Do(conn, append(append([]any{}, rwKeys...), "other", 0, "", "chan", 100)...)))
+			// Another reader, joining the queue now, waits behind the writer.
+			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s other 0 chan", "q", 100, "")...)))
 			if err != nil || g.ok {
-				t.Fatalf("reader without a turn = %+v, %v; want blocked", g, err)
+				t.Fatalf("reader joining the queue = %+v, %v; want blocked", g, err)
 			}
-			g, err = parseGrant(must2(rwRLockScript.Do(conn, append(append([]any{}, rwKeys...), "reader", 0, "", "chan", 100)...)))
+			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "reader", 0, "", "", 100, "")...)))
 			if err != nil || !g.ok {
-				t.Fatalf("reader with its turn = %+v, %v; want in", g, err)
+				t.Fatalf("reader handed the lock = %+v, %v; want in", g, err)
 			}
-			if got := members(t, conn, "turn"); len(got) != 0 {
-				t.Errorf("turn after the reader came in = %v; want none", got)
+			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"next", "other"}) {
+				t.Errorf("queue after the reader came in = %v; want [next other]", got)
 			}
-			if got := members(t, conn, "rq"); !slices.Equal(got, []string{"other"}) {
+			if got := members(t, conn, "wr"); !slices.Equal(got, []string{"other"}) {
 				t.Errorf("waiting readers = %v; want [other]", got)
+			}
+		})
+	}
+}
+
+// The queue is served in order: a writer's release lets in the readers at
+// the head up to the next writer, together; the last of them hands the
+// lock to that writer, whose release lets in the reader behind it.
+func TestRWScripts_handOffInOrder(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			psc := subscribe(t, pool, "chan")
+			must(t, conn, "SET", "w", "holder")
+			must(t, conn, "RPUSH", "rwqueue", "s A 0 chan", "s B 0 chan", "x W 0 chan", "s C 0 chan")
+			waiting(t, conn, "wr", "A", "B", "C")
+			waiting(t, conn, "ww", "W")
+
+			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A", "B"}) {
+				t.Fatalf("writer's unlock = %v, %v; want true, [A B]", ok, next)
+			}
+			for _, want := range []string{"A 1", "B 1"} {
+				if got := message(t, psc); got != want {
+					t.Errorf("message = %q; want %q", got, want)
+				}
+			}
+			if got := members(t, conn, "r"); !slices.Equal(got, []string{"A", "B"}) {
+				t.Errorf("readers = %v; want [A B]", got)
+			}
+			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"W", "C"}) {
+				t.Errorf("queue = %v; want [W C]", got)
+			}
+
+			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "", "A")...); !ok || next != nil {
+				t.Errorf("A's unlock = %v, %v; want true, nobody (B still reads)", ok, next)
+			}
+			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "", "B")...); !ok || !slices.Equal(next, []string{"W"}) {
+				t.Fatalf("B's unlock = %v, %v; want true, [W]", ok, next)
+			}
+			if got := message(t, psc); got != "W 2" {
+				t.Errorf("message = %q; want \"W 2\"", got)
+			}
+			if w, _ := redis.String(conn.Do("GET", "w")); w != "W" {
+				t.Errorf("writer = %q; want W", w)
+			}
+			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"C"}) {
+				t.Errorf("queue = %v; want [C]", got)
+			}
+
+			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "W")...); !ok || !slices.Equal(next, []string{"C"}) {
+				t.Fatalf("W's unlock = %v, %v; want true, [C]", ok, next)
+			}
+			if got := message(t, psc); got != "C 3" {
+				t.Errorf("message = %q; want \"C 3\"", got)
+			}
+			if got := members(t, conn, "r"); !slices.Equal(got, []string{"C"}) {
+				t.Errorf("readers = %v; want [C]", got)
+			}
+			if n, _ := redis.Int(conn.Do("EXISTS", "w", "rwqueue", "ww", "wr")); n != 0 {
+				t.Errorf("%d of writer, queue and waiting sets left; want none", n)
+			}
+		})
+	}
+}
+
+// The readers let in together end at the next writer in the queue, also
+// when dead entries lie between them and it.
+func TestRWScripts_handOffStopsAtWriter(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			subscribe(t, pool, "chan")
+			must(t, conn, "SET", "w", "holder")
+			must(t, conn, "RPUSH", "rwqueue", "s A 0 chan", "s dead 0 chan", "x W 0 chan", "s C 0 chan")
+			waiting(t, conn, "wr", "A", "C")
+			waiting(t, conn, "ww", "W")
+			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A"}) {
+				t.Fatalf("writer's unlock = %v, %v; want true, [A]", ok, next)
+			}
+			if w, _ := redis.String(conn.Do("GET", "w")); w != "" {
+				t.Errorf("writer = %q; want none while A reads", w)
+			}
+			if got := members(t, conn, "r"); !slices.Equal(got, []string{"A"}) {
+				t.Errorf("readers = %v; want [A]", got)
+			}
+			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"W", "C"}) {
+				t.Errorf("queue = %v; want [W C]", got)
 			}
 		})
 	}
@@ -129,35 +237,65 @@ func must2(reply any, err error) any {
 	return reply
 }
 
-// A waiter that gave up leaves the waiting set and the readers' turn, and
-// wakes the others.
-func TestRWLeaveScript(t *testing.T) {
+// A waiter that gives up calls its release with its entry, or "-" when it
+// never joined the queue: it leaves the queue and the waiting set, and
+// wakes nobody; a reader that a release has just let in passes the lock
+// on.
+func TestRWUnlockScripts_leave(t *testing.T) {
+	cases := []struct {
+		name    string
+		release *script
+		kind    string
+		waiting string // the waiting set of its kind
+		queued  bool   // whether the waiter that gives up joined the queue
+	}{
+		{"reader", rwRUnlockScript, "s", "wr", true},
+		{"writer", rwUnlockScript, "x", "ww", true},
+		{"writer not queued", rwUnlockScript, "x", "ww", false},
+	}
 	for server, pool := range scriptServers(t) {
-		t.Run(server, func(t *testing.T) {
+		for _, tc := range cases {
+			t.Run(server+"/"+tc.name, func(t *testing.T) {
+				conn := scriptConn(t, pool)
+				must(t, conn, "FLUSHALL")
+				psc := subscribe(t, pool, "chan")
+				gone := "-"
+				if tc.queued {
+					gone = tc.kind + " gone 0 chan"
+					must(t, conn, "RPUSH", "rwqueue", gone)
+				}
+				must(t, conn, "RPUSH", "rwqueue", tc.kind+" stays 0 chan")
+				waiting(t, conn, tc.waiting, "gone", "stays")
+				if ok, next := released(t, conn, tc.release, with(rwKeys, gone, "gone")...); ok || next != nil {
+					t.Errorf("leave = %v, %v; want false, nobody", ok, next)
+				}
+				if got := members(t, conn, tc.waiting); !slices.Equal(got, []string{"stays"}) {
+					t.Errorf("waiting = %v; want [stays]", got)
+				}
+				if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"stays"}) {
+					t.Errorf("queue = %v; want [stays]", got)
+				}
+				must(t, conn, "PUBLISH", "chan", "marker")
+				if got := message(t, psc); got != "marker" {
+					t.Errorf("first message = %q; want none before the marker", got)
+				}
+			})
+		}
+		t.Run(server+"/reader let in", func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
-			must(t, conn, "ZADD", "rq", later(), "gone")
-			must(t, conn, "ZADD", "turn", later(), "gone")
-			must(t, conn, "ZADD", "rq", later(), "stays")
-			sub := scriptConn(t, pool)
-			psc := redis.PubSubConn{Conn: sub}
-			if err := psc.Subscribe("chan"); err != nil {
-				t.Fatal(err)
+			psc := subscribe(t, pool, "chan")
+			must(t, conn, "ZADD", "r", "+inf", "gone")
+			must(t, conn, "RPUSH", "rwqueue", "s stays 0 chan")
+			waiting(t, conn, "wr", "stays")
+			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "s gone 0 chan", "gone")...); !ok || !slices.Equal(next, []string{"stays"}) {
+				t.Errorf("leave = %v, %v; want true, [stays]", ok, next)
 			}
-			if _, ok := psc.Receive().(redis.Subscription); !ok {
-				t.Fatal("no subscription")
+			if got := message(t, psc); got != "stays 1" {
+				t.Errorf("message = %q; want \"stays 1\"", got)
 			}
-			if _, err := leaveWaitScript.Do(conn, "rq", "turn", "chan", "gone"); err != nil {
-				t.Fatal(err)
-			}
-			if got := members(t, conn, "rq"); !slices.Equal(got, []string{"stays"}) {
-				t.Errorf("waiting readers = %v; want [stays]", got)
-			}
-			if got := members(t, conn, "turn"); len(got) != 0 {
-				t.Errorf("turn = %v; want none", got)
-			}
-			if m, ok := psc.Receive().(redis.Message); !ok || string(m.Data) != wakeAll {
-				t.Errorf("message = %v; want a wake-up", m)
+			if got := members(t, conn, "r"); !slices.Equal(got, []string{"stays"}) {
+				t.Errorf("readers = %v; want [stays]", got)
 			}
 		})
 	}
@@ -173,18 +311,18 @@ func TestHolderScripts_prune(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "ZADD", "permits", past, "dead")
 			must(t, conn, "HSET", "fences", "dead", 1)
-			g, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 1000, 1, "", 0)))
+			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 1000, "", "", 0, 1, "")...)))
 			if err != nil || !g.ok || g.fence != 1 {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want fence 1", g, err)
 			}
 			if n, _ := redis.Int(conn.Do("HLEN", "fences")); n != 1 {
 				t.Errorf("fences = %d; want 1: the expired holder's is gone", n)
 			}
-			if n, _ := redis.Int(heldScript.Do(conn, "permits", "dead")); n != 0 {
+			if n, _ := redis.Int(doScript(conn, heldScript, "permits", "dead")); n != 0 {
 				t.Errorf("held(dead) = %d; want 0", n)
 			}
 			must(t, conn, "ZADD", "r", past, "dead")
-			g, err = parseGrant(must2(rwLockScript.Do(conn, append(append([]any{}, rwKeys...), "writer", 0, 100, "", "")...)))
+			g, err = parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "writer", 0, "", "", 100, "", "")...)))
 			if err != nil || !g.ok {
 				t.Errorf("writer past an expired reader = %+v, %v; want in", g, err)
 			}
@@ -204,14 +342,14 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				must(t, conn, "ZADD", "permits", "+inf", h)
 				must(t, conn, "HSET", "fences", h, 1)
 			}
-			g, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 2, "a", 0)))
+			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 2, "a")...)))
 			if err != nil || g.ok {
 				t.Fatalf("take-over with 2 permits and 3 holders = %+v, %v; want refused", g, err)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("holders = %v; want all three", got)
 			}
-			g, err = parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 3, "a", 0)))
+			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "a")...)))
 			if err != nil || !g.ok {
 				t.Fatalf("take-over with 3 permits = %+v, %v; want the permit", g, err)
 			}
@@ -219,7 +357,7 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				t.Errorf("holders = %v; want b, c, new", got)
 			}
 			// Asked again after a lost reply: the same permit and fence.
-			again, err := parseGrant(must2(semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 3, "b", 0)))
+			again, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "b")...)))
 			if err != nil || !again.ok || again.fence != g.fence {
 				t.Errorf("the same take-over again = %+v, %v; want fence %d and b kept", again, err, g.fence)
 			}
@@ -239,10 +377,10 @@ func TestHolderScripts_badFence(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "SET", "fence", "x")
 			must(t, conn, "SET", "f", "x")
-			if _, err := semAcquireScript.Do(conn, "permits", "fences", "fence", "waiting", "new", 0, 1, "", 0); err == nil {
+			if _, err := doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 1, "")...); err == nil {
 				t.Error("semaphore acquire with a broken counter succeeded")
 			}
-			if _, err := rwLockScript.Do(conn, append(append([]any{}, rwKeys...), "new", 0, 100, "", "")...); err == nil {
+			if _, err := doScript(conn, rwLockScript, with(rwKeys, "new", 0, "", "", 100, "", "")...); err == nil {
 				t.Error("writer with a broken counter succeeded")
 			}
 			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "w")); n != 0 {
@@ -252,49 +390,98 @@ func TestHolderScripts_badFence(t *testing.T) {
 	}
 }
 
-// A release wakes waiters only when some wait: with none, it publishes
-// nothing, so that an uncontended lock costs its Clients no messages.
-func TestReleaseScripts_wakeOnlyWaiters(t *testing.T) {
+// A release publishes only to a waiter it hands over to: with none queued,
+// it publishes nothing, so that an uncontended lock costs its Clients no
+// messages.
+func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
+	cases := []struct {
+		name    string
+		release *script
+		keys    []any
+		hold    []any // the command that makes "h" a holder
+		queue   string
+		waiting string
+		kind    string // of the queued waiter's entry
+	}{
+		{"semaphore", semReleaseScript, semKeys, []any{"ZADD", "permits", "+inf", "h"}, "semqueue", "waiting", "1"},
+		{"writer", rwUnlockScript, rwKeys, []any{"SET", "w", "h"}, "rwqueue", "ww", "x"},
+		{"reader", rwRUnlockScript, rwKeys, []any{"ZADD", "r", "+inf", "h"}, "rwqueue", "ww", "x"},
+	}
+	for server, pool := range scriptServers(t) {
+		for _, tc := range cases {
+			t.Run(server+"/"+tc.name, func(t *testing.T) {
+				conn := scriptConn(t, pool)
+				must(t, conn, "FLUSHALL")
+				psc := subscribe(t, pool, "chan")
+				release := func() (bool, []string) {
+					must(t, conn, tc.hold[0].(string), tc.hold[1:]...)
+					return released(t, conn, tc.release, with(tc.keys, "", "h")...)
+				}
+				if ok, next := release(); !ok || next != nil {
+					t.Errorf("release with nobody waiting = %v, %v; want true, nobody", ok, next)
+				}
+				must(t, conn, "PUBLISH", "chan", "marker")
+				if got := message(t, psc); got != "marker" {
+					t.Fatalf("first message = %q after a release with nobody waiting; want none before the marker", got)
+				}
+				must(t, conn, "RPUSH", tc.queue, tc.kind+" someone 0 chan")
+				waiting(t, conn, tc.waiting, "someone")
+				if ok, next := release(); !ok || !slices.Equal(next, []string{"someone"}) {
+					t.Errorf("release with a waiter = %v, %v; want true, [someone]", ok, next)
+				}
+				if got := message(t, psc); got != "someone 1" {
+					t.Errorf("message = %q after a release with a waiter; want its hand-off \"someone 1\"", got)
+				}
+			})
+		}
+	}
+}
+
+// A Semaphore's release hands its permit to the oldest queued waiter, and
+// the next release to the one behind it.
+func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
-			psc := redis.PubSubConn{Conn: scriptConn(t, pool)}
-			if err := psc.Subscribe("chan"); err != nil {
-				t.Fatal(err)
+			psc := subscribe(t, pool, "chan")
+			must(t, conn, "ZADD", "permits", "+inf", "h")
+			must(t, conn, "HSET", "fences", "h", 1)
+			must(t, conn, "SET", "fence", 1)
+			must(t, conn, "RPUSH", "semqueue", "1 a 0 chan", "1 b 0 chan")
+			waiting(t, conn, "waiting", "a", "b")
+			steps := []struct {
+				holder  string
+				next    []string
+				message string   // "" for none
+				after   []string // the holders after
+				queue   []string // the queue after
+			}{
+				{"h", []string{"a"}, "a 2", []string{"a"}, []string{"b"}},
+				{"a", []string{"b"}, "b 3", []string{"b"}, nil},
+				{"b", nil, "", nil, nil},
 			}
-			if _, ok := psc.Receive().(redis.Subscription); !ok {
-				t.Fatal("no subscription")
-			}
-			next := func() string {
-				m, ok := psc.Receive().(redis.Message)
-				if !ok {
-					t.Fatal("no message")
+			for _, s := range steps {
+				if ok, next := released(t, conn, semReleaseScript, with(semKeys, "", s.holder)...); !ok || !slices.Equal(next, s.next) {
+					t.Fatalf("%s's release = %v, %v; want true, %v", s.holder, ok, next, s.next)
 				}
-				return string(m.Data)
-			}
-			release := func(waiting bool) {
-				if waiting {
-					must(t, conn, "ZADD", "waiting", later(), "someone")
-					must(t, conn, "ZADD", "q", later(), "someone")
+				if s.message != "" {
+					if got := message(t, psc); got != s.message {
+						t.Errorf("message = %q; want %q", got, s.message)
+					}
 				}
-				must(t, conn, "ZADD", "permits", "+inf", "p")
-				must(t, conn, "SET", "w", "writer")
-				_, _ = semReleaseScript.Do(conn, "permits", "fences", "waiting", "chan", "p")
-				_, _ = rwUnlockScript.Do(conn, "w", "rq", "turn", "q", "chan", "writer")
-				must(t, conn, "ZADD", "r", "+inf", "reader")
-				_, _ = rwRUnlockScript.Do(conn, "r", "q", "chan", "reader")
-			}
-			release(false)
-			must(t, conn, "PUBLISH", "chan", "marker")
-			if got := next(); got != "marker" {
-				t.Fatalf("first message = %q after releases with nobody waiting; want none before the marker", got)
-			}
-			release(true)
-			for i := range 3 {
-				if got := next(); got != wakeAll {
-					t.Errorf("message %d = %q after a release with waiters; want a wake-up", i, got)
+				if got := members(t, conn, "permits"); !slices.Equal(got, s.after) {
+					t.Errorf("holders after %s's release = %v; want %v", s.holder, got, s.after)
 				}
+				if got := queued(t, conn, "semqueue"); !slices.Equal(got, s.queue) {
+					t.Errorf("queue after %s's release = %v; want %v", s.holder, got, s.queue)
+				}
+			}
+			if fence, _ := redis.Int(conn.Do("HGET", "fences", "b")); fence != 0 {
+				t.Errorf("b's fence after its release = %d; want none", fence)
+			}
+			if n, _ := redis.Int(conn.Do("EXISTS", "semqueue", "waiting")); n != 0 {
+				t.Errorf("%d of queue and waiters left; want none", n)
 			}
 		})
 	}

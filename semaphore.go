@@ -3,9 +3,7 @@ package uncomplicated
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"strconv"
 )
 
 // MaxPermits bounds the permits of a Semaphore: a waiter's every attempt
@@ -28,9 +26,7 @@ const MaxPermits = 10000
 type Semaphore struct {
 	base
 	permits int
-	intent  int64  // ms a waiter counts as waiting after each attempt
-	keys    [4]any // the holders, their fences, the fence counter and the waiters
-	channel string
+	claim   *claim
 }
 
 // NewSemaphore returns the Semaphore of obj with permits permits, named as
@@ -55,13 +51,24 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 	if permits < 1 || permits > MaxPermits {
 		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, MaxPermits, permits)
 	}
-	cfg, key := b.cfg, b.name
-	s := &Semaphore{base: b, permits: permits, channel: broadcastChannel(cfg.prefix, key)}
-	s.keys = [4]any{
-		sharedKey(cfg.prefix, "permits", key), sharedKey(cfg.prefix, "fences", key),
-		sharedKey(cfg.prefix, "semfence", key), sharedKey(cfg.prefix, "semwait", key),
+	s := &Semaphore{base: b, permits: permits}
+	prefix, key := b.cfg.prefix, b.name
+	s.claim = &claim{
+		kind: permitKind,
+		keys: []string{
+			sharedKey(prefix, "permits", key), sharedKey(prefix, "fences", key),
+			sharedKey(prefix, "semfence", key), sharedKey(prefix, "semwait", key),
+			sharedKey(prefix, "semqueue", key),
+		},
+		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
+		extra: func(stale []string) []any {
+			if stale == nil {
+				return []any{permits, ""}
+			}
+			return []any{permits, stale[0]}
+		},
+		entry: strconv.Itoa(permits), each: true, who: "the same holders",
 	}
-	s.intent = intentFor(cfg.tick())
 	return s, nil
 }
 
@@ -83,68 +90,45 @@ func (s *Semaphore) Permits() int {
 }
 
 // Acquire waits for a permit: it tries at once and then after random
-// sub-second ticks, and at once whenever a permit is released. A holder
-// that keeps one token for the whole timeout is stale: Acquire then
-// returns an error wrapping ErrStale and ErrNotObtained, or with TakeOver
-// evicts that holder and takes its permit, atomically and only if it is
-// still there. When ctx ends or the Client closes first, Acquire returns an
-// error wrapping ErrNotObtained and ctx.Err() or ErrClosed. On failure it
-// holds no permit.
+// sub-second ticks, and joins the semaphore's queue, so that a Release
+// hands its permit to the oldest waiter. A holder that keeps one token for
+// the whole timeout is stale: Acquire then returns an error wrapping
+// ErrStale and ErrNotObtained, or with TakeOver evicts that holder and
+// takes its permit, atomically and only if it is still there. When ctx
+// ends or the Client closes first, Acquire returns an error wrapping
+// ErrNotObtained and ctx.Err() or ErrClosed. On failure it holds no
+// permit.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
-	if err := s.ready(ctx); err != nil {
+	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	obs, _ := s.cfg.clock.(settle.Observer)
-	if obs != nil {
-		obs.Waiting(1)
-		defer obs.Waiting(-1)
-	}
-	token := newToken()
-	a := acquisition{
-		b: &s.base, what: permitKind.what, channel: s.channel, token: token, each: true,
-		try: func(ctx context.Context, stale []string) (grant, error) {
-			evict := ""
-			if len(stale) > 0 {
-				evict = stale[0]
-			}
-			return s.try(ctx, token, s.intent, evict)
-		},
-		leave: func(ctx context.Context) { // the waiting set twice: the script takes two
-			s.background(ctx, leaveWaitScript, []any{s.keys[3], s.keys[3]}, s.channel, token)
-		},
-	}
-	g, from, err := a.wait(ctx, obs)
+	h, err := s.acquire(ctx, s.claim, nil)
 	if err != nil {
 		return nil, err
 	}
-	return s.permit(ctx, token, g.fence, from), nil
+	return &Permit{h: h}, nil
 }
 
 // TryAcquire makes one attempt and never waits nor takes over. It returns
 // (nil, false, nil) when every permit is taken, and an error only when
 // Redis fails or the input is invalid.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
-	if err := s.ready(ctx); err != nil {
+	if err := s.check(ctx); err != nil {
 		return nil, false, err
 	}
-	token := newToken()
-	from := s.cfg.clock.Now()
-	g, err := s.try(ctx, token, 0, "")
-	if err != nil || !g.ok {
-		return nil, false, s.gaveUp(ctx, err)
+	h, err := s.try(ctx, s.claim, nil)
+	if h == nil {
+		return nil, false, err
 	}
-	return s.permit(ctx, token, g.fence, from), true, nil
+	return &Permit{h: h}, true, nil
 }
 
 // Do runs fn while holding a permit: Acquire, fn, Release, as Mutex.Do
 // does with Lock and Unlock, auto-refresh and the lost signal included.
 // fn's ctx carries the permit's fence for FenceOf.
 func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) error {
-	if err := s.check(ctx); err != nil {
+	if err := s.check(ctx, fn); err != nil {
 		return err
-	}
-	if fn == nil {
-		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
 	p, err := s.Acquire(ctx)
 	if err != nil {
@@ -153,41 +137,13 @@ func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) erro
 	return p.h.run(ctx, fn, func(ctx context.Context) error { return p.h.release(ctx, true) })
 }
 
-// try makes one attempt for token; intent is how long a blocked caller
-// counts as waiting (0: not at all), evict a stale holder to evict.
-func (s *Semaphore) try(ctx context.Context, token string, intent int64, evict string) (grant, error) {
-	undo := func() { s.background(ctx, semReleaseScript, s.holdKeys(), s.channel, token) }
-	return s.attempt(ctx, semAcquireScript, s.keys[:], undo, token, s.cfg.leaseMillis(), s.permits, evict, intent)
-}
-
-// holdKeys are the KEYS of a permit's scripts: the holders, their fences
-// and the waiters.
-func (s *Semaphore) holdKeys() []any {
-	return []any{s.keys[0], s.keys[1], s.keys[3]}
-}
-
-func (s *Semaphore) permit(ctx context.Context, token string, fence uint64, from time.Time) *Permit {
-	s.logAcquired(ctx, permitKind.what, fence)
-	return &Permit{h: s.newHold(permitKind, s.holdKeys(), s.channel, token, fence, from)}
-}
-
-// check reports a nil or zero Semaphore and a nil ctx.
-func (s *Semaphore) check(ctx context.Context) error {
-	switch {
-	case s == nil || s.c == nil:
-		return fmt.Errorf("%w: nil or zero *Semaphore", ErrInvalidArgument)
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+// check reports a nil or zero Semaphore, a nil ctx and a nil fn.
+func (s *Semaphore) check(ctx context.Context, fn ...func(context.Context) error) error {
+	var b *base
+	if s != nil {
+		b = &s.base
 	}
-	return nil
-}
-
-// ready is check, then whether the Client is open and ctx alive.
-func (s *Semaphore) ready(ctx context.Context) error {
-	if err := s.check(ctx); err != nil {
-		return err
-	}
-	return s.open(ctx)
+	return b.check("*Semaphore", ctx, fn...)
 }
 
 // A Permit is one holder's share of a Semaphore. It is safe for concurrent
@@ -196,11 +152,13 @@ type Permit struct {
 	h *hold
 }
 
-// Release gives the permit back and wakes the semaphore's waiters. It
+// Release gives the permit back, handing it to the semaphore's oldest
+// waiter. It
 // returns an error wrapping ErrLost and ErrNotHeld when Redis no longer has
 // it (its lease ended, or a waiter took it over), and ErrNotHeld when it
 // was released already. The permit ends in this process whatever Redis
-// answers.
+// answers. After Client.Close it still releases, and reports ErrClosed as
+// well.
 func (p *Permit) Release(ctx context.Context) error {
 	if err := p.check(ctx); err != nil {
 		return err
@@ -225,13 +183,7 @@ func (p *Permit) Held(ctx context.Context) (bool, error) {
 	if err := p.check(ctx); err != nil {
 		return false, err
 	}
-	if p.h.b.c.closed() {
-		return false, fmt.Errorf("%w: %s", ErrClosed, p.h.b.name)
-	}
-	if err := ctx.Err(); err != nil { // redigo may still send on an ended ctx
-		return false, p.h.b.redisError(ctx, err)
-	}
-	return p.h.verify(ctx)
+	return p.h.Held(ctx)
 }
 
 // Fence returns the permit's fencing token: higher than that of every

@@ -3,20 +3,21 @@ package uncomplicated
 import (
 	"container/list"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
-	"github.com/gomodule/redigo/redis"
 )
 
 // Wake-ups: a release hands the lock to the oldest waiter in its queue
 // whose Client listens, and publishes that on the channel of that Client
-// and lock (see scripts.go). A Client listens on one connection of its
-// pool, subscribed to a lock's channel while one of its goroutines waits
-// for that lock. Waiters never depend on it: they keep trying on ticks, and
+// and lock (see queueLua). A Client listens on one connection (see
+// driver), subscribed to a lock's channel while one of its goroutines
+// waits for that lock. It delivers each hand-off to the waiter of its
+// token, whatever the lock. Waiters never depend on it: they keep trying on ticks, and
 // join the queue only once Redis has confirmed their subscription, so a
 // release cannot pick a waiter that would not hear it.
 
@@ -34,30 +35,28 @@ const (
 	// that doubles from minBackoff to maxBackoff.
 	minBackoff = 10 * time.Millisecond
 	maxBackoff = 2 * time.Second
-	// subscribeBatch bounds the channels of one SUBSCRIBE on reconnection.
-	subscribeBatch = 1000
 	// pingEvery is how often the listening connection is PINGed.
 	pingEvery = time.Second
 )
 
 // wakeups is a Client's listening connection and its subscriptions.
 type wakeups struct {
-	pool   Pool
+	driver driver
 	clock  clock.Clock
 	ctx    context.Context // cancelled by Client.Close
 	cancel context.CancelFunc
 
 	mu       sync.Mutex    // guards the fields below
-	conn     redis.Conn    // the listening connection; nil while down
+	conn     subscription  // the listening connection; nil while down
 	retrying bool          // waiting out a backoff: nothing will be confirmed soon
 	changed  chan struct{} // closed, and made again, when conn fails or retrying is set
 	chans    map[string]*channel
 	idle     *list.List // names of channels without waiters, least recently used first
 	// gone holds the tokens of waiters that left the queue without the
-	// lock, with their Mutex, oldest first in goneOrder: a hand-off to one
-	// of them (its leave script failed, or is still on its way) is
-	// released at once rather than left to its lease.
-	gone      map[string]*Mutex
+	// lock, with what releases a hand-off to them, oldest first in
+	// goneOrder: a hand-off to one of them (its leave failed, or is still
+	// on its way) is released at once rather than left to its lease.
+	gone      map[string]func(context.Context)
 	goneOrder []string
 }
 
@@ -71,12 +70,12 @@ type channel struct {
 	idle       *list.Element          // its place in wakeups.idle when it has no waiters
 }
 
-func newWakeups(pool Pool, clk clock.Clock) *wakeups {
+func newWakeups(d driver, clk clock.Clock) *wakeups {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wakeups{
-		pool: pool, clock: clk, ctx: ctx, cancel: cancel,
+		driver: d, clock: clk, ctx: ctx, cancel: cancel,
 		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
-		gone: map[string]*Mutex{},
+		gone: map[string]func(context.Context){},
 	}
 }
 
@@ -108,7 +107,7 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 		ch.idle = nil
 	}
 	if !ch.subscribed && w.conn != nil {
-		w.send("SUBSCRIBE", name)
+		w.conn.subscribe(name)
 		ch.subscribed = true
 		ch.pending++
 	}
@@ -143,8 +142,9 @@ func (w *wakeups) signal() {
 }
 
 // close ends the registration; the subscription stays for a while. A
-// waiter that leaves the queue without the lock passes its Mutex as gone.
-func (l *listener) close(gone *Mutex) {
+// waiter that leaves the queue without the lock passes gone, which
+// releases what a hand-off that reaches it after all gave it.
+func (l *listener) close(gone func(context.Context)) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -176,19 +176,11 @@ func (w *wakeups) evict(name string) {
 		}
 		return
 	}
-	w.send("UNSUBSCRIBE", name)
+	w.conn.unsubscribe(name)
 	ch.subscribed = false
 	ch.pending++
 	if ch.confirmed {
 		ch.ready, ch.confirmed = make(chan struct{}), false
-	}
-}
-
-// send writes a command on the listening connection; a failure shows on the
-// reading side, which then reconnects. The caller holds mu.
-func (w *wakeups) send(cmd string, args ...any) {
-	if err := w.conn.Send(cmd, args...); err == nil {
-		_ = w.conn.Flush()
 	}
 }
 
@@ -197,19 +189,17 @@ func (w *wakeups) run() {
 	backoff := minBackoff
 	for w.ctx.Err() == nil {
 		began := w.clock.Now()
-		if conn, err := w.pool.GetContext(w.ctx); err == nil && conn != nil {
-			_, ok := conn.(redis.ConnWithContext)
-			if ok {
-				w.serve(conn)
-			}
-			_ = conn.Close()
-			if !ok { // cannot listen: waiters only tick
-				w.mu.Lock()
-				w.retrying = true
-				w.signal()
-				w.mu.Unlock()
-				return
-			}
+		sub, err := w.driver.listen(w.ctx)
+		if errors.Is(err, errNoPubSub) { // cannot listen: waiters only tick
+			w.mu.Lock()
+			w.retrying = true
+			w.signal()
+			w.mu.Unlock()
+			return
+		}
+		if err == nil {
+			w.serve(sub)
+			sub.close()
 		}
 		if w.clock.Since(began) > maxBackoff {
 			backoff = minBackoff
@@ -244,23 +234,17 @@ func (w *wakeups) pause(d time.Duration) bool {
 
 // serve subscribes conn to the channels that have waiters and reads it
 // until it fails or the Client closes.
-func (w *wakeups) serve(conn redis.Conn) {
+func (w *wakeups) serve(conn subscription) {
 	w.mu.Lock()
 	w.conn = conn
-	var names []any
 	for name, ch := range w.chans {
 		if len(ch.waiters) == 0 {
 			w.drop(name, ch)
 			continue
 		}
-		names = append(names, name)
+		conn.subscribe(name)
 		ch.subscribed = true
 		ch.pending++
-	}
-	for len(names) > 0 {
-		n := min(len(names), subscribeBatch)
-		w.send("SUBSCRIBE", names[:n]...)
-		names = names[n:]
 	}
 	w.mu.Unlock()
 
@@ -274,30 +258,18 @@ func (w *wakeups) serve(conn redis.Conn) {
 		w.keepAlive(stop)
 	}()
 
-	psc := redis.PubSubConn{Conn: conn}
 	for {
-		switch v := psc.ReceiveContext(w.ctx).(type) {
-		case redis.Message:
-			w.deliver(v.Channel, v.Data)
-		case redis.Subscription:
-			w.confirm(v.Channel)
-		case error:
-			if conn.Err() == nil { // a reply that is not pub/sub: end the connection
-				poison(conn)
-			}
+		e, err := conn.receive(w.ctx)
+		switch {
+		case err != nil:
 			w.down()
 			return
+		case e.message:
+			w.deliver(e.channel, e.data)
+		default:
+			w.confirm(e.channel)
 		}
 	}
-}
-
-// poison ends conn, so that returning it to the pool does not wait for
-// the end of its subscriptions: redigo ends a connection whose ctx has
-// already expired, and its pool then drops it.
-func poison(conn redis.Conn) {
-	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
-	defer cancel()
-	_, _ = conn.(redis.ConnWithContext).ReceiveContext(ctx)
 }
 
 // keepAlive PINGs the listening connection every pingEvery until stop is
@@ -311,7 +283,7 @@ func (w *wakeups) keepAlive(stop <-chan struct{}) {
 		case <-t.C:
 			w.mu.Lock()
 			if w.conn != nil {
-				w.send("PING")
+				w.conn.ping()
 			}
 			w.mu.Unlock()
 		case <-stop:
@@ -368,33 +340,11 @@ func (w *wakeups) confirm(name string) {
 	}
 }
 
-// wakeAll is the message of a release of an RWMutex or a Semaphore: it
-// wakes every waiter on the channel, and each tries again.
-const wakeAll = "*"
-
-// broadcast wakes every waiter on channel name with a 0 fence.
-func (w *wakeups) broadcast(name string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if ch := w.chans[name]; ch != nil {
-		for _, wake := range ch.waiters {
-			select {
-			case wake <- 0:
-			default:
-			}
-		}
-	}
-}
-
 // deliver passes a hand-off, "<token> <fence>", to its waiter. A hand-off
 // to a waiter that left the queue without the lock is released: its leave
 // script may have failed. Other tokens are ignored: their waiter got the
 // lock by an attempt of its own.
 func (w *wakeups) deliver(name string, data []byte) {
-	if string(data) == wakeAll {
-		w.broadcast(name)
-		return
-	}
 	token, f, ok := strings.Cut(string(data), " ")
 	fence, err := strconv.ParseUint(f, 10, 64)
 	if !ok || err != nil || fence == 0 {
@@ -413,6 +363,6 @@ func (w *wakeups) deliver(name string, data []byte) {
 	}
 	w.mu.Unlock()
 	if gone != nil {
-		gone.background(w.ctx, releaseScript, gone.keys[:], token)
+		gone(w.ctx)
 	}
 }

@@ -123,12 +123,16 @@ func TestWakeup_cancelledWaiterLeaves(t *testing.T) {
 	}
 }
 
-// A waiter whose process is gone (its entry stays, nothing listens on its
-// channel) is skipped by the release.
+// A waiter whose process is gone (its entry stays, and has not expired
+// yet, but nothing listens on its channel) is skipped by the release.
 func TestWakeup_deadWaiterSkipped(t *testing.T) {
 	env, holder, _ := stuck(t)
 	key := "lock:queue:{" + holder.Name() + "}"
-	if _, err := env.Redis.Push(key, "dead 0 lock:wake:{"+holder.Name()+"}:gone"); err != nil {
+	if _, err := env.Redis.Push(key, "x dead 0 lock:wake:{"+holder.Name()+"}:gone"); err != nil {
+		t.Fatal(err)
+	}
+	alive := float64(env.Clock.Now().Add(time.Hour).UnixMilli())
+	if _, err := env.Redis.ZAdd("lock:waiters:{"+holder.Name()+"}", alive, "dead"); err != nil {
 		t.Fatal(err)
 	}
 	next := mustNew(t, env.NewClient(), Order{1})
@@ -225,8 +229,8 @@ func TestWakeup_subscriptions(t *testing.T) {
 	before := env.Redis.CommandCount()
 	again := lockAsync(context.Background(), waiter)
 	env.AwaitWaiters(1)
-	if n := env.Redis.CommandCount() - before; n != 4 {
-		t.Errorf("%d Redis commands to join the queue; want 4 (EVALSHA, SET, RPUSH, GET of the fence counter)", n)
+	if n := env.Redis.CommandCount() - before; n != 6 {
+		t.Errorf("%d Redis commands to join the queue; want 6 (EVALSHA, SET, TIME, RPUSH, ZADD of its expiry, GET of the fence counter)", n)
 	}
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatal(err)

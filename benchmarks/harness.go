@@ -37,6 +37,7 @@ type result struct {
 	acqMin, acqMax         int // acquisitions per worker
 	acquisitions           int
 	cmdsPerAcq             float64
+	cpuPerAcq              time.Duration // Redis CPU time per acquisition
 	handoffP50, handoffP99 time.Duration
 	handoffs               int
 	overlaps               int64
@@ -58,18 +59,19 @@ func (e *env) runRow(r row, cfg config) result {
 	return res
 }
 
-// phase opens n lockers of r, warms them up, counts the Redis commands that
-// fn sends to them and closes them.
-func (e *env) phase(r row, cfg config, n int, fn func([]locker)) (cmds int64, err error) {
+// phase opens n lockers of r, warms them up, measures the Redis commands
+// that fn sends to them and the server's CPU time meanwhile (see measure),
+// and closes them.
+func (e *env) phase(r row, cfg config, n int, fn func([]locker)) (cmds int64, cpu time.Duration, err error) {
 	lockers, closeAll, err := r.open(e.addr, r.key(), n, cfg.semPermits())
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer closeAll()
 	if err := warmUp(lockers); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return e.count(func() { fn(lockers) })
+	return e.measure(func() { fn(lockers) })
 }
 
 // warmUp makes warmUps lock+unlock cycles with each locker in turn.
@@ -100,7 +102,7 @@ func cycle(l locker) error {
 // uncontended times cfg.uncontended lock+unlock cycles of one locker.
 func (e *env) uncontended(r row, cfg config, res *result) error {
 	times := make([]time.Duration, 0, cfg.uncontended)
-	cmds, err := e.phase(r, cfg, 1, func(ls []locker) {
+	cmds, _, err := e.phase(r, cfg, 1, func(ls []locker) {
 		for range cfg.uncontended {
 			start := time.Now()
 			err := cycle(ls[0])
@@ -164,7 +166,7 @@ func (res *result) fail(err error) {
 func (e *env) contended(r row, cfg config, res *result) error {
 	var stats []workerStats
 	var run *contention
-	cmds, err := e.phase(r, cfg, cfg.workers, func(ls []locker) {
+	cmds, cpu, err := e.phase(r, cfg, cfg.workers, func(ls []locker) {
 		run, stats = contend(ls, cfg, res.capacity)
 	})
 	if err != nil {
@@ -172,6 +174,7 @@ func (e *env) contended(r row, cfg config, res *result) error {
 	}
 	res.merge(run, stats)
 	res.cmdsPerAcq = float64(cmds) / float64(max(res.acquisitions, 1))
+	res.cpuPerAcq = cpu / time.Duration(max(res.acquisitions, 1))
 	return nil
 }
 

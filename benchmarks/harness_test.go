@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +23,8 @@ func testEnv(t *testing.T) *env {
 }
 
 // TestRows runs every row briefly and checks that each acquired the lock,
-// never by more holders than it allows, and counted its commands.
+// never by more holders than it allows, and counted its commands and the
+// server's CPU time.
 func TestRows(t *testing.T) {
 	e := testEnv(t)
 	if e.overhead != 1 {
@@ -42,9 +45,27 @@ func TestRows(t *testing.T) {
 			t.Errorf("%s: utilisation %.3f, want in (0, 1]", r.name, res.utilisation)
 		case !r.inProcess && (res.cmdsLockUnlock < 2 || res.cmdsPerAcq < 2):
 			t.Errorf("%s: %.2f commands per lock+unlock, %.2f per acquisition; want at least 2", r.name, res.cmdsLockUnlock, res.cmdsPerAcq)
+		case !r.inProcess && res.cpuPerAcq <= 0:
+			t.Errorf("%s: Redis CPU %v per acquisition, want more than 0", r.name, res.cpuPerAcq)
 		}
 		if r.own && (r.ceiling == "" || !slices.ContainsFunc(allRows(), func(c row) bool { return c.name == r.ceiling && c.inProcess })) {
 			t.Errorf("%s: no in-process ceiling row %q", r.name, r.ceiling)
+		}
+	}
+}
+
+// TestOwnRows checks that the rows compared with the Mutex column by column
+// exist and let one holder in, as the Mutex does.
+func TestOwnRows(t *testing.T) {
+	cfg := config{workers: 8, permits: 3}
+	for _, name := range []string{"uncomplicated RWMutex writers only", "uncomplicated Semaphore(1)"} {
+		i := slices.IndexFunc(allRows(), func(r row) bool { return r.name == name })
+		if i < 0 {
+			t.Errorf("no row %q", name)
+			continue
+		}
+		if r := allRows()[i]; !r.own || r.capacity(cfg) != 1 || r.ceiling != ceiling {
+			t.Errorf("%s: own %v, capacity %d, ceiling %q; want true, 1, %q", name, r.own, r.capacity(cfg), r.ceiling, ceiling)
 		}
 	}
 }
@@ -221,6 +242,9 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-permits", "-1"}, 0, false},
 		{[]string{"-reads", "1.5"}, 0, false},
 		{[]string{"-only", "mix sync.RWMutex,uncomplicated Semaphore"}, 4, true},
+		{[]string{"-only", "uncomplicated RWMutex writers only, uncomplicated Semaphore(1)"}, 4, true},
+		{[]string{"-only", "uncomplicated RW write"}, 0, false},
+		{[]string{"-json", "-only", "uncomplicated"}, 4, true},
 		{[]string{"-only", "nope"}, 0, false},
 	} {
 		cfg, err := parseFlags(c.args, io.Discard)
@@ -238,6 +262,47 @@ func TestScaleRun(t *testing.T) {
 	}
 	if res.acquired != 100 || res.early != 0 || res.errors != 0 {
 		t.Errorf("acquired %d of 100, %d before the unlocks, %d errors (first: %v)", res.acquired, res.early, res.errors, res.firstErr)
+	}
+}
+
+func TestCPUTime(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want time.Duration
+		ok   bool
+	}{
+		{"# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:0.500001\r\nused_cpu_sys_children:9.000000\r\n", 1750001 * time.Microsecond, true},
+		{"used_cpu_user:0.000000\nused_cpu_sys:0.000000\n", 0, true},
+		{"# CPU\r\nused_cpu_user:0.5\r\n", 0, false},
+		{"used_cpu_user:x\nused_cpu_sys:1\n", 0, false},
+	} {
+		got, err := cpuTime(c.text)
+		if got != c.want || (err == nil) != c.ok {
+			t.Errorf("cpuTime(%q) = %v, %v; want %v, ok %v", c.text, got, err, c.want, c.ok)
+		}
+	}
+}
+
+// TestPrintJSON checks the keys that compare.sh reads.
+func TestPrintJSON(t *testing.T) {
+	r := result{name: ours, lockUnlock: 150 * time.Microsecond, waitP99: 12500 * time.Microsecond,
+		handoffP50: 300 * time.Microsecond, handoffs: 1, cpuPerAcq: 45 * time.Microsecond, acquisitions: 10}
+	var b strings.Builder
+	if err := printJSON(&b, []result{r}); err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(b.String()), &got); err != nil {
+		t.Fatalf("%q: %v", b.String(), err)
+	}
+	for k, want := range map[string]any{"name": ours, "wait_p99_ms": 12.5, "handoff_p50_us": 300.0,
+		"lock_unlock_p50_us": 150.0, "redis_cpu_us_per_acquisition": 45.0, "errors": 0.0, "overlaps": 0.0} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+	if strings.Count(b.String(), "\n") != 1 {
+		t.Errorf("%q: want one line", b.String())
 	}
 }
 

@@ -5,7 +5,7 @@
 //
 //	cd benchmarks && go run . [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
 //	    [-uncontended 2000] [-only 'uncomplicated,redsync 1ms'] [-scale 10000]
-//	    [-permits 4] [-reads 0.9]
+//	    [-permits 4] [-reads 0.9] [-json]
 //
 // It prints a header describing the machine, one markdown table with a row
 // per lock, the ratios of uncomplicated to the best other Redis lock, the
@@ -24,16 +24,24 @@
 //     Utilisation is the share of the run during which a worker held the
 //     lock; a hand-off is an acquisition whose wait began before the latest
 //     Unlock call, timed from that call to Lock's return; an overlap is two
-//     workers holding the lock at once and must never happen.
+//     workers holding the lock at once and must never happen. Acquisitions
+//     per worker are the fewest and the most of one worker; Redis CPU per
+//     acquisition is the CPU time redis-server used over the run
+//     (used_cpu_user + used_cpu_sys of INFO cpu, read just before and just
+//     after it; its idle background work counts too) divided by the run's
+//     acquisitions.
 //
 // Our RWMutex and Semaphore have rows of their own in that table, measured
 // the same way; none of the peers has either, so they are compared with our
 // Mutex and with an in-process ceiling:
 //
-//   - uncomplicated RW write: an RWMutex used as a writer lock only (Lock,
-//     Unlock), comparable with the Mutex row column by column; its hand-off
-//     is the wake-up after a release, which broadcasts to every waiter
-//     rather than handing over. Ceiling: sync.Mutex.
+//   - uncomplicated RWMutex writers only: an RWMutex used as a writer lock
+//     only (Lock, Unlock), comparable with the Mutex row column by column;
+//     its hand-off is the wake-up after a release. Ceiling: sync.Mutex.
+//   - uncomplicated Semaphore(1): Acquire+Release of a Semaphore of 1
+//     permit, whatever -permits says, measured exactly as the Mutex row:
+//     one holder allowed, utilisation against -duration, hand-offs and
+//     overlaps as for the Mutex. Ceiling: sync.Mutex.
 //   - uncomplicated RW read: RLock+RUnlock; in the contended run every
 //     worker is a reader, so nobody waits for a release and the lock lets
 //     all of them in: utilisation is against -workers × -duration, and
@@ -48,14 +56,15 @@
 //     semaphore, a buffered channel of permits slots.
 //
 // The ratio table that follows divides each of these rows by the Mutex
-// row: the uncontended lock+unlock and the hand-off for all of them, the
-// p99 wait and the utilisation only for RW write, as the others let more
-// than one holder in, and each row's utilisation by its ceiling's. The
-// uncontended lock+unlock is divided twice: as the table has it, each row
-// timed on its own, and interleaved: one locker of the Mutex and of each of
-// these rows make one lock+unlock each in turn, -uncontended rounds, so
-// that the drift of a noisy machine between the rows' runs, up to 2x,
-// hits them alike.
+// row: the uncontended lock+unlock and the hand-off for all of them; the
+// p99 wait, the utilisation, the Redis CPU per acquisition and the spread
+// of acquisitions per worker (the most less the fewest) only for the two
+// rows that let one holder in, RWMutex writers only and Semaphore(1); and
+// each row's utilisation by its ceiling's. The uncontended lock+unlock is
+// divided twice: as the table has it, each row timed on its own, and
+// interleaved: one locker of the Mutex and of each of these rows make one
+// lock+unlock each in turn, -uncontended rounds, so that the drift of a
+// noisy machine between the rows' runs, up to 2x, hits them alike.
 //
 // The read-mostly mix then runs -workers workers, each with its own
 // client, on one lock for -duration: each acquisition is a read (RLock,
@@ -68,6 +77,19 @@
 // max wait of writes (Lock call to return), the Redis commands per
 // acquisition, and overlaps: a writer holding with anyone or a reader with
 // a writer, which must never happen.
+//
+// With -json, it prints each row of the contended table as one line of
+// JSON instead of the header and the tables, in the table's units, and
+// skips the interleaved, mix and scale runs. compare.sh uses it to compare
+// the Mutex of an older commit with the library as it is in the working
+// tree, built into two binaries of this program and run alternately with
+// -only uncomplicated -scale 0 -json:
+//
+//	bash benchmarks/compare.sh OLD_COMMIT [flags of both binaries]
+//
+// It prints the median over the rounds (ROUNDS, default 3 runs of each) of
+// the p99 wait, hand-off p50, uncontended lock+unlock p50 and Redis CPU
+// per acquisition of both, and new ÷ old.
 //
 // For per-operation costs with allocations, run the testing benchmarks
 // (RLock+RUnlock and Acquire+Release too, also with context.Background()):
@@ -99,6 +121,7 @@ type config struct {
 	scale       int      // waiters in the scale run; 0 skips it
 	permits     int      // of the semaphore rows; 0 means half the workers
 	reads       float64  // the share of reads in the mix
+	json        bool     // print the contended rows as JSON lines, and nothing else
 }
 
 // semPermits returns the permits of the semaphore rows.
@@ -133,6 +156,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.scale, "scale", 10000, "waiting goroutines in the scale run; 0 skips it")
 	fs.IntVar(&cfg.permits, "permits", 0, "permits of the semaphore rows (default half the workers, at least 1)")
 	fs.Float64Var(&cfg.reads, "reads", 0.9, "share of reads in the read-mostly mix")
+	fs.BoolVar(&cfg.json, "json", false, "print each row of the contended table as one JSON line instead of the tables; skips the interleaved, mix and scale runs")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -204,13 +228,18 @@ func run(cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer e.close()
-	if err := printHeader(stdout, e, cfg); err != nil {
-		return err
+	if !cfg.json {
+		if err := printHeader(stdout, e, cfg); err != nil {
+			return err
+		}
 	}
 	var results []result
 	for _, r := range cfg.selected() {
 		fmt.Fprintf(stderr, "running %s\n", r.name)
 		results = append(results, e.runRow(r, cfg))
+	}
+	if cfg.json {
+		return printJSON(stdout, results)
 	}
 	fmt.Fprintln(stderr, "running the interleaved uncontended run")
 	if err := e.interleaveOwn(cfg, results); err != nil {

@@ -14,7 +14,9 @@ import (
 
 const (
 	ownRW         = "uncomplicated RW"
+	ownRWWriters  = "uncomplicated RWMutex writers only"
 	ownSemaphore  = "uncomplicated Semaphore"
+	ownSemaphore1 = ownSemaphore + "(1)"
 	syncRead      = "sync.RWMutex read"
 	chanSemaphore = "chan semaphore"
 )
@@ -54,6 +56,12 @@ func openSemaphore(addr, key string, n, permits int) ([]locker, func(), error) {
 		s, err := c.NamedSemaphore(key, permits)
 		return &semaphoreLocker{s: s}, err
 	})
+}
+
+// openSemaphore1 is openSemaphore with 1 permit, whatever -permits says:
+// a Semaphore used as a mutex.
+func openSemaphore1(addr, key string, n, _ int) ([]locker, func(), error) {
+	return openSemaphore(addr, key, n, 1)
 }
 
 // semaphoreLocker holds at most one permit at a time.

@@ -32,6 +32,18 @@ var metrics = []metric{
 		format: func(v float64) string { return fmt.Sprintf("%.1f", 100*v) }, perHolder: true},
 }
 
+// loadMetrics are further lines of our rows' ratios to our Mutex: what an
+// acquisition costs the server, and how unevenly the workers acquired
+// (the most acquisitions of one worker less the fewest).
+var loadMetrics = []metric{
+	{name: "Redis CPU / acquisition µs", value: func(r result) (float64, bool) {
+		return float64(r.cpuPerAcq), !r.inProcess && r.acquisitions > 0
+	}, format: microsF, perHolder: true},
+	{name: "acquisitions / worker, max−min", value: func(r result) (float64, bool) {
+		return float64(r.acqMax - r.acqMin), r.acquisitions > 0
+	}, format: func(v float64) string { return fmt.Sprintf("%.0f", v) }, perHolder: true},
+}
+
 func always(f func(result) time.Duration) func(result) (float64, bool) {
 	return func(r result) (float64, bool) { return float64(f(r)), true }
 }
@@ -134,18 +146,20 @@ func (e *env) interleaveOwn(cfg config, results []result) error {
 
 // printOwnRatios compares our RWMutex and Semaphore rows with our Mutex:
 // the uncontended lock+unlock, as timed in the table and interleaved, and
-// the hand-off (the wake-up after a
-// release) always, utilisation and p99 wait only for a row that lets one
-// holder in, as the Mutex does: a semaphore's workers contend for more
-// permits. Each row's utilisation is also compared with its in-process
-// ceiling's; their waits, microseconds, make no useful ratio.
+// the hand-off (the wake-up after a release) always; utilisation, p99
+// wait, Redis CPU per acquisition and the spread of acquisitions per
+// worker only for a row that lets one holder in, as the Mutex does: the
+// workers of the others contend for more places. Each row's utilisation
+// is also compared with its in-process ceiling's; their waits,
+// microseconds, make no useful ratio.
 func printOwnRatios(w io.Writer, results []result) {
 	us, ok := find(results, ours)
 	if !ok {
 		return
 	}
+	ms := slices.Concat(metrics, loadMetrics)
 	header := []string{"row ÷ " + ours + " (Mutex)"}
-	for _, m := range metrics {
+	for _, m := range ms {
 		header = append(header, unitless(m.name))
 	}
 	header = slices.Insert(header, 2, "lock+unlock p50, interleaved")
@@ -156,7 +170,7 @@ func printOwnRatios(w io.Writer, results []result) {
 			continue
 		}
 		c := []string{r.name}
-		for _, m := range metrics {
+		for _, m := range ms {
 			if m.perHolder && r.capacity != us.capacity { // another load
 				c = append(c, "-")
 				continue
@@ -194,6 +208,10 @@ func (m metric) ratio(a, b result) string {
 
 // unitless returns a metric's name without its unit, for a ratio.
 func unitless(name string) string {
-	i := strings.LastIndexByte(name, ' ')
-	return name[:max(i, 0)]
+	for _, unit := range []string{" µs", " ms", " %"} {
+		if s, ok := strings.CutSuffix(name, unit); ok {
+			return s
+		}
+	}
+	return name
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -85,12 +86,60 @@ func (e *env) count(fn func()) (int64, error) {
 	return after - before - e.overhead, err
 }
 
+// measure returns the Redis commands fn sends, as count does, and the CPU
+// time the server used meanwhile: fn's, any other client's, the server's
+// own background work and a little of the INFO calls around fn.
+func (e *env) measure(fn func()) (cmds int64, cpu time.Duration, err error) {
+	before, err := e.cpu()
+	if err != nil {
+		return 0, 0, err
+	}
+	if cmds, err = e.count(fn); err != nil {
+		return 0, 0, err
+	}
+	after, err := e.cpu()
+	return cmds, after - before, err
+}
+
+// cpu returns the CPU time the server has used so far, user and system,
+// all its threads.
+func (e *env) cpu() (time.Duration, error) {
+	text, err := redis.String(e.stats.Do("INFO", "cpu"))
+	if err != nil {
+		return 0, err
+	}
+	return cpuTime(text)
+}
+
+// cpuTime returns used_cpu_user + used_cpu_sys of an INFO cpu reply, which
+// gives both in seconds.
+func cpuTime(text string) (time.Duration, error) {
+	var sum time.Duration
+	for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v, err := infoField(text, "cpu", field)
+		if err != nil {
+			return 0, err
+		}
+		s, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %s: %w", field, err)
+		}
+		sum += time.Duration(math.Round(s * float64(time.Second)))
+	}
+	return sum, nil
+}
+
 // info returns one field of INFO section.
 func (e *env) info(section, field string) (string, error) {
 	text, err := redis.String(e.stats.Do("INFO", section))
 	if err != nil {
 		return "", err
 	}
+	return infoField(text, section, field)
+}
+
+// infoField returns one field of text, the reply to INFO section.
+func infoField(text, section, field string) (string, error) {
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -44,7 +45,7 @@ func cpuModel() string {
 
 var columns = []string{
 	"lock", "lock+unlock p50 µs (RTTs)", "cmds / lock+unlock",
-	"utilisation %", "p99 wait ms", "acquisitions / worker", "cmds / acquisition",
+	"utilisation %", "p99 wait ms", "acquisitions / worker", "cmds / acquisition", "Redis CPU µs/acq",
 	"hand-off p50 µs (RTTs)", "hand-off p99 µs", "errors", "overlaps",
 }
 
@@ -60,10 +61,15 @@ func printTable(w io.Writer, e *env, results []result) {
 		}
 	}
 	writeMarkdown(w, rows)
-	fmt.Fprintln(w, "\nRTTs: multiples of the PING p50. Waits and hand-offs count acquisitions only; a Lock that failed is an error.")
+	fmt.Fprintln(w, "\nRTTs: multiples of the PING p50. Waits and hand-offs count acquisitions only; a Lock that failed is an error. "+
+		"Acquisitions / worker: the fewest and the most of one worker. "+
+		"Redis CPU: redis-server's used_cpu_user + used_cpu_sys over the contended run, idle background work included, per acquisition.")
+	if slices.ContainsFunc(results, func(r result) bool { return r.own }) {
+		fmt.Fprintln(w, "RWMutex writers only: RWMutex Lock+Unlock; Semaphore(1): Acquire+Release of 1 permit; "+
+			"RW read: RLock+RUnlock, readers only; Semaphore: Acquire+Release of the permits above.")
+	}
 	if slices.ContainsFunc(results, func(r result) bool { return r.capacity != 1 }) {
-		fmt.Fprintln(w, "RW write: RWMutex Lock+Unlock; RW read: RLock+RUnlock, readers only; Semaphore: Acquire+Release. "+
-			"Utilisation is against the holders allowed × the run (readers: one per worker); "+
+		fmt.Fprintln(w, "Utilisation is against the holders allowed × the run (readers: one per worker); "+
 			"with several holders, a hand-off is an acquisition that began with every permit taken; an overlap, more holders than allowed.")
 	}
 	for _, n := range notes {
@@ -79,12 +85,13 @@ func (r result) cells(ping time.Duration) []string {
 		}
 		return c
 	}
-	cmds := func(v float64) string {
+	ifRedis := func(s string) string {
 		if r.inProcess {
 			return "-"
 		}
-		return fmt.Sprintf("%.2f", v)
+		return s
 	}
+	cmds := func(v float64) string { return ifRedis(fmt.Sprintf("%.2f", v)) }
 	return []string{
 		r.name,
 		withRTTs(r.lockUnlock, ping),
@@ -93,10 +100,67 @@ func (r result) cells(ping time.Duration) []string {
 		millis(r.waitP99),
 		fmt.Sprintf("%d–%d", r.acqMin, r.acqMax),
 		cmds(r.cmdsPerAcq),
+		ifRedis(micros(r.cpuPerAcq)),
 		handoff(r.handoffs, withRTTs(r.handoffP50, ping)),
 		handoff(r.handoffs, micros(r.handoffP99)),
 		fmt.Sprint(r.errors),
 		fmt.Sprint(r.overlaps),
+	}
+}
+
+// jsonRow is a row of the contended table as -json prints it, in the
+// table's units; a row that could not run has failed and zeros.
+type jsonRow struct {
+	Name           string  `json:"name"`
+	Failed         string  `json:"failed,omitempty"`
+	LockUnlockP50  float64 `json:"lock_unlock_p50_us"`
+	CmdsLockUnlock float64 `json:"cmds_per_lock_unlock"`
+	Utilisation    float64 `json:"utilisation_pct"`
+	WaitP99        float64 `json:"wait_p99_ms"`
+	AcqMin         int     `json:"acquisitions_per_worker_min"`
+	AcqMax         int     `json:"acquisitions_per_worker_max"`
+	Acquisitions   int     `json:"acquisitions"`
+	CmdsPerAcq     float64 `json:"cmds_per_acquisition"`
+	CPUPerAcq      float64 `json:"redis_cpu_us_per_acquisition"`
+	HandoffP50     float64 `json:"handoff_p50_us"` // 0 when there was no hand-off
+	HandoffP99     float64 `json:"handoff_p99_us"`
+	Handoffs       int     `json:"handoffs"`
+	Errors         int     `json:"errors"`
+	Overlaps       int64   `json:"overlaps"`
+}
+
+// printJSON writes each of results as one line of JSON (see jsonRow).
+func printJSON(w io.Writer, results []result) error {
+	enc := json.NewEncoder(w)
+	for _, r := range results {
+		if err := enc.Encode(r.json()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r result) json() jsonRow {
+	if r.failed != nil {
+		return jsonRow{Name: r.name, Failed: r.failed.Error()}
+	}
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	return jsonRow{
+		Name:           r.name,
+		LockUnlockP50:  us(r.lockUnlock),
+		CmdsLockUnlock: r.cmdsLockUnlock,
+		Utilisation:    100 * r.utilisation,
+		WaitP99:        float64(r.waitP99) / float64(time.Millisecond),
+		AcqMin:         r.acqMin,
+		AcqMax:         r.acqMax,
+		Acquisitions:   r.acquisitions,
+		CmdsPerAcq:     r.cmdsPerAcq,
+		CPUPerAcq:      us(r.cpuPerAcq),
+		HandoffP50:     us(r.handoffP50),
+		HandoffP99:     us(r.handoffP99),
+		Handoffs:       r.handoffs,
+		Errors:         r.errors,
+		Overlaps:       r.overlaps,
 	}
 }
 

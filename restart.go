@@ -19,25 +19,18 @@ import (
 // restartEvery is how often a Client that holds locks looks for a restart.
 const restartEvery = time.Second
 
-// A verifier is a hold the restart watch checks: a Mutex's, a Permit, or
-// a hold of an RWMutex. verify asks Redis whether the hold is still there,
-// closing its Lost signal when not.
-type verifier interface {
-	verify(ctx context.Context) (bool, error)
-}
-
-// watch records m's new hold, and starts the restart watch if it is not
+// watch records a new hold, and starts the restart watch if it is not
 // running.
-func (c *Client) watch(m verifier) {
+func (c *Client) watch(h *hold) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
 		return
 	}
 	if c.holding == nil {
-		c.holding = map[verifier]struct{}{}
+		c.holding = map[*hold]struct{}{}
 	}
-	c.holding[m] = struct{}{}
+	c.holding[h] = struct{}{}
 	if !c.watching {
 		c.watching = true
 		c.cleanups.Add(1)
@@ -45,10 +38,10 @@ func (c *Client) watch(m verifier) {
 	}
 }
 
-// unwatch forgets m's hold.
-func (c *Client) unwatch(m verifier) {
+// unwatch forgets a hold.
+func (c *Client) unwatch(h *hold) {
 	c.mu.Lock()
-	delete(c.holding, m)
+	delete(c.holding, h)
 	c.mu.Unlock()
 }
 
@@ -70,20 +63,20 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 			c.mu.Unlock()
 			return
 		}
-		ms := make([]verifier, 0, len(c.holding))
-		for m := range c.holding {
-			ms = append(ms, m)
+		hs := make([]*hold, 0, len(c.holding))
+		for h := range c.holding {
+			hs = append(hs, h)
 		}
 		c.mu.Unlock()
-		c.checkRestart(ms)
+		c.checkRestart(hs)
 	}
 }
 
 // checkRestart reads the run_id and, when it differs from the last one
-// seen or none was seen yet, checks the holds of ms, until every check
+// seen or none was seen yet, checks the holds hs, until every check
 // succeeds. A Pool that panics counts as an error: no
 // caller could receive the panic.
-func (c *Client) checkRestart(ms []verifier) {
+func (c *Client) checkRestart(hs []*hold) {
 	defer func() { _ = recover() }()
 	ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
 	defer cancel()
@@ -99,8 +92,8 @@ func (c *Client) checkRestart(ms []verifier) {
 	}
 	// A new run_id, or the first: Redis may have restarted since the holds
 	// began. The run_id counts as seen once every hold has been checked.
-	for _, m := range ms {
-		if _, err := m.verify(ctx); err != nil {
+	for _, h := range hs {
+		if _, err := h.verify(ctx); err != nil {
 			return
 		}
 	}
@@ -111,7 +104,7 @@ func (c *Client) checkRestart(ms []verifier) {
 
 // runID returns the server's run_id, or "" when Redis cannot tell.
 func (c *Client) runID(ctx context.Context) string {
-	reply, err := c.command(ctx, c.settings().commandTimeout, "INFO", "server")
+	reply, err := c.driver.do(ctx, c.settings().commandTimeout, nil, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
 		return ""
@@ -123,13 +116,4 @@ func (c *Client) runID(ctx context.Context) string {
 		}
 	}
 	return ""
-}
-
-// settings returns the Client's options, or the defaults when they are
-// invalid (New and the other constructors report that).
-func (c *Client) settings() config {
-	if cfg, err := build(c.opts); err == nil {
-		return cfg
-	}
-	return defaults()
 }

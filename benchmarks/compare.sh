@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# compare.sh compares the Mutex of an older commit with the library as it
+# is in the working tree, in one run of the same harness: it builds this
+# benchmark program twice, once against the working tree and once against
+# a git worktree of OLD_COMMIT (the replace of a copied go.mod, given with
+# -modfile), runs the two binaries alternately with
+# -only uncomplicated -scale 0 -json and any further flags given, ROUNDS
+# times each (default 3; odd rounds old first, even rounds new first), and
+# prints a markdown table of the medians of both and new ÷ old.
+#
+#	bash benchmarks/compare.sh OLD_COMMIT [flags of both binaries]
+#
+# Progress and each run's JSON line go to stderr, the table to stdout.
+set -euo pipefail
+
+if [[ $# -lt 1 ]]; then
+	echo "usage: $0 OLD_COMMIT [flags of both binaries]" >&2
+	exit 2
+fi
+bench=$(cd "$(dirname "$0")" && pwd)
+repo=$(git -C "$bench" rev-parse --show-toplevel)
+old=$(git -C "$repo" rev-parse --verify "$1^{commit}")
+shift
+new=$(git -C "$repo" rev-parse HEAD)
+new_label=${new:0:7}
+new_note=""
+if [[ -n $(git -C "$repo" status --porcelain) ]]; then
+	new_label="${new:0:7} + working tree"
+	new_note=" with the uncommitted changes of the working tree"
+fi
+rounds=${ROUNDS:-3}
+module=github.com/uncomplicated-mutex/uncomplicated
+
+tmp=$(mktemp -d)
+cleanup() {
+	git -C "$repo" worktree remove --force "$tmp/worktree" 2>/dev/null || true
+	git -C "$repo" worktree prune
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+git -C "$repo" worktree add --detach --quiet "$tmp/worktree" "$old"
+cp "$bench/go.mod" "$tmp/go.mod"
+cp "$bench/go.sum" "$tmp/go.sum"
+go mod edit -replace "$module=$tmp/worktree" "$tmp/go.mod"
+echo "building against ${new_label} and ${old:0:7}" >&2
+(cd "$bench" && go build -o "$tmp/bench-new" .)
+# -mod=mod lets the go command add to the copies what the old library needs.
+(cd "$bench" && go build -mod=mod -modfile "$tmp/go.mod" -o "$tmp/bench-old" .)
+
+# run runs binary $1 once and appends its Mutex row's JSON line to $tmp/$1.jsonl.
+run() {
+	echo "round $2: $1" >&2
+	local line
+	line=$("$tmp/bench-$1" -only uncomplicated -scale 0 -json "${flags[@]}")
+	echo "$line" >&2
+	if [[ $line == *'"failed"'* ]]; then
+		echo "$1: the row could not run" >&2
+		exit 1
+	fi
+	echo "$line" >>"$tmp/$1.jsonl"
+}
+
+flags=("$@")
+for ((i = 1; i <= rounds; i++)); do
+	if ((i % 2)); then
+		run old "$i"
+		run new "$i"
+	else
+		run new "$i"
+		run old "$i"
+	fi
+done
+
+# field prints the value of key $2 of every line of $tmp/$1.jsonl, one a line.
+field() {
+	sed -E "s/.*\"$2\":([-0-9.eE+]+).*/\1/" "$tmp/$1.jsonl"
+}
+
+# median prints the median of the numbers on stdin (the lower middle one
+# of an even count).
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'
+}
+
+# sum prints the sum of the numbers on stdin.
+sum() {
+	awk '{ s += $1 } END { print s + 0 }'
+}
+
+echo "| Mutex, median of $rounds runs each | old ${old:0:7} | new ${new_label} | new ÷ old |"
+echo "| --- | --- | --- | --- |"
+for m in "p99 wait ms:wait_p99_ms" "hand-off p50 µs:handoff_p50_us" \
+	"uncontended lock+unlock p50 µs:lock_unlock_p50_us" "Redis CPU µs/acq:redis_cpu_us_per_acquisition"; do
+	o=$(field old "${m#*:}" | median)
+	n=$(field new "${m#*:}" | median)
+	awk -v name="${m%%:*}" -v o="$o" -v n="$n" 'BEGIN {
+		ratio = o > 0 ? sprintf("%.2f×", n / o) : "-"
+		printf "| %s | %.2f | %.2f | %s |\n", name, o, n, ratio
+	}'
+done
+echo
+echo "old: $old; new: $new$new_note."
+echo "Flags: -only uncomplicated -scale 0 -json${flags[*]:+ ${flags[*]}}; errors old $(field old errors | sum), new $(field new errors | sum); overlaps old $(field old overlaps | sum), new $(field new overlaps | sum)."

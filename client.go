@@ -1,0 +1,151 @@
+package uncomplicated
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// A Client holds what the locks of one process share: the connection to
+// Redis (a driver), the default options, the connection that listens for
+// hand-offs and the restart watch. It is safe for concurrent use.
+type Client struct {
+	driver driver
+	opts   []Option
+	id     string        // names the Client's wake-up channels
+	done   chan struct{} // closed by Close
+	// ctx is cancelled by Close: it ends the Client's own calls.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex         // guards closing, wake, holding and the Adds to cleanups
+	closing  bool               // Close has begun
+	wake     *wakeups           // the listening connection, made by the first waiter
+	holding  map[*hold]struct{} // the holds of the Client's locks
+	watching bool               // the restart watch runs
+	serverID string             // the last run_id the restart watch read
+	cleanups sync.WaitGroup     // background clean-ups, the listening connection, the restart watch
+}
+
+// NewClient returns a Client using pool, with opts as the defaults of every
+// lock it makes. Options are checked, and a nil pool reported, by New and
+// the other constructors.
+func NewClient(pool Pool, opts ...Option) *Client {
+	var d driver
+	if !isNil(pool) {
+		d = &redigoDriver{pool: pool}
+	}
+	c := newClient(d, opts)
+	if r, ok := d.(*redigoDriver); ok {
+		r.explain = c.poolError
+	}
+	return c
+}
+
+func newClient(d driver, opts []Option) *Client {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Client{
+		driver: d, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
+		ctx: ctx, cancel: cancel,
+	}
+}
+
+// Close wakes every call waiting for one of the Client's locks and makes
+// it return ErrClosed, as every later Lock, TryLock, Refresh, Held, New
+// and Named does; a call to Redis under way when Close is called ends when
+// Redis answers or its command timeout passes. A release (Unlock, RUnlock,
+// Release) still releases, and then reports ErrClosed too. Close gives the
+// connection that listened for wake-ups back to the pool; it does not
+// close the pool. It waits, up to a few seconds when Redis does not
+// answer, for the clean-up of acquisitions whose reply was lost. Close is
+// idempotent.
+func (c *Client) Close() error {
+	if c == nil || c.done == nil {
+		return fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+	}
+	c.mu.Lock()
+	if !c.closing {
+		c.closing = true
+		close(c.done)
+		c.cancel()
+		if c.wake != nil {
+			c.wake.cancel()
+		}
+	}
+	c.mu.Unlock()
+	c.cleanups.Wait()
+	return nil
+}
+
+// wakeups returns the Client's listening connection, starting it unless
+// started is set; it returns nil when there is none.
+func (c *Client) wakeups(started bool) *wakeups {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wake != nil || started || c.closing || !c.driver.canListen() {
+		return c.wake
+	}
+	c.wake = newWakeups(c.driver, c.settings().clock)
+	c.cleanups.Add(1)
+	go func() {
+		defer c.cleanups.Done()
+		c.wake.run()
+	}()
+	return c.wake
+}
+
+// poolError explains a pool that had no connection to give while the
+// Client's wake-up listener holds one of its connections: a pool that
+// allows each Client one connection cannot serve its calls while it
+// listens.
+func (c *Client) poolError(err error) error {
+	if w := c.wakeups(true); w != nil && w.connected() {
+		return fmt.Errorf("%w (the Client keeps one of the Pool's connections to hear of hand-offs while its goroutines wait: let the Pool open one more per Client than the calls it makes at once)", err)
+	}
+	return err
+}
+
+func (c *Client) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// base checks opts and names a lock.
+func (c *Client) base(opts []Option, name func(prefix string) (string, error)) (base, error) {
+	cfg, err := c.config(opts)
+	if err != nil {
+		return base{}, err
+	}
+	key, err := name(cfg.prefix)
+	if err != nil {
+		return base{}, err
+	}
+	return base{c: c, cfg: cfg, name: key}, nil
+}
+
+// config merges the Client's options with opts and checks the result.
+func (c *Client) config(opts []Option) (config, error) {
+	switch {
+	case c == nil || c.done == nil:
+		return config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+	case c.driver == nil:
+		return config{}, fmt.Errorf("%w: nil Pool", ErrInvalidArgument)
+	case c.closed():
+		return config{}, ErrClosed
+	}
+	return build(append(slices.Clone(c.opts), opts...))
+}
+
+// settings returns the Client's options, or the defaults when they are
+// invalid (New and the other constructors report that).
+func (c *Client) settings() config {
+	if cfg, err := build(c.opts); err == nil {
+		return cfg
+	}
+	return defaults()
+}

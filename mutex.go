@@ -1,0 +1,180 @@
+package uncomplicated
+
+import (
+	"context"
+)
+
+// A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
+// sharing a Mutex take turns as with sync.Mutex, and across processes one
+// holder at a time has the lock, as long as its lease lasts. Make one with
+// New or Client.Named; the zero value returns ErrInvalidArgument.
+type Mutex struct {
+	base
+	x exclusive
+}
+
+// New returns the Mutex of obj's lock, named lock:<package>.<Type>:<ID>,
+// or lock:<LockType>:<ID> when obj is a LockTyper; opts override the
+// Client's. It returns an error wrapping ErrInvalidID or
+// ErrInvalidArgument for bad input; nothing is sent to Redis.
+func New[K any](c *Client, obj Identifier[K], opts ...Option) (*Mutex, error) {
+	return c.mutex(opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
+}
+
+// Named returns the Mutex of a lock with a plain name, lock:<name>. It
+// returns an error wrapping ErrInvalidID for "" or ErrInvalidArgument for
+// a bad option; nothing is sent to Redis.
+func (c *Client) Named(name string, opts ...Option) (*Mutex, error) {
+	return c.mutex(opts, func(prefix string) (string, error) { return plainName(prefix, name) })
+}
+
+// mutex checks opts, names the lock and makes its Mutex.
+func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) (*Mutex, error) {
+	b, err := c.base(opts, name)
+	if err != nil {
+		return nil, err
+	}
+	m := &Mutex{base: b}
+	prefix, key := b.cfg.prefix, b.name
+	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), claim: &claim{
+		kind:    mutexKind,
+		keys:    []string{key, fenceKey(prefix, key), queueKey(prefix, key), sharedKey(prefix, "waiters", key)},
+		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
+		extra: func(stale []string) []any {
+			if stale == nil {
+				return nil
+			}
+			w, _ := cutWriter(stale[0])
+			return []any{w}
+		},
+		entry: "x", who: "one holder token",
+	}}
+	return m, nil
+}
+
+// Name returns the Redis key of the lock, such as lock:orders.Order:42.
+func (m *Mutex) Name() string {
+	if m == nil {
+		return ""
+	}
+	return m.name
+}
+
+// Fence returns the fencing token of the current hold: it is higher than
+// that of every earlier hold of this lock name, for as long as the Redis
+// data lives. It returns 0 when the lock is not held.
+func (m *Mutex) Fence() uint64 {
+	if m == nil {
+		return 0
+	}
+	return m.x.fence()
+}
+
+// Lock acquires the lock, waiting while another holder has it: first within
+// this process, then in Redis, where it joins the lock's queue of waiters
+// and is woken when a release hands the lock to it; it also tries again
+// after random sub-second ticks, and joins the queue only once its Client
+// listens for hand-offs. A holder that keeps one token for the whole
+// timeout is stale: Lock then returns an error wrapping ErrStale and
+// ErrNotObtained, or with TakeOver replaces the holder. When ctx ends or
+// the Client closes first, Lock returns an error wrapping ErrNotObtained
+// and ctx.Err() or ErrClosed. A Redis error ends Lock at once, but for
+// LOADING (a restarted Redis reading its data), which Lock waits out on
+// its ticks. On failure Lock leaves the lock as it found it.
+func (m *Mutex) Lock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	_, err := m.x.lock(ctx)
+	return err
+}
+
+// TryLock makes one attempt and never waits nor takes over. It returns
+// (false, nil) when the lock is held, here or elsewhere, and an error only
+// when Redis fails or the input is invalid.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	return m.x.tryLock(ctx)
+}
+
+// Unlock releases the lock if Redis still holds our token, handing it to
+// the oldest waiter. It returns an error wrapping ErrNotHeld when the lock
+// is not ours: never locked here, expired, taken over or overwritten (then
+// it wraps ErrLost too); the other holder's key is left alone. Unlock ends
+// the hold in this process whatever Redis answers; when Redis cannot be
+// reached, or ctx ends while a Refresh is under way, the key stays until
+// its lease ends or a waiter takes it over. After Client.Close it still
+// releases, and reports ErrClosed as well.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	return m.x.unlock(ctx, nil)
+}
+
+// Refresh proves the holder alive: if Redis still holds our token, it
+// replaces it with a new one, which tells waiters the lock is busy rather
+// than stuck, and restarts the lease. The fence does not change. It returns
+// an error wrapping ErrNotHeld when the lock is not ours any more (and
+// ErrLost when it was), and ErrClosed after Client.Close; the hold stays
+// until Unlock. When the reply is lost, the next Refresh or Unlock accepts
+// either token.
+func (m *Mutex) Refresh(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	return m.x.refresh(ctx)
+}
+
+// Held asks Redis whether the lock still holds this hold's token. It
+// returns (false, nil) when nothing is held here, and when the lock has
+// another token or none, which also closes Lost's channel. On a Redis
+// error it returns false and the error, and changes nothing; after
+// Client.Close, ErrClosed.
+func (m *Mutex) Held(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	return m.x.held(ctx)
+}
+
+// Lost returns a channel that is closed when the current hold is known to
+// be lost: Refresh, Held or Unlock found another token or no key, Do's
+// auto-refresh could not renew the lease before it ended, or the Client saw
+// Redis restart and the key gone. Each hold has its own channel; an Unlock
+// that releases the lock leaves it open. When nothing is held, Lost returns
+// a closed channel.
+func (m *Mutex) Lost() <-chan struct{} {
+	if m == nil {
+		return closed
+	}
+	return m.x.lost()
+}
+
+// Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
+// fn panics (the panic then goes on). fn's ctx carries the hold's fence for
+// FenceOf. With WithAutoRefresh, the lock is refreshed while fn runs, and
+// fn's ctx is cancelled when the lock is lost. The Unlock ignores ctx's
+// cancellation, so that a lock is released even when fn returned because
+// ctx ended, but it ends 50ms after ctx's deadline, if ctx has one, and
+// after 5s otherwise; a release cut short then goes on in the background,
+// as far as Client.Close. Do returns Lock's error without running fn, or
+// fn's error joined with Unlock's. When the lock was lost while fn ran, the
+// error wraps ErrLost, also when fn returned nil.
+func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
+	if err := m.check(ctx, fn); err != nil {
+		return err
+	}
+	return m.x.do(ctx, fn)
+}
+
+// check reports a nil or zero Mutex, a nil ctx and a nil fn.
+func (m *Mutex) check(ctx context.Context, fn ...func(context.Context) error) error {
+	var b *base
+	if m != nil {
+		b = &m.base
+	}
+	return b.check("*Mutex", ctx, fn...)
+}

@@ -1,0 +1,124 @@
+package uncomplicated
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+)
+
+// grant is the reply of an acquiring script: {1, fence} when it acquired
+// (fence 0 for a reader), else {0, fence counter, writer, holders}: what
+// blocks the caller, the holder of a Mutex or the writer of an RWMutex
+// ("" none) and the readers or permit holders.
+type grant struct {
+	ok      bool
+	fence   uint64   // the fence of the hold; 0 for a reader
+	seen    uint64   // the fence counter when blocked
+	writer  string   // the Mutex's holder or the RWMutex's writer, if it blocks the caller
+	holders []string // the readers or permit holders that block the caller
+}
+
+// blockers lists what blocks the caller, the writer first.
+func (g grant) blockers() []string {
+	if g.writer == "" {
+		return g.holders
+	}
+	return append([]string{writerMark + g.writer}, g.holders...)
+}
+
+// writerMark tells a writer's token from readers' among blockers.
+const writerMark = "w:"
+
+// cutWriter returns the writer's token from a blocker, if it is the
+// writer.
+func cutWriter(blocker string) (string, bool) {
+	if len(blocker) > len(writerMark) && blocker[:len(writerMark)] == writerMark {
+		return blocker[len(writerMark):], true
+	}
+	return "", false
+}
+
+func parseGrant(reply any) (grant, error) {
+	r, ok := reply.([]any)
+	if !ok || len(r) < 2 {
+		return grant{}, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+	}
+	f, fok := r[1].(int64)
+	switch {
+	case !fok || f < 0:
+	case r[0] == int64(1) && len(r) == 2:
+		return grant{ok: true, fence: uint64(f)}, nil
+	case r[0] == int64(0) && len(r) == 4:
+		w, wok := r[2].([]byte)
+		hs, hok := r[3].([]any)
+		if !wok || !hok {
+			break
+		}
+		g := grant{seen: uint64(f), writer: string(w), holders: make([]string, 0, len(hs))}
+		for _, h := range hs {
+			b, ok := h.([]byte)
+			if !ok {
+				return grant{}, fmt.Errorf("%w: a holder of %T", ErrUnexpectedReply, h)
+			}
+			g.holders = append(g.holders, string(b))
+		}
+		return g, nil
+	}
+	return grant{}, fmt.Errorf("%w: a reply of %d elements", ErrUnexpectedReply, len(r))
+}
+
+// parseRelease reads the reply of a release: whether the hold was ours,
+// and the tokens of the waiters the lock went to, if any.
+func parseRelease(reply any) (ok bool, next []string, err error) {
+	switch r := reply.(type) {
+	case int64:
+		if r == 0 || r == 1 {
+			return r == 1, nil, nil
+		}
+	case []byte:
+		if len(r) > 0 {
+			return true, []string{string(r)}, nil
+		}
+	case []any:
+		next = make([]string, 0, len(r))
+		for _, t := range r {
+			b, ok := t.([]byte)
+			if !ok || len(b) == 0 {
+				return false, nil, fmt.Errorf("%w: a token of %T", ErrUnexpectedReply, t)
+			}
+			next = append(next, string(b))
+		}
+		if len(next) > 0 {
+			return true, next, nil
+		}
+	}
+	return false, nil, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+}
+
+// parseFlag reads the 1 or 0 of a refresh.
+func parseFlag(reply any) (bool, error) {
+	switch reply {
+	case int64(1):
+		return true, nil
+	case int64(0):
+		return false, nil
+	}
+	return false, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+}
+
+// anys converts tokens to script arguments.
+func anys(tokens []string) []any {
+	args := make([]any, len(tokens))
+	for i, t := range tokens {
+		args[i] = t
+	}
+	return args
+}
+
+// newToken returns 16 random bytes, base64url: the secret that proves a
+// hold is ours. Every acquisition and every Refresh gets a new one.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

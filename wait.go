@@ -1,0 +1,468 @@
+package uncomplicated
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+)
+
+// The wait loop, the same for every lock: try at once; while the lock is
+// taken, sleep a random time below the tick and try again. Patience
+// follows the blockers: a new token restarts it, and blockers seen for the
+// whole timeout are stale. Once the Client listens for the lock, the
+// waiter joins its queue, and a release hands it the lock and wakes it;
+// the ticks go on all the same, so that a waiter never depends on
+// wake-ups.
+
+// A claim is what differs between the locks' acquisitions: the kind of
+// hold, the lock's keys and channel, and the scripts of an attempt and a
+// take-over, with the arguments that follow the five of every attempt
+// (see queueLua).
+type claim struct {
+	kind     *holdKind
+	keys     []string
+	channel  string  // where this Client hears of hand-offs to its waiters
+	acquire  *script // one attempt
+	takeOver *script // a take-over of stale blockers
+	// extra returns the arguments after the five of every attempt: none
+	// blocking (nil stale) or the stale blockers to take over from.
+	extra func(stale []string) []any
+	entry string // the kind of the waiter's queue entry (see queueLua)
+	each  bool   // each holder has its own patience (see crowd)
+	who   string // what a stale error blames: "one holder token", "the same holders"
+}
+
+// acquire acquires c's hold: in this process first, taking sem, if not
+// nil, and then in Redis. It returns the new hold, or an error wrapping
+// ErrNotObtained when ctx ends, the Client closes or the stale policy
+// fails it, or a Redis error.
+func (b *base) acquire(ctx context.Context, c *claim, sem chan struct{}) (h *hold, err error) {
+	if err := b.open(ctx); err != nil {
+		return nil, err
+	}
+	obs, _ := b.cfg.clock.(settle.Observer)
+	if obs != nil {
+		obs.Waiting(1)
+		defer obs.Waiting(-1)
+	}
+	if sem != nil {
+		if err := b.enter(ctx, obs, sem); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if h == nil { // also when a Pool or logger panics
+				<-sem
+			}
+		}()
+	}
+	return b.wait(ctx, obs, c)
+}
+
+// try makes one attempt at c's hold, and never waits nor takes over. It
+// returns nil and no error when the lock is taken, here (sem) or in Redis.
+func (b *base) try(ctx context.Context, c *claim, sem chan struct{}) (h *hold, err error) {
+	if err := b.open(ctx); err != nil {
+		return nil, err
+	}
+	if sem != nil {
+		select {
+		case sem <- struct{}{}:
+		default:
+			return nil, nil
+		}
+		defer func() {
+			if h == nil {
+				<-sem
+			}
+		}()
+	}
+	token := newToken()
+	from := b.cfg.clock.Now()
+	args := append([]any{token, b.cfg.leaseMillis(), "", "", 0}, c.extra(nil)...)
+	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, token, args)
+	if err != nil || !g.ok {
+		return nil, b.gaveUp(ctx, err)
+	}
+	return b.granted(ctx, c, token, g.fence, from, false), nil
+}
+
+// wait acquires c's hold in Redis; this is the one wait loop.
+func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold, err error) {
+	w := waiter{b: b, c: c, token: newToken()}
+	w.listenIfReady()
+	defer func() { w.end(ctx, err == nil) }()
+	p := crowd{each: c.each}
+	for {
+		w.drain()
+		from := b.cfg.clock.Now()
+		g, err := w.attempt(ctx, nil)
+		if loading(err) { // a restarted Redis reading its data: not a failure yet
+			if _, err := w.sleep(ctx, obs, b.cfg.tick()); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err != nil {
+			return nil, b.gaveUp(ctx, err)
+		}
+		if g.ok {
+			return b.granted(ctx, c, w.token, g.fence, from, false), nil
+		}
+		w.blocked(g)
+		now := b.cfg.clock.Now()
+		if p.watch(g.blockers(), now) {
+			b.logWaiting(ctx, c.kind.what)
+		}
+		stale, age := p.stale(now, b.cfg.timeout)
+		left := b.cfg.timeout - age
+		if stale != nil {
+			if b.cfg.policy == Fail {
+				return nil, b.staleError(ctx, c.kind.what, c.who, age)
+			}
+			from = b.cfg.clock.Now()
+			if g, err = w.attempt(ctx, stale); err != nil {
+				return nil, b.gaveUp(ctx, err)
+			}
+			if g.ok {
+				b.logTakeOver(ctx, c.kind.what, age, g.fence, len(stale))
+				return b.granted(ctx, c, w.token, g.fence, from, false), nil
+			}
+			// Another waiter took over first, or the blockers changed.
+			w.blocked(g)
+			left = p.overtaken(g.blockers(), now, b.cfg.tick(), b.cfg.timeout)
+		}
+		fence, err := w.sleep(ctx, obs, left)
+		if err != nil {
+			return nil, err
+		}
+		if w.handedOver(fence, from) {
+			return b.granted(ctx, c, w.token, fence, from, true), nil
+		}
+	}
+}
+
+// granted records and logs a hold of c that Redis granted to token, for
+// a call sent at or after from; handedOff tells a release's hand-off.
+func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64, from time.Time, handedOff bool) *hold {
+	if !c.kind.fenced {
+		fence = 0
+	}
+	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", handedOff))
+	return b.newHold(c.kind, c.keys, token, fence, from)
+}
+
+// A waiter is one acquisition in the wait loop.
+type waiter struct {
+	b       *base
+	c       *claim
+	token   string
+	entry   string    // its queue entry, once it may be in the queue
+	l       *listener // its wake-ups; nil until it first finds the lock taken
+	inQueue bool      // an attempt may have put entry in the queue
+	seen    uint64    // the highest fence counter a failed attempt saw
+	// attempts counts those that found the lock taken, each of which
+	// counted the waiter among the waiters.
+	attempts int
+}
+
+// attempt makes one attempt, or with stale blockers a take-over.
+func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
+	s, op := w.c.acquire, w.queue()
+	if stale != nil {
+		s, op = w.c.takeOver, w.queued()
+	}
+	args := append([]any{w.token, w.b.cfg.leaseMillis(), w.entry, op, w.b.cfg.expiryMillis()}, w.c.extra(stale)...)
+	return w.b.attempt(ctx, s, w.c.keys, w.c.kind, w.token, args)
+}
+
+// blocked records what an attempt that found the lock taken saw, and
+// starts listening for hand-offs, so that a later attempt can join the
+// queue.
+func (w *waiter) blocked(g grant) {
+	w.seen = max(w.seen, g.seen)
+	w.attempts++
+	if w.l != nil {
+		return
+	}
+	if wk := w.b.c.wakeups(false); wk != nil {
+		w.l = wk.listen(w.c.channel, w.token, false)
+	}
+}
+
+// handedOver reports whether fence, what the waiter's sleep heard, is a
+// hand-off it can trust, and if so takes the waiter out of the queue.
+//
+// A hand-off whose fence is not above what the last attempt saw came
+// before that attempt, which found the lock taken: its lease ended
+// unheard (the process paused, or the listening connection lagged). One
+// that came after the last attempt ran has a lease that ends no sooner
+// than from + lease; if that has passed, the message came too late to be
+// trusted (the attempt's reply was held up, and the message with it). In
+// both cases the next attempt tells whether the lock is ours, and restarts
+// the lease if it is.
+func (w *waiter) handedOver(fence uint64, from time.Time) bool {
+	if fence == 0 || fence <= w.seen || w.b.outlived(from) {
+		return false
+	}
+	w.inQueue = false
+	return true
+}
+
+// listenIfReady listens at once if the Client already listens for the
+// lock, so that the first attempt can join the queue.
+func (w *waiter) listenIfReady() {
+	if wk := w.b.c.wakeups(true); wk != nil {
+		w.l = wk.listen(w.c.channel, w.token, true)
+	}
+}
+
+// drain drops a hand-off that came before an attempt: the attempt finds
+// the lock ours if it still is, while acting on a hand-off whose lease has
+// since ended would make two holders.
+func (w *waiter) drain() {
+	if w.l == nil {
+		return
+	}
+	select {
+	case <-w.l.wake:
+	default:
+	}
+}
+
+// queue tells the attempt what to do with the entry (see queueLua).
+func (w *waiter) queue() string {
+	switch {
+	case w.l != nil && w.listening():
+		if w.inQueue {
+			return "r"
+		}
+		w.inQueue = true
+		w.entry = w.c.entry + " " + w.token + " " + strconv.FormatInt(w.b.cfg.leaseMillis(), 10) + " " + w.c.channel
+		return "q"
+	case w.inQueue:
+		return "x"
+	}
+	return ""
+}
+
+func (w *waiter) listening() bool {
+	confirmed, _, _, _ := w.l.state()
+	return confirmed
+}
+
+// queued is the op of a take-over: leave the queue on success if in it.
+func (w *waiter) queued() string {
+	if w.inQueue {
+		return "x"
+	}
+	return ""
+}
+
+// end stops listening and, unless the waiter got the lock, takes it out of
+// the waiters and the queue, releasing the lock if a release has just
+// handed it over. The Client remembers its token, so that a hand-off that
+// reaches it after a failed leave is released too.
+func (w *waiter) end(ctx context.Context, acquired bool) {
+	if w.l != nil {
+		var gone func(context.Context)
+		if w.inQueue && !acquired {
+			gone = func(ctx context.Context) { w.b.background(ctx, w.c.kind.release, w.c.keys, "", w.token) }
+		}
+		w.l.close(gone)
+	}
+	switch {
+	case acquired || w.attempts == 0:
+	case w.inQueue:
+		w.b.background(ctx, w.c.kind.release, w.c.keys, w.entry, w.token)
+	default:
+		w.b.background(ctx, w.c.kind.release, w.c.keys, "-", w.token)
+	}
+}
+
+// sleep is nap for the waiter, which wakes when its subscription is
+// confirmed until it is in the queue.
+func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Duration) (uint64, error) {
+	return w.b.nap(ctx, obs, w.l, w.token, !w.inQueue, left)
+}
+
+// nap waits a random time below the tick, but not past left, the rest of
+// the waiter's patience, so that staleness is judged exactly at the timeout.
+// It returns early with what l hears (the fence of a hand-off to token),
+// and, with ready, at once when l's subscription is confirmed, or when the
+// listening connection fails while the waiter waits for that; with an
+// error when ctx ends or the Client closes.
+func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (uint64, error) {
+	d := min(jitter(b.cfg.tick()), left)
+	t := b.cfg.clock.Timer(d)
+	defer t.Stop()
+	var wake <-chan uint64
+	var confirmed, changed <-chan struct{}
+	coming := false
+	if l != nil {
+		wake = l.wake
+		if ready {
+			_, coming, confirmed, changed = l.state()
+		}
+	}
+	if obs != nil && !coming { // a confirmation on its way keeps the waiter active
+		defer obs.Park(b.cfg.clock.Now().Add(d), token)()
+	}
+	select {
+	case <-t.C:
+		return 0, nil
+	case fence := <-wake:
+		return fence, nil
+	case <-confirmed:
+		return 0, nil
+	case <-changed: // a failed connection: back to ticks, asleep
+		return 0, nil
+	case <-ctx.Done():
+		return 0, b.notObtained(ctx.Err().Error(), ctx.Err())
+	case <-b.c.done:
+		return 0, b.notObtained("client closed", ErrClosed)
+	}
+}
+
+// jitter returns a random duration in [0, bound), or 0 when bound is not
+// positive.
+func jitter(bound time.Duration) time.Duration {
+	if bound <= 0 {
+		return 0
+	}
+	return rand.N(bound)
+}
+
+// attempt runs an acquiring script with args (see queueLua). When its
+// reply is lost after it may have run, it runs it again: the scripts reply
+// the hold when token has it already, and the entry, if it was joining
+// the queue, rejoins only if it is not there. When that fails too, or the
+// lost reply did not come in time (see askAgain), the release of kind
+// gives back in the background whatever token may hold.
+func (b *base) attempt(ctx context.Context, s *script, keys []string, kind *holdKind, token string, args []any) (grant, error) {
+	g, unknown, err := b.grantOf(ctx, s, keys, kind, args)
+	if !unknown {
+		return g, err
+	}
+	if askAgain(err) {
+		if args[3] == "q" {
+			args[3] = "r"
+		}
+		var again error
+		if g, _, again = b.grantOf(ctx, s, keys, kind, args); again == nil {
+			return g, nil
+		}
+		err = errors.Join(err, again)
+	}
+	b.background(ctx, kind.release, keys, "", token)
+	return grant{}, err
+}
+
+// grantOf runs s and reads its grant of a hold of kind; unknown reports
+// a reply lost after the script may have run.
+func (b *base) grantOf(ctx context.Context, s *script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
+	reply, sent, err := b.eval(ctx, s, keys, args...)
+	if err == nil {
+		g, err = parseGrant(reply)
+		if err == nil && g.ok && kind.fenced && g.fence == 0 {
+			err = fmt.Errorf("%w: a %s granted without a fence", ErrUnexpectedReply, kind.what)
+		}
+		if err == nil {
+			return g, false, nil
+		}
+	}
+	unknown = mayHaveRun(sent, err)
+	return grant{}, unknown, b.redisError(ctx, err)
+}
+
+// A crowd is the patience of a waiter, which follows its blockers. For a
+// Mutex, and an RWMutex, the blockers are stale when the same set of them
+// has been seen for the whole timeout: any change restarts the patience.
+// For a Semaphore's waiter each holder has its own patience: one that
+// keeps its token for the whole timeout is stale while the others come and
+// go.
+type crowd struct {
+	each  bool                 // each holder has its own patience
+	seen  map[string]time.Time // each blocker, and since when it is seen
+	set   []string             // the blockers, sorted
+	since time.Time            // when set last changed
+}
+
+// watch records the blockers seen at now, and reports whether one of them
+// is new. No blockers (a reader behind waiting writers) counts as busy:
+// the patience restarts.
+func (p *crowd) watch(blockers []string, now time.Time) (news bool) {
+	seen := make(map[string]time.Time, len(blockers))
+	for _, b := range blockers {
+		if t, ok := p.seen[b]; ok {
+			seen[b] = t
+		} else {
+			seen[b] = now
+			news = true
+		}
+	}
+	p.seen = seen
+	if p.each {
+		return news
+	}
+	set := slices.Sorted(maps.Keys(seen))
+	if len(blockers) == 0 || !slices.Equal(set, p.set) || p.since.IsZero() {
+		p.since = now
+	}
+	p.set = set
+	return news
+}
+
+// stale returns the blockers whose patience has run out at now (the whole
+// set, or the holder seen longest), if any, and the age of the patience:
+// how long the set, or that holder, has been seen.
+func (p *crowd) stale(now time.Time, timeout time.Duration) ([]string, time.Duration) {
+	if !p.each {
+		age := now.Sub(p.since)
+		if len(p.seen) == 0 || age < timeout {
+			return nil, age
+		}
+		return p.set, age
+	}
+	oldest, since := "", now
+	for b, t := range p.seen {
+		if oldest == "" || t.Before(since) || t.Equal(since) && b < oldest {
+			oldest, since = b, t
+		}
+	}
+	if age := now.Sub(since); oldest != "" && age >= timeout {
+		return []string{oldest}, age
+	}
+	return nil, now.Sub(since)
+}
+
+// overtaken follows the blockers after a take-over failed at now, and
+// returns how long to wait before judging them again. The holders of a
+// Semaphore still there stay stale: they are tried again after a tick, as
+// another waiter took the one chosen. Otherwise every blocker counts as
+// new, even one the waiter saw before (which only a server that is not
+// Redis replies), and the waiter watches whoever won the take-over for a
+// whole timeout.
+func (p *crowd) overtaken(blockers []string, now time.Time, tick, timeout time.Duration) time.Duration {
+	p.watch(blockers, now)
+	if p.each {
+		return tick
+	}
+	p.restart(now)
+	return timeout
+}
+
+// restart makes every blocker new.
+func (p *crowd) restart(now time.Time) {
+	for b := range p.seen {
+		p.seen[b] = now
+	}
+	p.since = now
+}
