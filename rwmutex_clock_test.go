@@ -387,10 +387,9 @@ func TestRWMutex_RDo_autoRefresh(t *testing.T) {
 	}
 }
 
-// A writer's Unlock gives the readers waiting at that moment their turn:
-// they get in before the next writer, even though it waited first, so a
-// stream of writers cannot starve readers; the writer gets the lock when
-// they leave.
+// A writer's Unlock lets in the readers queued before the next writer:
+// they get in before it, so a stream of writers cannot starve readers;
+// the writer gets the lock when they leave.
 func TestRWMutex_readersTurnAfterWriter(t *testing.T) {
 	env, waiters := semEnv(t)
 	ctx := context.Background()

@@ -24,11 +24,7 @@ local function handOff()
       break
     end
     if offer(w, KEYS[4], fence) then
-      if w.lease == '0' then
-        redis.call('SET', KEYS[1], w.token)
-      else
-        redis.call('SET', KEYS[1], w.token, 'PX', w.lease)
-      end
+      setLease(KEYS[1], w.token, w.lease)
       return w.token
     end
   end
@@ -91,11 +87,7 @@ if cur and cur ~= ARGV[6] then
   return {0, tonumber(redis.call('GET', KEYS[2])) or 0, cur, {}}
 end
 local fence = redis.call('INCR', KEYS[2])
-if ARGV[2] == '0' then
-  redis.call('SET', KEYS[1], ARGV[1])
-else
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-end
+setLease(KEYS[1], ARGV[1], ARGV[2])
 joined(KEYS[3], KEYS[4])
 return {1, fence}
 `)

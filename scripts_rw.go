@@ -43,11 +43,7 @@ local function handOff(t)
     end
     if offer(w, waitersOf(w.kind), fence) then
       if w.kind ~= 's' then
-        if w.lease == '0' then
-          redis.call('SET', KEYS[1], w.token)
-        else
-          redis.call('SET', KEYS[1], w.token, 'PX', w.lease)
-        end
+        setLease(KEYS[1], w.token, w.lease)
         return w.token
       end
       redis.call('ZADD', KEYS[2], expiry(t, w.lease), w.token)
@@ -105,11 +101,7 @@ end
 for _, r in ipairs(readers) do
   redis.call('ZREM', KEYS[2], r)
 end
-if ARGV[2] == '0' then
-  redis.call('SET', KEYS[1], ARGV[1])
-else
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-end
+setLease(KEYS[1], ARGV[1], ARGV[2])
 joined(KEYS[6], KEYS[3], true)
 return {1, fence}
 `)

@@ -39,6 +39,13 @@ local function expiry(t, lease)
   end
   return ms(t + tonumber(lease))
 end
+local function setLease(key, token, lease)
+  if lease == '0' then
+    redis.call('SET', key, token)
+  else
+    redis.call('SET', key, token, 'PX', lease)
+  end
+end
 local function prune(set, fences, t)
   while true do
     local gone = redis.call('ZRANGEBYSCORE', set, '-inf', ms(t), 'LIMIT', 0, 100)
