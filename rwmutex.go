@@ -61,7 +61,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 	keys := []string{
 		sharedKey(prefix, "writer", key), sharedKey(prefix, "readers", key),
 		sharedKey(prefix, "writers", key), sharedKey(prefix, "rwfence", key),
-		sharedKey(prefix, "waiting", key), sharedKey(prefix, "rwqueue", key),
+		sharedKey(prefix, "rwqueue", key),
 	}
 	channel := wakeChannel(prefix, key, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), claim: &claim{

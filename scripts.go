@@ -3,19 +3,17 @@ package uncomplicated
 // The Mutex's scripts. Every change to a lock is one Lua script, so it is
 // atomic, and reads user data only from KEYS and ARGV. KEYS[1] is the lock,
 // holding its holder's token with the lease as TTL; KEYS[2] its fence
-// counter; KEYS[3] its queue and KEYS[4] its waiters (see queueLua).
+// counter; KEYS[3] its queue (see queueLua).
 
 // mutexHandOff is the Lua of a release: it hands the lock to the oldest
 // waiter that is alive and listens, and returns that waiter's token, or
 // deletes the lock and returns 1 when there is none. A fence counter that
 // is not an integer puts the entry back and frees the lock, so that the
 // waiters' own attempts report it.
-const mutexHandOff = queueLua + `
+const mutexHandOff = leaseLua + queueLua + `
 local function handOff()
-  local t
-  local waiters = function() return KEYS[4] end
   while true do
-    local w = nextWaiter(KEYS[3], waiters, t)
+    local w = nextWaiter(KEYS[3])
     if not w then
       break
     end
@@ -23,7 +21,7 @@ local function handOff()
     if not fence then
       break
     end
-    if offer(w, KEYS[4], fence) then
+    if offer(w, fence) then
       setLease(KEYS[1], w.token, w.lease)
       return w.token
     end
@@ -41,7 +39,7 @@ end
 // message whose fence is not above that counter came from a release before
 // this attempt, and is stale. A fence counter that is not an integer undoes
 // the SET and fails.
-var acquireScript = newScript(4, queueLua+`
+var acquireScript = newScript(3, queueLua+`
 local cur
 if ARGV[2] == '0' then
   cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET')
@@ -55,17 +53,15 @@ if cur == ARGV[1] then
   return {1, tonumber(redis.call('GET', KEYS[2]))}
 end
 if cur then
-  if ARGV[5] ~= '0' then
-    wait(KEYS[3], KEYS[4])
-  end
-  return {0, tonumber(redis.call('GET', KEYS[2])) or 0, cur, {}}
+  wait(KEYS[3])
+  return {0, seen(KEYS[2]), cur, {}}
 end
 local fence = redis.pcall('INCR', KEYS[2])
 if type(fence) ~= 'number' then
   redis.call('DEL', KEYS[1])
   return redis.error_reply('uncomplicated: fence counter is not an integer: ' .. KEYS[2])
 end
-joined(KEYS[3], KEYS[4])
+joined(KEYS[3])
 return {1, fence}
 `)
 
@@ -75,7 +71,7 @@ return {1, fence}
 // out of the queue. Replies like acquireScript, also {1, fence} when the
 // lock holds the waiter's token already (a lost reply asked again). The
 // INCR comes first, so a broken counter fails before anything is written.
-var takeOverScript = newScript(4, queueLua+`
+var takeOverScript = newScript(3, leaseLua+queueLua+`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   if ARGV[2] ~= '0' then
@@ -84,22 +80,22 @@ if cur == ARGV[1] then
   return {1, tonumber(redis.call('GET', KEYS[2]))}
 end
 if cur and cur ~= ARGV[6] then
-  return {0, tonumber(redis.call('GET', KEYS[2])) or 0, cur, {}}
+  return {0, seen(KEYS[2]), cur, {}}
 end
 local fence = redis.call('INCR', KEYS[2])
 setLease(KEYS[1], ARGV[1], ARGV[2])
-joined(KEYS[3], KEYS[4])
+joined(KEYS[3])
 return {1, fence}
 `)
 
 // releaseScript releases the lock only if it holds one of our tokens,
 // ARGV[2..]: usually one, more after a Refresh whose reply was lost. A
-// waiter that gives up passes its entry as ARGV[1] (else ""), which leaves
+// waiter that gives up passes "q" or "-" as ARGV[1] (else ""), and leaves
 // the queue first; if a release handed it the lock meanwhile, it releases
 // that. Replies 0 when no token was ours, 1 when the lock is free, or the
 // token of the waiter it was handed to.
-var releaseScript = newScript(4, mutexHandOff+`
-leave(KEYS[3], KEYS[4], ARGV[1], ARGV[2])
+var releaseScript = newScript(3, mutexHandOff+`
+leave(KEYS[3])
 local cur = redis.call('GET', KEYS[1])
 for i = 2, #ARGV do
   if cur == ARGV[i] then

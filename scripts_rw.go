@@ -1,9 +1,9 @@
 package uncomplicated
 
 // The RWMutex's scripts. KEYS[1] holds the writer's token, with its lease
-// as TTL; KEYS[2] is the set of readers; KEYS[3] the waiting writers and
-// KEYS[5] the waiting readers, each with the expiry that its attempts push
-// back (see queueLua); KEYS[4] is the fence counter; KEYS[6] the queue.
+// as TTL; KEYS[2] is the set of readers; KEYS[3] the waiting writers, each
+// with the expiry that its attempts push back; KEYS[4] is the fence
+// counter; KEYS[5] the queue (see queueLua).
 //
 // Readers may enter only while there is no writer and no waiting writer:
 // that makes the lock write-preferring. So that a stream of writers cannot
@@ -15,37 +15,38 @@ package uncomplicated
 // to the oldest waiter that is alive and listens, a writer, or the readers
 // queued before the next writer, all under one new fence, which their
 // hand-off messages carry. Returns the token of the writer, the tokens of
-// the readers, or 1 when nobody waits.
-const rwHandOff = queueLua + `
+// the readers, or 1 when nobody waits. t is the time, or nil.
+const rwHandOff = timeLua + leaseLua + queueLua + `
+local function reading(w)
+  return w.kind == 's'
+end
 local function handOff(t)
-  local waitersOf = function(kind)
-    if kind == 's' then
-      return KEYS[5]
-    end
-    return KEYS[3]
-  end
   local readers = {}
   local fence
   while true do
-    local only
+    local fits
     if #readers > 0 then
-      only = 's'
+      fits = reading
     end
-    local w = nextWaiter(KEYS[6], waitersOf, t, only)
+    local w = nextWaiter(KEYS[5], fits)
     if not w then
       break
     end
-    if w.kind ~= 's' or not fence then
-      fence = incr(KEYS[4], KEYS[6], w)
+    if not reading(w) then
+      redis.call('ZREM', KEYS[3], w.token)
+    end
+    if not reading(w) or not fence then
+      fence = incr(KEYS[4], KEYS[5], w)
       if not fence then
         break
       end
     end
-    if offer(w, waitersOf(w.kind), fence) then
-      if w.kind ~= 's' then
+    if offer(w, fence) then
+      if not reading(w) then
         setLease(KEYS[1], w.token, w.lease)
         return w.token
       end
+      t = t or now()
       redis.call('ZADD', KEYS[2], expiry(t, w.lease), w.token)
       readers[#readers + 1] = w.token
     end
@@ -63,10 +64,9 @@ end
 // are still exactly what blocks it. Replies {1, fence} when it holds the
 // lock, also when it already did (a hand-off, or a lost reply asked again:
 // the lease restarts), and {0, fence counter, writer, readers} when
-// blocked.
-var rwLockScript = newScript(6, queueLua+`
-local t = now()
-prune(KEYS[2], nil, t)
+// blocked. A blocked writer that waits counts among the waiting writers
+// for its expiry, queued or not.
+var rwLockScript = newScript(5, timeLua+leaseLua+queueLua+`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   if ARGV[2] ~= '0' then
@@ -74,7 +74,8 @@ if cur == ARGV[1] then
   end
   return {1, tonumber(redis.call('GET', KEYS[4]))}
 end
-local readers = redis.call('ZRANGE', KEYS[2], 0, -1)
+local t = now()
+local readers = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(t), '+inf')
 local evict = false
 if ARGV[6] == 'x' and (cur or '') == ARGV[7] then
   local seen = {}
@@ -90,19 +91,21 @@ if ARGV[6] == 'x' and (cur or '') == ARGV[7] then
 end
 if not evict and (cur or #readers > 0) then
   if ARGV[5] ~= '0' then
-    wait(KEYS[6], KEYS[3], t, true)
+    redis.call('ZADD', KEYS[3], ms(t + tonumber(ARGV[5])), ARGV[1])
+    wait(KEYS[5])
   end
-  return {0, tonumber(redis.call('GET', KEYS[4])) or 0, cur or '', readers}
+  return {0, seen(KEYS[4]), cur or '', readers}
 end
 local fence = redis.pcall('INCR', KEYS[4])
 if type(fence) ~= 'number' then
   return redis.error_reply('uncomplicated: fence counter is not an integer: ' .. KEYS[4])
 end
-for _, r in ipairs(readers) do
-  redis.call('ZREM', KEYS[2], r)
-end
+redis.call('DEL', KEYS[2])
 setLease(KEYS[1], ARGV[1], ARGV[2])
-joined(KEYS[6], KEYS[3], true)
+if ARGV[5] ~= '0' then
+  redis.call('ZREM', KEYS[3], ARGV[1])
+end
+joined(KEYS[5])
 return {1, fence}
 `)
 
@@ -113,7 +116,7 @@ return {1, fence}
 // it already was (a hand-off, or a lost reply asked again: the lease
 // restarts), and {0, fence counter, writer, {}} when blocked, with no
 // writer when only waiting writers block it.
-var rwRLockScript = newScript(6, queueLua+`
+var rwRLockScript = newScript(5, timeLua+queueLua+`
 local t = now()
 prune(KEYS[2], nil, t)
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
@@ -125,29 +128,34 @@ if cur and ARGV[6] ~= '' and cur == ARGV[6] then
   redis.call('DEL', KEYS[1])
   cur = false
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ms(t))
+prune(KEYS[3], nil, t)
 if cur or redis.call('ZCARD', KEYS[3]) > 0 then
-  if ARGV[5] ~= '0' then
-    wait(KEYS[6], KEYS[5], t)
-  end
-  return {0, tonumber(redis.call('GET', KEYS[4])) or 0, cur or '', {}}
+  wait(KEYS[5])
+  return {0, seen(KEYS[4]), cur or '', {}}
 end
-joined(KEYS[6], KEYS[5])
+joined(KEYS[5])
 redis.call('ZADD', KEYS[2], expiry(t, ARGV[2]), ARGV[1])
 return {1, 0}
 `)
 
 // rwUnlockScript frees the lock if the writer is one of the tokens
-// ARGV[2..] and hands it on. A writer that gives up passes its entry as
-// ARGV[1] (else ""), as releaseScript takes it. Replies 0 when no token
-// holds it, else what rwHandOff returns.
-var rwUnlockScript = newScript(6, rwHandOff+`
-leave(KEYS[6], KEYS[3], ARGV[1], ARGV[2])
+// ARGV[2..] and hands it on. A writer that gives up passes "q" or "-" as
+// ARGV[1] (else ""), as releaseScript takes it, and stops counting as a
+// waiting writer. Replies 0 when no token holds it, else what rwHandOff
+// returns.
+var rwUnlockScript = newScript(5, rwHandOff+`
+if ARGV[1] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[2])
+end
+leave(KEYS[5])
 local cur = redis.call('GET', KEYS[1])
 for i = 2, #ARGV do
   if cur == ARGV[i] then
-    redis.call('DEL', KEYS[1])
-    return handOff(now())
+    local next = handOff(nil)
+    if type(next) ~= 'string' then
+      redis.call('DEL', KEYS[1])
+    end
+    return next
   end
 end
 return 0
@@ -155,10 +163,10 @@ return 0
 
 // rwRUnlockScript takes the reader of one of the tokens ARGV[2..] out of
 // the readers and, when it was the last, hands the lock on. A reader that
-// gives up passes its entry as ARGV[1] (else ""). Replies 0 when no token
+// gives up passes "q" or "-" as ARGV[1] (else ""). Replies 0 when no token
 // is a reader, else 1 or what rwHandOff returns.
-var rwRUnlockScript = newScript(6, rwHandOff+`
-leave(KEYS[6], KEYS[5], ARGV[1], ARGV[2])
+var rwRUnlockScript = newScript(5, rwHandOff+`
+leave(KEYS[5])
 local t = now()
 prune(KEYS[2], nil, t)
 local released = 0
@@ -177,7 +185,7 @@ return 1
 // rwRRefreshScript, if one of the tokens ARGV[3..] is a reader in KEYS[2]
 // (KEYS[1] is the writer, unused), replaces it with ARGV[2] and restarts
 // the lease ARGV[1]. Replies 1, or 0 when no token is a reader.
-var rwRRefreshScript = newScript(2, holdersLua+`
+var rwRRefreshScript = newScript(2, timeLua+`
 local t = now()
 prune(KEYS[2], nil, t)
 for i = 3, #ARGV do

@@ -3,6 +3,7 @@ package uncomplicated
 import (
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,14 +14,22 @@ import (
 // on a real server.
 
 // rwKeys are the KEYS of the RWMutex's scripts in these tests: the writer,
-// the readers, the waiting writers, the fence counter, the waiting readers
-// and the queue.
-var rwKeys = []any{"w", "r", "ww", "f", "wr", "rwqueue"}
+// the readers, the waiting writers, the fence counter and the queue.
+var rwKeys = []any{"w", "r", "ww", "f", "rwqueue"}
 
 // semKeys are the KEYS of semAcquireScript and semReleaseScript in these
-// tests: the holders, their fences, the fence counter, the waiters and the
-// queue.
-var semKeys = []any{"permits", "fences", "fence", "waiting", "semqueue"}
+// tests: the holders, their fences, the fence counter and the queue.
+var semKeys = []any{"permits", "fences", "fence", "semqueue"}
+
+// enqueueAll queues waiters at queue, each "<kind> <token>", alive for an
+// hour, with no lease, listening on "chan".
+func enqueueAll(t *testing.T, conn redis.Conn, queue string, waiters ...string) {
+	t.Helper()
+	for _, w := range waiters {
+		kind, token, _ := strings.Cut(w, " ")
+		enqueue(t, conn, queue, token, kind+" 0 3600000 chan")
+	}
+}
 
 // members returns the members of a sorted set.
 func members(t *testing.T, conn redis.Conn, key string) []string {
@@ -108,8 +117,7 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			subscribe(t, pool, "chan")
 			must(t, conn, "SET", "w", "writer")
-			must(t, conn, "RPUSH", "rwqueue", "s reader 0 chan", "x next 0 chan")
-			waiting(t, conn, "wr", "reader")
+			enqueueAll(t, conn, "rwqueue", "s reader", "x next")
 			waiting(t, conn, "ww", "next")
 			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "writer")...); !ok || !slices.Equal(next, []string{"reader"}) {
 				t.Fatalf("unlock = %v, %v; want true, [reader]", ok, next)
@@ -123,7 +131,7 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 				t.Fatalf("writer after the reader was let in = %+v, %v; want blocked", g, err)
 			}
 			// Another reader, joining the queue now, waits behind the writer.
-			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s other 0 chan", "q", 100, "")...)))
+			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s 0 100 chan", "q", 100, "")...)))
 			if err != nil || g.ok {
 				t.Fatalf("reader joining the queue = %+v, %v; want blocked", g, err)
 			}
@@ -134,8 +142,8 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"next", "other"}) {
 				t.Errorf("queue after the reader came in = %v; want [next other]", got)
 			}
-			if got := members(t, conn, "wr"); !slices.Equal(got, []string{"other"}) {
-				t.Errorf("waiting readers = %v; want [other]", got)
+			if !alive(t, conn, "rwqueue", "other") || alive(t, conn, "rwqueue", "reader") {
+				t.Errorf("keys of other and reader there = %v, %v; want true, false", alive(t, conn, "rwqueue", "other"), alive(t, conn, "rwqueue", "reader"))
 			}
 		})
 	}
@@ -151,8 +159,7 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			psc := subscribe(t, pool, "chan")
 			must(t, conn, "SET", "w", "holder")
-			must(t, conn, "RPUSH", "rwqueue", "s A 0 chan", "s B 0 chan", "x W 0 chan", "s C 0 chan")
-			waiting(t, conn, "wr", "A", "B", "C")
+			enqueueAll(t, conn, "rwqueue", "s A", "s B", "x W", "s C")
 			waiting(t, conn, "ww", "W")
 
 			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A", "B"}) {
@@ -195,8 +202,8 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"C"}) {
 				t.Errorf("readers = %v; want [C]", got)
 			}
-			if n, _ := redis.Int(conn.Do("EXISTS", "w", "rwqueue", "ww", "wr")); n != 0 {
-				t.Errorf("%d of writer, queue and waiting sets left; want none", n)
+			if n, _ := redis.Int(conn.Do("EXISTS", "w", "rwqueue", "ww", "rwqueue:A", "rwqueue:B", "rwqueue:W", "rwqueue:C")); n != 0 {
+				t.Errorf("%d of writer, queue, waiting writers and waiters' keys left; want none", n)
 			}
 		})
 	}
@@ -211,8 +218,9 @@ func TestRWScripts_handOffStopsAtWriter(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			subscribe(t, pool, "chan")
 			must(t, conn, "SET", "w", "holder")
-			must(t, conn, "RPUSH", "rwqueue", "s A 0 chan", "s dead 0 chan", "x W 0 chan", "s C 0 chan")
-			waiting(t, conn, "wr", "A", "C")
+			enqueueAll(t, conn, "rwqueue", "s A")
+			must(t, conn, "RPUSH", "rwqueue", "dead")
+			enqueueAll(t, conn, "rwqueue", "x W", "s C")
 			waiting(t, conn, "ww", "W")
 			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A"}) {
 				t.Fatalf("writer's unlock = %v, %v; want true, [A]", ok, next)
@@ -223,8 +231,8 @@ func TestRWScripts_handOffStopsAtWriter(t *testing.T) {
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"A"}) {
 				t.Errorf("readers = %v; want [A]", got)
 			}
-			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"W", "C"}) {
-				t.Errorf("queue = %v; want [W C]", got)
+			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"W", "C"}) || !alive(t, conn, "rwqueue", "W") {
+				t.Errorf("queue = %v, W's key there %v; want [W C], true", got, alive(t, conn, "rwqueue", "W"))
 			}
 		})
 	}
@@ -237,21 +245,20 @@ func must2(reply any, err error) any {
 	return reply
 }
 
-// A waiter that gives up calls its release with its entry, or "-" when it
-// never joined the queue: it leaves the queue and the waiting set, and
-// wakes nobody; a reader that a release has just let in passes the lock
-// on.
+// A waiter that gives up calls its release with "q", or "-" when it never
+// joined the queue: it leaves the queue, its key goes, a writer leaves the
+// waiting writers, and it wakes nobody; a reader that a release has just
+// let in passes the lock on.
 func TestRWUnlockScripts_leave(t *testing.T) {
 	cases := []struct {
 		name    string
 		release *script
 		kind    string
-		waiting string // the waiting set of its kind
-		queued  bool   // whether the waiter that gives up joined the queue
+		queued  bool // whether the waiter that gives up joined the queue
 	}{
-		{"reader", rwRUnlockScript, "s", "wr", true},
-		{"writer", rwUnlockScript, "x", "ww", true},
-		{"writer not queued", rwUnlockScript, "x", "ww", false},
+		{"reader", rwRUnlockScript, "s", true},
+		{"writer", rwUnlockScript, "x", true},
+		{"writer not queued", rwUnlockScript, "x", false},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -261,16 +268,21 @@ func TestRWUnlockScripts_leave(t *testing.T) {
 				psc := subscribe(t, pool, "chan")
 				gone := "-"
 				if tc.queued {
-					gone = tc.kind + " gone 0 chan"
-					must(t, conn, "RPUSH", "rwqueue", gone)
+					gone = "q"
+					enqueueAll(t, conn, "rwqueue", tc.kind+" gone")
 				}
-				must(t, conn, "RPUSH", "rwqueue", tc.kind+" stays 0 chan")
-				waiting(t, conn, tc.waiting, "gone", "stays")
+				enqueueAll(t, conn, "rwqueue", tc.kind+" stays")
+				if tc.kind == "x" {
+					waiting(t, conn, "ww", "gone", "stays")
+				}
 				if ok, next := released(t, conn, tc.release, with(rwKeys, gone, "gone")...); ok || next != nil {
 					t.Errorf("leave = %v, %v; want false, nobody", ok, next)
 				}
-				if got := members(t, conn, tc.waiting); !slices.Equal(got, []string{"stays"}) {
-					t.Errorf("waiting = %v; want [stays]", got)
+				if alive(t, conn, "rwqueue", "gone") || !alive(t, conn, "rwqueue", "stays") {
+					t.Errorf("keys of gone and stays there = %v, %v; want false, true", alive(t, conn, "rwqueue", "gone"), alive(t, conn, "rwqueue", "stays"))
+				}
+				if got := members(t, conn, "ww"); tc.kind == "x" && !slices.Equal(got, []string{"stays"}) {
+					t.Errorf("waiting writers = %v; want [stays]", got)
 				}
 				if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"stays"}) {
 					t.Errorf("queue = %v; want [stays]", got)
@@ -286,9 +298,8 @@ func TestRWUnlockScripts_leave(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			psc := subscribe(t, pool, "chan")
 			must(t, conn, "ZADD", "r", "+inf", "gone")
-			must(t, conn, "RPUSH", "rwqueue", "s stays 0 chan")
-			waiting(t, conn, "wr", "stays")
-			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "s gone 0 chan", "gone")...); !ok || !slices.Equal(next, []string{"stays"}) {
+			enqueueAll(t, conn, "rwqueue", "s stays")
+			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "q", "gone")...); !ok || !slices.Equal(next, []string{"stays"}) {
 				t.Errorf("leave = %v, %v; want true, [stays]", ok, next)
 			}
 			if got := message(t, psc); got != "stays 1" {
@@ -400,12 +411,11 @@ func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 		keys    []any
 		hold    []any // the command that makes "h" a holder
 		queue   string
-		waiting string
 		kind    string // of the queued waiter's entry
 	}{
-		{"semaphore", semReleaseScript, semKeys, []any{"ZADD", "permits", "+inf", "h"}, "semqueue", "waiting", "1"},
-		{"writer", rwUnlockScript, rwKeys, []any{"SET", "w", "h"}, "rwqueue", "ww", "x"},
-		{"reader", rwRUnlockScript, rwKeys, []any{"ZADD", "r", "+inf", "h"}, "rwqueue", "ww", "x"},
+		{"semaphore", semReleaseScript, semKeys, []any{"ZADD", "permits", "+inf", "h"}, "semqueue", "1"},
+		{"writer", rwUnlockScript, rwKeys, []any{"SET", "w", "h"}, "rwqueue", "x"},
+		{"reader", rwRUnlockScript, rwKeys, []any{"ZADD", "r", "+inf", "h"}, "rwqueue", "x"},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -424,8 +434,7 @@ func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 				if got := message(t, psc); got != "marker" {
 					t.Fatalf("first message = %q after a release with nobody waiting; want none before the marker", got)
 				}
-				must(t, conn, "RPUSH", tc.queue, tc.kind+" someone 0 chan")
-				waiting(t, conn, tc.waiting, "someone")
+				enqueueAll(t, conn, tc.queue, tc.kind+" someone")
 				if ok, next := release(); !ok || !slices.Equal(next, []string{"someone"}) {
 					t.Errorf("release with a waiter = %v, %v; want true, [someone]", ok, next)
 				}
@@ -448,8 +457,7 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 			must(t, conn, "ZADD", "permits", "+inf", "h")
 			must(t, conn, "HSET", "fences", "h", 1)
 			must(t, conn, "SET", "fence", 1)
-			must(t, conn, "RPUSH", "semqueue", "1 a 0 chan", "1 b 0 chan")
-			waiting(t, conn, "waiting", "a", "b")
+			enqueueAll(t, conn, "semqueue", "1 a", "1 b")
 			steps := []struct {
 				holder  string
 				next    []string
@@ -480,8 +488,8 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 			if fence, _ := redis.Int(conn.Do("HGET", "fences", "b")); fence != 0 {
 				t.Errorf("b's fence after its release = %d; want none", fence)
 			}
-			if n, _ := redis.Int(conn.Do("EXISTS", "semqueue", "waiting")); n != 0 {
-				t.Errorf("%d of queue and waiters left; want none", n)
+			if n, _ := redis.Int(conn.Do("EXISTS", "semqueue", "semqueue:a", "semqueue:b")); n != 0 {
+				t.Errorf("%d of queue and waiters' keys left; want none", n)
 			}
 		})
 	}

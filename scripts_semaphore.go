@@ -1,30 +1,28 @@
 package uncomplicated
 
 // The Semaphore's scripts. KEYS[1] is the set of holders, KEYS[2] a hash of
-// each holder's fence, KEYS[3] the fence counter, KEYS[4] the waiters and
-// KEYS[5] the queue (see queueLua). An entry's kind is the number of
-// permits its waiter asks for.
+// each holder's fence, KEYS[3] the fence counter and KEYS[4] the queue
+// (see queueLua). An entry's kind is the number of permits of the
+// semaphore its waiter asks.
 
 // semHandOff is the Lua of a release: it hands the permit to the oldest
 // waiter that is alive and listens, if that waiter's number of permits
 // lets it in, under a new fence. Returns its token, or 1.
-const semHandOff = queueLua + `
+const semHandOff = timeLua + queueLua + `
+local function free(w)
+  return redis.call('ZCARD', KEYS[1]) < (tonumber(w.kind) or 0)
+end
 local function handOff(t)
-  local waiters = function() return KEYS[4] end
   while true do
-    local w = nextWaiter(KEYS[5], waiters, t)
+    local w = nextWaiter(KEYS[4], free)
     if not w then
       return 1
     end
-    if redis.call('ZCARD', KEYS[1]) >= (tonumber(w.kind) or 0) then
-      redis.call('LPUSH', KEYS[5], w.entry)
-      return 1
-    end
-    local fence = incr(KEYS[3], KEYS[5], w)
+    local fence = incr(KEYS[3], KEYS[4], w)
     if not fence then
       return 1
     end
-    if offer(w, KEYS[4], fence) then
+    if offer(w, fence) then
       redis.call('ZADD', KEYS[1], expiry(t, w.lease), w.token)
       redis.call('HSET', KEYS[2], w.token, fence)
       return w.token
@@ -40,47 +38,50 @@ end
 // permit, also when it already did (a hand-off, or a lost reply asked
 // again: the lease restarts), and {0, fence counter, "", holders} when
 // every permit is taken. The INCR comes before any write, so a broken
-// counter changes nothing.
-var semAcquireScript = newScript(5, queueLua+`
+// counter changes nothing. Only a success drops the expired holders;
+// the counts before it leave them out. An attempt that joins the queue
+// ("q") holds nothing yet, so it does not look for its own permit.
+var semAcquireScript = newScript(4, timeLua+queueLua+`
 local t = now()
-prune(KEYS[1], KEYS[2], t)
-local mine = redis.call('HGET', KEYS[2], ARGV[1])
-if mine and redis.call('ZSCORE', KEYS[1], ARGV[1]) then
-  redis.call('ZADD', KEYS[1], expiry(t, ARGV[2]), ARGV[1])
-  return {1, tonumber(mine)}
+if ARGV[4] ~= 'q' and live(KEYS[1], ARGV[1], t) then
+  local mine = redis.call('HGET', KEYS[2], ARGV[1])
+  if mine then
+    redis.call('ZADD', KEYS[1], expiry(t, ARGV[2]), ARGV[1])
+    return {1, tonumber(mine)}
+  end
 end
-local taken = redis.call('ZCARD', KEYS[1])
-local evict = ARGV[7] ~= '' and redis.call('ZSCORE', KEYS[1], ARGV[7])
+local alive = '(' .. ms(t)
+local taken = redis.call('ZCOUNT', KEYS[1], alive, '+inf')
+local evict = ARGV[7] ~= '' and live(KEYS[1], ARGV[7], t)
 if evict then
   taken = taken - 1
 end
 if taken >= tonumber(ARGV[6]) then
-  if ARGV[5] ~= '0' then
-    wait(KEYS[5], KEYS[4], t)
-  end
-  return {0, tonumber(redis.call('GET', KEYS[3])) or 0, '', redis.call('ZRANGE', KEYS[1], 0, -1)}
+  wait(KEYS[4])
+  return {0, seen(KEYS[3]), '', redis.call('ZRANGEBYSCORE', KEYS[1], alive, '+inf')}
 end
 local fence = redis.pcall('INCR', KEYS[3])
 if type(fence) ~= 'number' then
   return redis.error_reply('uncomplicated: fence counter is not an integer: ' .. KEYS[3])
 end
+prune(KEYS[1], KEYS[2], t)
 if evict then
   redis.call('ZREM', KEYS[1], ARGV[7])
   redis.call('HDEL', KEYS[2], ARGV[7])
 end
 redis.call('ZADD', KEYS[1], expiry(t, ARGV[2]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], fence)
-joined(KEYS[5], KEYS[4])
+joined(KEYS[4])
 return {1, fence}
 `)
 
 // semReleaseScript gives back the permit of one of the tokens ARGV[2..]
-// and hands it on. A waiter that gives up passes its entry as ARGV[1]
+// and hands it on. A waiter that gives up passes "q" or "-" as ARGV[1]
 // (else ""), as releaseScript takes it. Replies 0 when no token holds a
 // permit (its lease ended, or it was taken over), else what semHandOff
 // returns.
-var semReleaseScript = newScript(5, semHandOff+`
-leave(KEYS[5], KEYS[4], ARGV[1], ARGV[2])
+var semReleaseScript = newScript(4, semHandOff+`
+leave(KEYS[4])
 local t = now()
 prune(KEYS[1], KEYS[2], t)
 local released = 0
@@ -97,7 +98,7 @@ return handOff(t)
 // semRefreshScript, if one of the tokens ARGV[3..] holds a permit,
 // replaces it with ARGV[2], which keeps its fence, and restarts the lease
 // ARGV[1]. Replies 1, or 0 when no token holds a permit.
-var semRefreshScript = newScript(2, holdersLua+`
+var semRefreshScript = newScript(2, timeLua+`
 local t = now()
 prune(KEYS[1], KEYS[2], t)
 for i = 3, #ARGV do

@@ -1,31 +1,45 @@
 package uncomplicated
 
-// The Lua that every lock's scripts share.
+// The Lua that the locks' scripts share.
 //
-// Times are milliseconds of Redis's own clock (TIME), so that the clocks
-// of the Clients never matter. A lease argument is in milliseconds, "0"
-// meaning no expiry.
+// A lease argument is in milliseconds, "0" meaning no expiry. Times in
+// sorted-set scores are milliseconds of Redis's own clock (TIME), so that
+// the clocks of the Clients never matter.
 //
 // The holders of an RWMutex (its readers) and of a Semaphore are members
 // of a sorted set whose score is when their lease ends, or +inf without a
-// lease; the scripts first drop the members whose lease has ended, so that
-// a holder that died frees its share by itself and no count can go wrong.
+// lease; the scripts drop the members whose lease has ended, so that a
+// holder that died frees its share by itself and no count can go wrong.
 //
-// Every lock has a queue of waiters: a list of entries "<kind> <token>
-// <lease> <channel>", oldest first, where kind is "x" for a waiter of the
-// lock itself (a Mutex's, an RWMutex's writer), "s" for an RWMutex's
-// reader and, for a Semaphore, the number of permits the waiter asks for.
-// Beside it, a sorted set of the waiters holds, for each token, when the
-// waiter stops counting as alive: each of its attempts pushes that back by
-// its expiry (a few ticks), so that a waiter that died soon stops counting.
-// A waiter joins the queue once its Client listens on channel. A release
-// hands the lock to the oldest entry that is alive: it makes that waiter a
-// holder with its lease, under a new fence, and publishes "<token>
+// Every lock has a queue of waiters: a list of their tokens, oldest first.
+// Beside it, each queued waiter has a key of its own, the queue's name and
+// ":<token>" (so it shares the lock's hash tag), holding its entry
+// "<kind> <lease> <expiry> <channel>", where kind is "x" for a waiter of
+// the lock itself (a Mutex's, an RWMutex's writer), "s" for an RWMutex's
+// reader and, for a Semaphore, its number of permits. The key lives for
+// the waiter's expiry (a few ticks), which each of its attempts restarts:
+// a waiter that died soon stops counting, without a clock read. A waiter
+// joins the queue once its Client listens on channel. A release hands the
+// lock to the oldest waiter whose key is still there: it makes that waiter
+// a holder with its lease, under a new fence, and publishes "<token>
 // <fence>" on its channel. PUBLISH replies how many connections listen, so
-// an entry whose Client lost its connection is passed over too.
+// a waiter whose Client lost its connection is passed over too.
 
-// holdersLua is what the scripts on holder sets share.
-const holdersLua = `
+// leaseLua stores a holder's token with its lease.
+const leaseLua = `
+local function setLease(key, token, lease)
+  if lease == '0' then
+    redis.call('SET', key, token)
+  else
+    redis.call('SET', key, token, 'PX', lease)
+  end
+end
+`
+
+// timeLua is what the scripts on holder sets share. live tells whether
+// member's lease in set has not ended: a score of +inf reads "inf", which
+// miniredis's Lua cannot turn into a number.
+const timeLua = `
 local function now()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -39,14 +53,15 @@ local function expiry(t, lease)
   end
   return ms(t + tonumber(lease))
 end
-local function setLease(key, token, lease)
-  if lease == '0' then
-    redis.call('SET', key, token)
-  else
-    redis.call('SET', key, token, 'PX', lease)
-  end
+local function live(set, member, t)
+  local s = redis.call('ZSCORE', set, member)
+  return s and (s == 'inf' or tonumber(s) > t)
 end
 local function prune(set, fences, t)
+  if not fences then
+    redis.call('ZREMRANGEBYSCORE', set, '-inf', ms(t))
+    return
+  end
   while true do
     local gone = redis.call('ZRANGEBYSCORE', set, '-inf', ms(t), 'LIMIT', 0, 100)
     if #gone == 0 then
@@ -68,91 +83,81 @@ end
 // "0" for an attempt that does not wait (TryLock).
 //
 // op: join the queue once the subscription is confirmed ("q"), rejoin if
-// a release passed the entry over ("r", the entry is no longer among the
-// waiters), or only leave the queue on success ("x": in the queue but not
-// listening), or nothing (""). A blocked attempt that waits counts the
-// waiter as alive for its expiry when it is in the queue, and always
-// (always) for an RWMutex's writer, whose waiting holds readers back.
+// a release passed the waiter over ("r": its key is gone), or stay queued
+// without rejoining ("x": in the queue but not listening), or nothing
+// (""). A blocked attempt restarts the waiter's key; a successful one
+// takes the waiter out of the queue.
+//
+// A blocked attempt replies the fence counter, which tells the waiter that
+// a hand-off message with a fence not above it came before the attempt
+// (see waiter.handedOver), but only when the waiter may have been queued
+// before ("r", "x"): before it first joins, no hand-off can name its
+// token, and the attempt spares the read and replies 0.
 //
 // A release takes ARGV[1], then the tokens of the hold. ARGV[1] is "" for
-// a holder's release; a waiter that gives up passes its entry, or "-" if it
-// never joined the queue, so that it stops counting as waiting (a waiting
-// writer holds readers back), and releases what a hand-off may have just
-// given it.
-const queueLua = holdersLua + `
-local function wait(queue, waiters, t, always)
+// a holder's release; a waiter that gives up passes "q" if it is in the
+// queue, else "-", so that it leaves the queue and stops counting as
+// waiting (a waiting writer holds readers back), and releases what a
+// hand-off may have just given it.
+const queueLua = `
+local function seen(fence)
+  if ARGV[4] ~= 'r' and ARGV[4] ~= 'x' then
+    return 0
+  end
+  return tonumber(redis.call('GET', fence)) or 0
+end
+local function wait(queue)
   local op = ARGV[4]
-  if op == '' and not always then
+  local key = queue .. ':' .. ARGV[1]
+  if op == '' or ARGV[5] == '0' or (op ~= 'q' and redis.call('SET', key, ARGV[3], 'PX', ARGV[5], 'XX')) or op == 'x' then
     return
   end
-  local till = ms((t or now()) + tonumber(ARGV[5]))
-  if op == 'r' and (redis.call('ZADD', waiters, 'XX', 'CH', till, ARGV[1]) == 1 or redis.call('ZSCORE', waiters, ARGV[1])) then
-    return
-  end
-  if op == 'q' or op == 'r' then
-    redis.call('RPUSH', queue, ARGV[3])
-  end
-  redis.call('ZADD', waiters, till, ARGV[1])
+  redis.call('RPUSH', queue, ARGV[1])
+  redis.call('SET', key, ARGV[3], 'PX', ARGV[5])
 end
-local function joined(queue, waiters, always)
-  if ARGV[4] ~= '' or always then
-    redis.call('ZREM', waiters, ARGV[1])
-  end
+local function joined(queue)
   if ARGV[4] == 'r' or ARGV[4] == 'x' then
-    redis.call('LREM', queue, 0, ARGV[3])
+    redis.call('LREM', queue, 0, ARGV[1])
+    redis.call('DEL', queue .. ':' .. ARGV[1])
   end
 end
-local function leave(queue, waiters, entry, token)
-  if entry ~= '' then
-    redis.call('ZREM', waiters, token)
-    if entry ~= '-' then
-      redis.call('LREM', queue, 0, entry)
-    end
+local function leave(queue)
+  if ARGV[1] == 'q' then
+    redis.call('LREM', queue, 0, ARGV[2])
+    redis.call('DEL', queue .. ':' .. ARGV[2])
   end
 end
-local function parse(entry)
-  local kind, token, lease, channel = string.match(entry, '^(%S+) (%S+) (%d+) (.+)$')
-  if token then
-    return {kind = kind, token = token, lease = lease, channel = channel, entry = entry}
-  end
+local function putBack(queue, w)
+  redis.call('LPUSH', queue, w.token)
+  redis.call('SET', queue .. ':' .. w.token, w.entry, 'PX', w.expiry)
 end
-local function alive(waiters, token, t)
-  local s = redis.call('ZSCORE', waiters, token)
-  return s and tonumber(s) > t
-end
-local function nextWaiter(queue, waitersOf, t, only)
+local function nextWaiter(queue, fits)
   while true do
-    local entry
-    if only then
-      entry = redis.call('LINDEX', queue, 0)
-      if not entry or string.sub(entry, 1, #only + 1) ~= only .. ' ' then
-        return nil
-      end
-      redis.call('LPOP', queue)
-    else
-      entry = redis.call('LPOP', queue)
-    end
-    if not entry then
+    local token = redis.call('LPOP', queue)
+    if not token then
       return nil
     end
-    t = t or now()
-    local w = parse(entry)
-    if w then
-      if alive(waitersOf(w.kind), w.token, t) then
+    local entry = redis.call('GETDEL', queue .. ':' .. token)
+    if entry then
+      local kind, lease, expiry, channel = string.match(entry, '^(%S+) (%d+) (%d+) (.+)$')
+      if kind then
+        local w = {token = token, kind = kind, lease = lease, expiry = expiry, channel = channel, entry = entry}
+        if fits and not fits(w) then
+          putBack(queue, w)
+          return nil
+        end
         return w
       end
-      redis.call('ZREM', waitersOf(w.kind), w.token)
     end
   end
 end
-local function offer(w, waiters, fence)
-  redis.call('ZREM', waiters, w.token)
+local function offer(w, fence)
   return redis.call('PUBLISH', w.channel, w.token .. ' ' .. string.format('%d', fence)) > 0
 end
 local function incr(key, queue, w)
   local fence = redis.pcall('INCR', key)
   if type(fence) ~= 'number' then
-    redis.call('LPUSH', queue, w.entry)
+    putBack(queue, w)
     return nil
   end
   return fence
@@ -160,13 +165,11 @@ end
 `
 
 // heldScript replies 1 if one of the tokens ARGV[1..] is in the holder set
-// KEYS[1] with a lease that has not ended, else 0. A score of +inf reads
-// "inf", which miniredis's Lua cannot turn into a number.
-var heldScript = newScript(1, holdersLua+`
+// KEYS[1] with a lease that has not ended, else 0.
+var heldScript = newScript(1, timeLua+`
 local t = now()
 for i = 1, #ARGV do
-  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
-  if s and (s == 'inf' or tonumber(s) > t) then
+  if live(KEYS[1], ARGV[i], t) then
     return 1
   end
 end

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +21,8 @@ func doScript(conn redis.Conn, s *script, keysAndArgs ...any) (any, error) {
 }
 
 // mutexKeys are the KEYS of the Mutex's scripts in these tests: the lock,
-// its fence counter, its queue and its waiters.
-var mutexKeys = []any{"lock", "fence", "queue", "waiters"}
+// its fence counter and its queue.
+var mutexKeys = []any{"lock", "fence", "queue"}
 
 // with returns keys followed by args, a script's KEYS and ARGV.
 func with(keys []any, args ...any) []any {
@@ -77,6 +76,24 @@ func message(t *testing.T, psc redis.PubSubConn) string {
 	return string(m.Data)
 }
 
+// enqueue queues token with entry at queue, alive for an hour, as a
+// waiter's attempt does.
+func enqueue(t *testing.T, conn redis.Conn, queue, token, entry string) {
+	t.Helper()
+	must(t, conn, "RPUSH", queue, token)
+	must(t, conn, "SET", queue+":"+token, entry, "PX", time.Hour.Milliseconds())
+}
+
+// alive reports whether token's key beside queue is there.
+func alive(t *testing.T, conn redis.Conn, queue, token string) bool {
+	t.Helper()
+	n, err := redis.Int64(conn.Do("EXISTS", queue+":"+token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n == 1
+}
+
 // waiting makes tokens alive waiters in the sorted set key for an hour.
 func waiting(t *testing.T, conn redis.Conn, key string, tokens ...string) {
 	t.Helper()
@@ -113,7 +130,7 @@ func TestTakeOverScript(t *testing.T) {
 				if tc.holder != "" {
 					must(t, conn, "SET", "lock", tc.holder)
 				}
-				reply, err := doScript(conn, takeOverScript, with(mutexKeys, "new", 0, "", "", 100, tc.stale)...)
+				reply, err := doScript(conn, takeOverScript, with(mutexKeys, "new", 0, entry("new"), "x", 100, tc.stale)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -166,31 +183,32 @@ func must(t *testing.T, conn redis.Conn, cmd string, args ...any) {
 	}
 }
 
-// entry is the queue entry of a Mutex's waiter token with a 10 s lease.
-func entry(token string) string { return "x " + token + " 10000 wake:" + token }
+// entry is the queue entry of a Mutex's waiter token with a 10 s lease
+// and a 3.1 s expiry.
+func entry(token string) string { return "x 10000 3100 wake:" + token }
 
 func TestAcquireScript_queue(t *testing.T) {
 	cases := []struct {
-		name    string
-		holder  string   // the lock's value before; "" for none
-		queue   []string // tokens in the queue before
-		waiting []string // tokens among the live waiters before
-		op      string
-		expiry  int // of the waiter w; 0 for an attempt that does not wait
-		want    grant
-		after   []string // tokens in the queue after
-		alive   bool     // whether w is among the live waiters after
+		name   string
+		holder string   // the lock's value before; "" for none
+		queue  []string // tokens in the queue before, all alive
+		op     string
+		expiry int // of the waiter w; 0 for an attempt that does not wait
+		want   grant
+		after  []string // tokens in the queue after
+		alive  bool     // whether w's key is there after
 	}{
-		{"busy, plain attempt", "h", nil, nil, "", 10000, grant{seen: 7, writer: "h"}, nil, false},
-		{"busy, does not wait", "h", []string{"a"}, []string{"a"}, "", 0, grant{seen: 7, writer: "h"}, []string{"a"}, false},
-		{"busy, joins", "h", []string{"a"}, []string{"a"}, "q", 10000, grant{seen: 7, writer: "h"}, []string{"a", "w"}, true},
-		{"busy, still queued", "h", []string{"w", "a"}, []string{"w", "a"}, "r", 10000, grant{seen: 7, writer: "h"}, []string{"w", "a"}, true},
-		{"busy, skipped meanwhile", "h", []string{"a"}, []string{"a"}, "r", 10000, grant{seen: 7, writer: "h"}, []string{"a", "w"}, true},
-		{"busy, not listening", "h", []string{"w"}, []string{"w"}, "x", 10000, grant{seen: 7, writer: "h"}, []string{"w"}, true},
-		{"free, joins not", "", []string{"a"}, []string{"a"}, "q", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
-		{"free, leaves", "", []string{"a", "w"}, []string{"a", "w"}, "r", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
-		{"free, leaves unheard", "", []string{"w", "a"}, []string{"w", "a"}, "x", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
-		{"handed to us", "w", []string{"a"}, []string{"a"}, "r", 10000, grant{ok: true, fence: 7}, []string{"a"}, false},
+		{"busy, plain attempt", "h", nil, "", 10000, grant{writer: "h"}, nil, false},
+		{"busy, does not wait", "h", []string{"a"}, "", 0, grant{writer: "h"}, []string{"a"}, false},
+		{"busy, joins", "h", []string{"a"}, "q", 10000, grant{writer: "h"}, []string{"a", "w"}, true},
+		{"busy, still queued", "h", []string{"w", "a"}, "r", 10000, grant{seen: 7, writer: "h"}, []string{"w", "a"}, true},
+		{"busy, skipped meanwhile", "h", []string{"a"}, "r", 10000, grant{seen: 7, writer: "h"}, []string{"a", "w"}, true},
+		{"busy, not listening", "h", []string{"w"}, "x", 10000, grant{seen: 7, writer: "h"}, []string{"w"}, true},
+		{"busy, not listening, skipped", "h", []string{"a"}, "x", 10000, grant{seen: 7, writer: "h"}, []string{"a"}, false},
+		{"free, joins not", "", []string{"a"}, "q", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
+		{"free, leaves", "", []string{"a", "w"}, "r", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
+		{"free, leaves unheard", "", []string{"w", "a"}, "x", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
+		{"handed to us", "w", []string{"a"}, "r", 10000, grant{ok: true, fence: 7}, []string{"a"}, false},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -202,9 +220,8 @@ func TestAcquireScript_queue(t *testing.T) {
 					must(t, conn, "SET", "lock", tc.holder)
 				}
 				for _, tok := range tc.queue {
-					must(t, conn, "RPUSH", "queue", entry(tok))
+					enqueue(t, conn, "queue", tok, entry(tok))
 				}
-				waiting(t, conn, "waiters", tc.waiting...)
 				reply, err := doScript(conn, acquireScript, with(mutexKeys, "w", 10000, entry("w"), tc.op, tc.expiry)...)
 				if err != nil {
 					t.Fatal(err)
@@ -215,8 +232,8 @@ func TestAcquireScript_queue(t *testing.T) {
 				if got := queued(t, conn, "queue"); !slices.Equal(got, tc.after) {
 					t.Errorf("queue after = %q; want %q", got, tc.after)
 				}
-				if alive := slices.Contains(members(t, conn, "waiters"), "w"); alive != tc.alive {
-					t.Errorf("w among the waiters after = %v; want %v", alive, tc.alive)
+				if alive := alive(t, conn, "queue", "w"); alive != tc.alive {
+					t.Errorf("w's key there after = %v; want %v", alive, tc.alive)
 				}
 			})
 		}
@@ -232,8 +249,9 @@ func TestReleaseScript_handOff(t *testing.T) {
 			psc := subscribe(t, pool, "wake:b")
 			must(t, conn, "SET", "fence", 7)
 			must(t, conn, "SET", "lock", "h")
-			must(t, conn, "RPUSH", "queue", "x a 10000 wake:a", "x b 0 wake:b", "x c 10000 wake:c")
-			waiting(t, conn, "waiters", "a", "b", "c")
+			enqueue(t, conn, "queue", "a", "x 10000 3100 wake:a")
+			enqueue(t, conn, "queue", "b", "x 0 3100 wake:b")
+			enqueue(t, conn, "queue", "c", "x 10000 3100 wake:c")
 
 			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h")...))
 			if err != nil || next != "b" {
@@ -256,18 +274,17 @@ func TestReleaseScript_handOff(t *testing.T) {
 			if err != nil || freed != 1 {
 				t.Errorf("release with no one listening = %d, %v; want 1", freed, err)
 			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "waiters")); n != 0 {
-				t.Errorf("%d of lock, queue and waiters left; want none", n)
+			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "queue:a", "queue:b", "queue:c")); n != 0 {
+				t.Errorf("%d of lock, queue and the waiters' keys left; want none", n)
 			}
 		})
 	}
 }
 
-// A release passes over any number of dead entries, whose waiters are not
-// among the live ones or whose expiry has passed, without spending a fence
-// on them, and hands the lock to the live waiter behind them in one call.
+// A release passes over any number of dead entries, whose waiters' keys
+// expired, or are not there, or hold no entry, without spending a fence on
+// them, and hands the lock to the live waiter behind them in one call.
 func TestReleaseScript_skipsDeadEntries(t *testing.T) {
-	past := fmt.Sprint(time.Now().Add(-time.Second).UnixMilli())
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
@@ -277,13 +294,16 @@ func TestReleaseScript_skipsDeadEntries(t *testing.T) {
 			must(t, conn, "SET", "lock", "h")
 			for i := range 200 {
 				dead := fmt.Sprintf("dead%d", i)
-				must(t, conn, "RPUSH", "queue", "x "+dead+" 0 chan")
-				if i%2 == 1 {
-					must(t, conn, "ZADD", "waiters", past, dead)
+				must(t, conn, "RPUSH", "queue", dead)
+				switch {
+				case i%3 == 1 && server == "redis-server": // miniredis's keys expire only when told
+					must(t, conn, "SET", "queue:"+dead, "x 0 1 chan", "PX", 1)
+				case i%3 == 2:
+					must(t, conn, "SET", "queue:"+dead, "not an entry")
 				}
 			}
-			must(t, conn, "RPUSH", "queue", "x live 0 chan")
-			waiting(t, conn, "waiters", "live")
+			time.Sleep(5 * time.Millisecond) // the keys of PX 1 expire
+			enqueue(t, conn, "queue", "live", "x 0 3100 chan")
 
 			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h")...))
 			if err != nil || next != "live" {
@@ -308,9 +328,8 @@ func TestReleaseScript_handOffLease(t *testing.T) {
 	conn := scriptConn(t, srv.Pool(t))
 	subscribe(t, srv.Pool(t), "lease:w")
 	must(t, conn, "SET", "lease:lock", "h")
-	must(t, conn, "RPUSH", "lease:queue", "x w 5000 lease:w")
-	waiting(t, conn, "lease:waiters", "w")
-	if _, err := doScript(conn, releaseScript, "lease:lock", "lease:fence", "lease:queue", "lease:waiters", "", "h"); err != nil {
+	enqueue(t, conn, "lease:queue", "w", "x 5000 3100 lease:w")
+	if _, err := doScript(conn, releaseScript, "lease:lock", "lease:fence", "lease:queue", "", "h"); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, _ := redis.Int64(conn.Do("PTTL", "lease:lock")); ttl <= 4000 || ttl > 5000 {
@@ -318,30 +337,30 @@ func TestReleaseScript_handOffLease(t *testing.T) {
 	}
 }
 
-// A waiter that gives up calls the release with its entry: it leaves the
-// queue and the live waiters, and passes the lock on when a release has
-// just handed it over.
+// A waiter that gives up calls the release with "q": it leaves the queue,
+// its key goes, and it passes the lock on when a release has just handed
+// it over.
 func TestReleaseScript_leave(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
-			must(t, conn, "RPUSH", "queue", "x w 0 wake:w", "x a 0 wake:a")
-			waiting(t, conn, "waiters", "w", "a")
-			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "x w 0 wake:w", "w")...)); err != nil || n != 0 {
+			enqueue(t, conn, "queue", "w", "x 0 3100 wake:w")
+			enqueue(t, conn, "queue", "a", "x 0 3100 wake:a")
+			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "q", "w")...)); err != nil || n != 0 {
 				t.Errorf("leave = %d, %v; want 0", n, err)
 			}
 			if got := queued(t, conn, "queue"); !slices.Equal(got, []string{"a"}) {
 				t.Errorf("queue = %q; want [a]", got)
 			}
-			if got := members(t, conn, "waiters"); !slices.Equal(got, []string{"a"}) {
-				t.Errorf("waiters = %q; want [a]", got)
+			if alive(t, conn, "queue", "w") || !alive(t, conn, "queue", "a") {
+				t.Errorf("keys of w and a there = %v, %v; want false, true", alive(t, conn, "queue", "w"), alive(t, conn, "queue", "a"))
 			}
 			must(t, conn, "SET", "lock", "w")
-			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "x w 0 wake:w", "w")...)); err != nil || n != 1 {
+			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "q", "w")...)); err != nil || n != 1 {
 				t.Errorf("leave holding the lock = %d, %v; want 1 (released, a does not listen)", n, err)
 			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "waiters")); n != 0 {
-				t.Errorf("%d of lock, queue and waiters left; want none", n)
+			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "queue:a", "queue:w")); n != 0 {
+				t.Errorf("%d of lock, queue and the waiters' keys left; want none", n)
 			}
 		})
 	}
@@ -355,16 +374,15 @@ func TestReleaseScript_badFence(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "SET", "fence", "not a number")
 			must(t, conn, "SET", "lock", "h")
-			must(t, conn, "RPUSH", "queue", "x w 0 wake:w")
-			waiting(t, conn, "waiters", "w")
+			enqueue(t, conn, "queue", "w", "x 0 3100 wake:w")
 			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "", "h")...)); err != nil || n != 1 {
 				t.Errorf("release = %d, %v; want 1", n, err)
 			}
 			if n, _ := redis.Int64(conn.Do("EXISTS", "lock")); n != 0 {
 				t.Error("lock still set")
 			}
-			if got := queued(t, conn, "queue"); !slices.Equal(got, []string{"w"}) {
-				t.Errorf("queue = %q; want [w]", got)
+			if got := queued(t, conn, "queue"); !slices.Equal(got, []string{"w"}) || !alive(t, conn, "queue", "w") {
+				t.Errorf("queue = %q, w's key there %v; want [w], true", got, alive(t, conn, "queue", "w"))
 			}
 		})
 	}
@@ -373,13 +391,12 @@ func TestReleaseScript_badFence(t *testing.T) {
 // queued returns the tokens in the queue at key.
 func queued(t *testing.T, conn redis.Conn, key string) []string {
 	t.Helper()
-	entries, err := redis.Strings(conn.Do("LRANGE", key, 0, -1))
+	tokens, err := redis.Strings(conn.Do("LRANGE", key, 0, -1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tokens []string
-	for _, e := range entries {
-		tokens = append(tokens, strings.Fields(e)[1])
+	if len(tokens) == 0 {
+		return nil
 	}
 	return tokens
 }

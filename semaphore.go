@@ -57,8 +57,7 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 		kind: permitKind,
 		keys: []string{
 			sharedKey(prefix, "permits", key), sharedKey(prefix, "fences", key),
-			sharedKey(prefix, "semfence", key), sharedKey(prefix, "semwait", key),
-			sharedKey(prefix, "semqueue", key),
+			sharedKey(prefix, "semfence", key), sharedKey(prefix, "semqueue", key),
 		},
 		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
 		extra: func(stale []string) []any {

@@ -245,7 +245,7 @@ func (w *waiter) queue() string {
 			return "r"
 		}
 		w.inQueue = true
-		w.entry = w.c.entry + " " + w.token + " " + strconv.FormatInt(w.b.cfg.leaseMillis(), 10) + " " + w.c.channel
+		w.entry = w.c.entry + " " + strconv.FormatInt(w.b.cfg.leaseMillis(), 10) + " " + strconv.FormatInt(w.b.cfg.expiryMillis(), 10) + " " + w.c.channel
 		return "q"
 	case w.inQueue:
 		return "x"
@@ -281,7 +281,7 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 	switch {
 	case acquired || w.attempts == 0:
 	case w.inQueue:
-		w.b.background(ctx, w.c.kind.release, w.c.keys, w.entry, w.token)
+		w.b.background(ctx, w.c.kind.release, w.c.keys, "q", w.token)
 	default:
 		w.b.background(ctx, w.c.kind.release, w.c.keys, "-", w.token)
 	}

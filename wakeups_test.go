@@ -128,11 +128,10 @@ func TestWakeup_cancelledWaiterLeaves(t *testing.T) {
 func TestWakeup_deadWaiterSkipped(t *testing.T) {
 	env, holder, _ := stuck(t)
 	key := "lock:queue:{" + holder.Name() + "}"
-	if _, err := env.Redis.Push(key, "x dead 0 lock:wake:{"+holder.Name()+"}:gone"); err != nil {
+	if _, err := env.Redis.Push(key, "dead"); err != nil {
 		t.Fatal(err)
 	}
-	alive := float64(env.Clock.Now().Add(time.Hour).UnixMilli())
-	if _, err := env.Redis.ZAdd("lock:waiters:{"+holder.Name()+"}", alive, "dead"); err != nil {
+	if err := env.Redis.Set(key+":dead", "x 0 3600000 lock:wake:{"+holder.Name()+"}:gone"); err != nil {
 		t.Fatal(err)
 	}
 	next := mustNew(t, env.NewClient(), Order{1})
@@ -229,8 +228,8 @@ func TestWakeup_subscriptions(t *testing.T) {
 	before := env.Redis.CommandCount()
 	again := lockAsync(context.Background(), waiter)
 	env.AwaitWaiters(1)
-	if n := env.Redis.CommandCount() - before; n != 6 {
-		t.Errorf("%d Redis commands to join the queue; want 6 (EVALSHA, SET, TIME, RPUSH, ZADD of its expiry, GET of the fence counter)", n)
+	if n := env.Redis.CommandCount() - before; n != 4 {
+		t.Errorf("%d Redis commands to join the queue; want 4 (EVALSHA, SET, RPUSH, SET of its key)", n)
 	}
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
