@@ -169,7 +169,7 @@ type waiter struct {
 	inQueue bool      // an attempt may have put entry in the queue
 	seen    uint64    // the highest fence counter a failed attempt saw
 	// attempts counts those that found the lock taken, each of which
-	// counted the waiter among the waiters.
+	// may have counted it as waiting (an RWMutex's waiting writers).
 	attempts int
 }
 
