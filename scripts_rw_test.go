@@ -1,6 +1,7 @@
 package uncomplicated
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -490,6 +491,33 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 			}
 			if n, _ := redis.Int(conn.Do("EXISTS", "semqueue", "semqueue:a", "semqueue:b")); n != 0 {
 				t.Errorf("%d of queue and waiters' keys left; want none", n)
+			}
+		})
+	}
+}
+
+// Above 64 permits, an attempt counts the live holders without reading
+// them, and reads them only when they block it.
+func TestSemAcquireScript_manyPermits(t *testing.T) {
+	past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			must(t, conn, "ZADD", "permits", past, "expired")
+			for i := range 65 {
+				must(t, conn, "ZADD", "permits", "+inf", fmt.Sprintf("h%02d", i))
+			}
+			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 65, "")...)))
+			if err != nil || g.ok || len(g.holders) != 65 || slices.Contains(g.holders, "expired") {
+				t.Fatalf("attempt on 65 permits, all taken = ok %v, %d holders, %v; want blocked by the 65 live ones", g.ok, len(g.holders), err)
+			}
+			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 66, "")...)))
+			if err != nil || !g.ok {
+				t.Fatalf("attempt on 66 permits = %+v, %v; want the permit", g, err)
+			}
+			if n, _ := redis.Int(conn.Do("ZCARD", "permits")); n != 66 {
+				t.Errorf("%d holders after; want 66: the expired one dropped", n)
 			}
 		})
 	}

@@ -39,8 +39,10 @@ end
 // again: the lease restarts), and {0, fence counter, "", holders} when
 // every permit is taken. The INCR comes before any write, so a broken
 // counter changes nothing. Only a success drops the expired holders;
-// the counts before it leave them out. An attempt that joins the queue
-// ("q") holds nothing yet, so it does not look for its own permit.
+// the counts before it leave them out. Up to 64 permits, one read of the
+// live holders both counts them and names them for a blocked reply. An
+// attempt that joins the queue ("q") holds nothing yet, so it does not
+// look for its own permit.
 var semAcquireScript = newScript(4, timeLua+queueLua+`
 local t = now()
 if ARGV[4] ~= 'q' and live(KEYS[1], ARGV[1], t) then
@@ -50,15 +52,21 @@ if ARGV[4] ~= 'q' and live(KEYS[1], ARGV[1], t) then
     return {1, tonumber(mine)}
   end
 end
-local alive = '(' .. ms(t)
-local taken = redis.call('ZCOUNT', KEYS[1], alive, '+inf')
+local alive, permits = '(' .. ms(t), tonumber(ARGV[6])
+local holders, taken
+if permits <= 64 then
+  holders = redis.call('ZRANGEBYSCORE', KEYS[1], alive, '+inf')
+  taken = #holders
+else
+  taken = redis.call('ZCOUNT', KEYS[1], alive, '+inf')
+end
 local evict = ARGV[7] ~= '' and live(KEYS[1], ARGV[7], t)
 if evict then
   taken = taken - 1
 end
-if taken >= tonumber(ARGV[6]) then
+if taken >= permits then
   wait(KEYS[4])
-  return {0, seen(KEYS[3]), '', redis.call('ZRANGEBYSCORE', KEYS[1], alive, '+inf')}
+  return {0, seen(KEYS[3]), '', holders or redis.call('ZRANGEBYSCORE', KEYS[1], alive, '+inf')}
 end
 local fence = redis.pcall('INCR', KEYS[3])
 if type(fence) ~= 'number' then
