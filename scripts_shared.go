@@ -108,8 +108,11 @@ local function seen(fence)
 end
 local function wait(queue)
   local op = ARGV[4]
+  if op == '' or ARGV[5] == '0' then
+    return
+  end
   local key = queue .. ':' .. ARGV[1]
-  if op == '' or ARGV[5] == '0' or (op ~= 'q' and redis.call('SET', key, ARGV[3], 'PX', ARGV[5], 'XX')) or op == 'x' then
+  if op ~= 'q' and (redis.call('SET', key, ARGV[3], 'PX', ARGV[5], 'XX') or op == 'x') then
     return
   end
   redis.call('RPUSH', queue, ARGV[1])

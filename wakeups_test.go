@@ -262,8 +262,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 // queueLen is the length of m's queue of waiters.
 func (r *rig) queueLen(m *uncomplicated.Mutex) int {
-	n, _ := redis.Int(r.do("LLEN", r.prefix+":queue:{"+m.Name()+"}"), nil)
-	return n
+	return r.llen(r.prefix + ":queue:{" + m.Name() + "}")
 }
 
 // Waiters on many locks share their Client's one listening connection, and
