@@ -26,7 +26,7 @@ type base struct {
 // clean-up, not the process. Once Close has begun, it runs in the caller's
 // goroutine instead, which is then returning, bounded by the deadline of
 // ctx as Do's release is.
-func (b *base) background(ctx context.Context, s *script, keys []string, args ...string) {
+func (b *base) background(ctx context.Context, s *Script, keys []string, args ...string) {
 	c := b.c
 	c.mu.Lock()
 	closing := c.closing
@@ -201,16 +201,27 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 	}
 }
 
-// flag runs a script that replies 1 or 0.
-func (b *base) flag(ctx context.Context, s *script, keys []string, args ...any) (bool, error) {
-	reply, _, err := b.eval(ctx, s, keys, args...)
+// flag runs a script that replies 1 or 0. With wait it then waits for
+// the replicas of WithReplicas, and reports how many acknowledged.
+func (b *base) flag(ctx context.Context, wait bool, s *Script, keys []string, args ...any) (ok bool, acked int64, err error) {
+	var reply any
+	if wait {
+		d := b.cfg.commandTimeout
+		if d > 0 {
+			d += b.cfg.replicaWait
+		}
+		if reply, acked, err = b.c.driver.evalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
+			b.logFailure(ctx, err)
+		}
+	} else {
+		reply, _, err = b.eval(ctx, s, keys, args...)
+	}
 	if err == nil {
-		var ok bool
 		if ok, err = parseFlag(reply); err == nil {
-			return ok, nil
+			return ok, acked, nil
 		}
 	}
-	return false, b.redisError(ctx, err)
+	return false, 0, b.redisError(ctx, err)
 }
 
 // open reports, as an acquisition's error, a closed Client or an ended
@@ -268,7 +279,7 @@ func (b *base) check(typ string, ctx context.Context, fn ...func(context.Context
 
 // eval runs s with keys and args for the lock, bounded by the lock's
 // command timeout (see driver).
-func (b *base) eval(ctx context.Context, s *script, keys []string, args ...any) (reply any, sent bool, err error) {
+func (b *base) eval(ctx context.Context, s *Script, keys []string, args ...any) (reply any, sent bool, err error) {
 	reply, sent, err = b.c.driver.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
 	if err != nil {
 		b.logFailure(ctx, err)

@@ -19,13 +19,14 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu       sync.Mutex         // guards closing, wake, holding and the Adds to cleanups
-	closing  bool               // Close has begun
-	wake     *wakeups           // the listening connection, made by the first waiter
-	holding  map[*hold]struct{} // the holds of the Client's locks
-	watching bool               // the restart watch runs
-	serverID string             // the last run_id the restart watch read
-	cleanups sync.WaitGroup     // background clean-ups, the listening connection, the restart watch
+	mu        sync.Mutex         // guards closing, wake, holding and the Adds to cleanups
+	closing   bool               // Close has begun
+	wake      *wakeups           // the listening connection, made by the first waiter
+	holding   map[*hold]struct{} // the holds of the Client's locks
+	watching  bool               // the restart watch runs
+	serverIDs map[string]string  // by node address: the last run_id the restart watch read
+	single    bool               // Redis said it is not a Cluster
+	cleanups  sync.WaitGroup     // background clean-ups, the listening connection, the restart watch
 }
 
 // NewClient returns a Client using pool, with opts as the defaults of every
@@ -86,7 +87,7 @@ func (c *Client) wakeups(started bool) *wakeups {
 	if c.wake != nil || started || c.closing || !c.driver.canListen() {
 		return c.wake
 	}
-	c.wake = newWakeups(c.driver, c.settings().clock)
+	c.wake = newWakeups(c.driver, c.settings().clock, c.settings().commandTimeout)
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()

@@ -3,6 +3,7 @@ package uncomplicated
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -44,8 +45,8 @@ type hold struct {
 // A holdKind is what differs between the kinds of hold.
 type holdKind struct {
 	what    string  // "lock", "write lock", "read lock" or "permit", for errors and logs
-	refresh *script // ARGV: lease, new token, tokens...
-	release *script // ARGV: entry or "", tokens...; replies as parseRelease reads
+	refresh *Script // ARGV: lease, new token, tokens...
+	release *Script // ARGV: entry or "", tokens...; replies as parseRelease reads
 	// refreshKeys is how many of the lock's keys refresh takes, from the
 	// first; release takes them all.
 	refreshKeys int
@@ -83,19 +84,44 @@ func (h *hold) Refresh(ctx context.Context) error {
 	if err := h.b.usable(ctx); err != nil {
 		return err
 	}
+	_, err := h.refresh(ctx, false)
+	return err
+}
+
+// replicate refreshes a new hold and waits for the replicas of
+// WithReplicas to have it (see there); when they do not, it gives the hold
+// back.
+func (h *hold) replicate(ctx context.Context) error {
+	acked, err := h.refresh(ctx, true)
+	if err == nil && acked >= int64(h.b.cfg.replicas) {
+		return nil
+	}
+	why := fmt.Sprintf("%d of %d replicas acknowledged it within %v", acked, h.b.cfg.replicas, h.b.cfg.replicaWait)
+	if err != nil {
+		why = "waiting for replicas: " + err.Error()
+	}
+	_ = h.release(ctx, true)
+	return &lockError{
+		msg:  ErrNotObtained.Error() + ": " + h.b.name + ": " + why,
+		errs: []error{ErrNotObtained, ErrNotReplicated, err},
+	}
+}
+
+// refresh is Refresh; with wait, it waits for replicas as replicate does.
+func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) {
 	if err := takeOp(ctx, h.op); err != nil {
-		return h.b.redisError(ctx, err)
+		return 0, h.b.redisError(ctx, err)
 	}
 	defer func() { <-h.op }()
 	h.mu.Lock()
 	tokens := h.tokens
 	h.mu.Unlock()
 	if tokens == nil {
-		return h.b.notHeld(h.kind.what + " released")
+		return 0, h.b.notHeld(h.kind.what + " released")
 	}
 	next := newToken()
 	sent := h.b.cfg.clock.Now()
-	ok, err := h.b.flag(ctx, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
+	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
 
 	found := false // the loss, logged once mu is unlocked
 	defer func() {
@@ -111,18 +137,18 @@ func (h *hold) Refresh(ctx context.Context) error {
 		if current { // the script may have run: next may be ours too
 			h.tokens = append([]string{next}, tokens[:min(len(tokens), maxTokens-1)]...)
 		}
-		return err
+		return 0, err
 	case !ok:
 		if current {
 			found = h.signal().fire()
 			h.b.c.unwatch(h)
 		}
-		return h.b.lostError(h.kind.what + " expired or taken over")
+		return 0, h.b.lostError(h.kind.what + " expired or taken over")
 	}
 	if current {
 		h.tokens, h.from = []string{next}, sent
 	}
-	return nil
+	return acked, nil
 }
 
 // release ends the hold and gives it back in Redis, which hands the lock
@@ -206,7 +232,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	var held bool
 	var err error
 	if h.kind.set >= 0 {
-		held, err = h.b.flag(ctx, heldScript, h.keys[h.kind.set:h.kind.set+1], anys(tokens)...)
+		held, _, err = h.b.flag(ctx, false, heldScript, h.keys[h.kind.set:h.kind.set+1], anys(tokens)...)
 	} else {
 		var cur string
 		if cur, err = h.b.get(ctx, h.keys[0]); err != nil {

@@ -72,6 +72,8 @@ type config struct {
 	every    time.Duration // auto-refresh period of Do; 0 means off
 	// commandTimeout bounds each call to Redis; 0 means only ctx does.
 	commandTimeout time.Duration
+	replicas       int           // replicas that must acknowledge an acquisition; 0: none
+	replicaWait    time.Duration // how long they have
 }
 
 func defaults() config {
@@ -183,6 +185,19 @@ func WithCommandTimeout(d time.Duration) Option {
 	return func(c *config) { c.commandTimeout = d }
 }
 
+// WithReplicas makes each acquisition, by an attempt, a hand-off or a
+// take-over, wait until n replicas of the lock's master have it: after
+// Redis grants the lock, the holder refreshes it and sends WAIT n on the
+// same connection, which returns once n replicas acknowledged every write
+// so far, or after timeout. With fewer, the lock is given back and the
+// acquisition fails with ErrNotReplicated. A failover to one of those
+// replicas then keeps the hold and the fence counter. It costs a round trip
+// to the replicas on every acquisition. Default 0, off; n must not be
+// negative, and timeout must be positive when n is not 0.
+func WithReplicas(n int, timeout time.Duration) Option {
+	return func(c *config) { c.replicas, c.replicaWait = n, timeout }
+}
+
 // build applies opts over the defaults and checks the result.
 func build(opts []Option) (config, error) {
 	cfg := defaults()
@@ -218,6 +233,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: unknown stale policy %v", ErrInvalidArgument, c.policy)
 	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
 		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
+	case c.replicas < 0 || c.replicas > 0 && c.replicaWait <= 0:
+		return fmt.Errorf("%w: replicas must not be negative, and their timeout must be positive, got %d and %v", ErrInvalidArgument, c.replicas, c.replicaWait)
 	case c.commandTimeout < 0:
 		return fmt.Errorf("%w: command timeout must not be negative, got %v", ErrInvalidArgument, c.commandTimeout)
 	case c.every < 0 || c.every > 0 && (c.every < minTick || c.every >= c.lease):

@@ -15,8 +15,8 @@ import (
 // The redigo driver: each call takes a connection from the Pool, runs one
 // command or one script, and gives it back, bounded by the caller's ctx
 // and by the command timeout (WithCommandTimeout). That bound is real
-// time, as the connections' deadlines are: this file alone reads the wall
-// clock, to set them. The listening connection is one of the Pool's too,
+// time, as the connections' deadlines are: this file and driver.go alone
+// read the wall clock, to set them. The listening connection is one of the Pool's too,
 // kept until the Client closes.
 
 // A Pool hands out Redis connections; *redis.Pool is one. Its connections
@@ -45,24 +45,44 @@ type redigoDriver struct {
 	explain func(error) error
 }
 
-func (r *redigoDriver) eval(ctx context.Context, d time.Duration, s *script, keys []string, args ...any) (reply any, sent bool, err error) {
+func (r *redigoDriver) eval(ctx context.Context, d time.Duration, s *Script, keys []string, args ...any) (reply any, sent bool, err error) {
+	cl, err := r.call(ctx, d)
+	if err != nil {
+		return nil, false, err
+	}
+	defer cl.end()
+	reply, err = cl.eval(s, keys, args)
+	return reply, true, serverErr(err)
+}
+
+func (r *redigoDriver) evalWait(ctx context.Context, d time.Duration, s *Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+	cl, err := r.call(ctx, d)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer cl.end()
+	reply, err := cl.eval(s, keys, args)
+	if err != nil {
+		return nil, 0, serverErr(err)
+	}
+	acked, err := redis.Int64(cl.do("WAIT", []any{replicas, timeout.Milliseconds()}))
+	return reply, acked, serverErr(err)
+}
+
+// eval runs s: EVALSHA, then EVAL when Redis does not have it.
+func (cl *call) eval(s *Script, keys []string, args []any) (any, error) {
 	all := make([]any, 0, 2+len(keys)+len(args))
 	all = append(all, s.sha, s.keys)
 	for _, k := range keys {
 		all = append(all, k)
 	}
 	all = append(all, args...)
-	cl, err := r.call(ctx, d)
-	if err != nil {
-		return nil, false, err
-	}
-	defer cl.end()
-	reply, err = cl.do("EVALSHA", all)
+	reply, err := cl.do("EVALSHA", all)
 	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT ") {
 		all[0] = s.src
 		reply, err = cl.do("EVAL", all)
 	}
-	return reply, true, serverErr(err)
+	return reply, err
 }
 
 func (r *redigoDriver) do(ctx context.Context, d time.Duration, _ []string, cmd string, args ...any) (any, error) {
@@ -90,7 +110,7 @@ func (r *redigoDriver) canListen() bool {
 	return !ok || p.MaxActive != 1
 }
 
-func (r *redigoDriver) listen(ctx context.Context) (subscription, error) {
+func (r *redigoDriver) listen(ctx context.Context, sharded bool) (Subscription, error) {
 	conn, err := r.pool.GetContext(ctx)
 	switch {
 	case err != nil:
@@ -103,19 +123,23 @@ func (r *redigoDriver) listen(ctx context.Context) (subscription, error) {
 		_ = conn.Close()
 		return nil, errNoPubSub
 	}
-	return &redigoSub{conn: cwc, psc: redis.PubSubConn{Conn: conn}}, nil
+	sub := &redigoSub{conn: cwc}
+	if sharded {
+		sub.prefix = "S"
+	}
+	return sub, nil
 }
 
 // redigoSub is a listening connection of a Pool.
 type redigoSub struct {
-	conn redis.ConnWithContext
-	psc  redis.PubSubConn
-	mu   sync.Mutex // serializes the writes
+	conn   redis.ConnWithContext
+	prefix string     // "S" for sharded pub/sub
+	mu     sync.Mutex // serializes the writes
 }
 
-func (s *redigoSub) subscribe(channel string)   { s.send("SUBSCRIBE", channel) }
-func (s *redigoSub) unsubscribe(channel string) { s.send("UNSUBSCRIBE", channel) }
-func (s *redigoSub) ping()                      { s.send("PING") }
+func (s *redigoSub) Subscribe(channel string)   { s.send(s.prefix+"SUBSCRIBE", channel) }
+func (s *redigoSub) Unsubscribe(channel string) { s.send(s.prefix+"UNSUBSCRIBE", channel) }
+func (s *redigoSub) Ping()                      { s.send("PING") }
 
 // send writes a command; a failure shows on receive.
 func (s *redigoSub) send(cmd string, args ...any) {
@@ -126,24 +150,58 @@ func (s *redigoSub) send(cmd string, args ...any) {
 	}
 }
 
-func (s *redigoSub) receive(ctx context.Context) (event, error) {
+func (s *redigoSub) Receive(ctx context.Context) (Event, error) {
 	for {
-		switch v := s.psc.ReceiveContext(ctx).(type) {
-		case redis.Message:
-			return event{channel: v.Channel, message: true, data: v.Data}, nil
-		case redis.Subscription:
-			return event{channel: v.Channel}, nil
-		case redis.Pong:
-		case error:
+		reply, err := s.conn.ReceiveContext(ctx)
+		if err == nil {
+			var e Event
+			if e, err = pubSubEvent(reply); err == nil && e.Kind != 0 {
+				return e, nil
+			}
+		}
+		if err != nil {
 			if s.conn.Err() == nil { // a reply that is not pub/sub: end the connection
 				poison(s.conn)
 			}
-			return event{}, v
+			return Event{}, serverErr(err)
 		}
 	}
 }
 
-func (s *redigoSub) close() { _ = s.conn.Close() }
+// Close ends the connection rather than give it back to the pool: redigo
+// cannot clean up the sharded subscriptions of a connection it hands out
+// again, as it does SUBSCRIBE's.
+func (s *redigoSub) Close() {
+	poison(s.conn)
+	_ = s.conn.Close()
+}
+
+// pubSubEvent reads a reply on a listening connection: an Event, or one
+// of Kind 0 for the reply to PING.
+func pubSubEvent(reply any) (Event, error) {
+	if s, ok := reply.(string); ok && s == "PONG" { // before the first subscription
+		return Event{}, nil
+	}
+	r, _ := reply.([]any)
+	var kind, channel []byte
+	if len(r) >= 2 {
+		kind, _ = r[0].([]byte)
+		channel, _ = r[1].([]byte)
+	}
+	switch k := string(kind); {
+	case k == "pong":
+		return Event{}, nil
+	case len(r) != 3 || channel == nil:
+	case k == "message" || k == "smessage":
+		data, _ := r[2].([]byte)
+		return Event{Kind: EventMessage, Channel: string(channel), Data: data}, nil
+	case k == "subscribe" || k == "ssubscribe":
+		return Event{Kind: EventSubscribed, Channel: string(channel)}, nil
+	case k == "unsubscribe" || k == "sunsubscribe":
+		return Event{Kind: EventUnsubscribed, Channel: string(channel)}, nil
+	}
+	return Event{}, fmt.Errorf("%w: %T %q on a listening connection", ErrUnexpectedReply, reply, kind)
+}
 
 // poison ends conn, so that returning it to the pool does not wait for
 // the end of its subscriptions: redigo ends a connection whose ctx has
@@ -168,18 +226,16 @@ var (
 // A call is one call to Redis: a connection from the pool, and the
 // caller's ctx bounded by the command timeout.
 type call struct {
-	caller   context.Context // the caller's ctx
-	ctx      context.Context // caller, bounded by d
-	d        time.Duration   // the command timeout; 0: none
-	deadline time.Time       // d after the call began; zero without d
-	conn     redis.Conn
-	bound    *bound             // ctx, when the caller's can never end
-	cancel   context.CancelFunc // ends ctx otherwise; nil when ctx is caller
+	limit
+	ctx    context.Context // caller, bounded by d
+	conn   redis.Conn
+	bound  *bound             // ctx, when the caller's can never end
+	cancel context.CancelFunc // ends ctx otherwise; nil when ctx is caller
 }
 
 // call gets a connection from the pool for a call bounded by d.
 func (r *redigoDriver) call(ctx context.Context, d time.Duration) (call, error) {
-	cl := call{caller: ctx, ctx: ctx, d: d}
+	cl := call{limit: limit{caller: ctx, d: d}, ctx: ctx}
 	if d > 0 {
 		cl.deadline = time.Now().Add(d)
 		if ctx.Done() == nil {
@@ -316,33 +372,7 @@ func noTimeouts(err error) bool {
 	return err != nil && strings.HasSuffix(err.Error(), "does not support ConnWithTimeout")
 }
 
-// timedOut turns the error of a step of the call (what did not come) that
-// ran out of the command timeout into one that says so and matches
-// os.ErrDeadlineExceeded, as a connection's own deadline does, and not
-// context.DeadlineExceeded, which is the caller's ctx's. A step ran out of
-// it when the call's deadline has passed, before any deadline of the
-// caller's ctx, which has not ended: whether the call's ctx or the socket's
-// deadline, set from it, noticed first.
-func (cl *call) timedOut(what string, err error) error {
-	if err == nil || cl.d == 0 || cl.caller.Err() != nil || time.Now().Before(cl.deadline) {
-		return err
-	}
-	if dl, ok := cl.caller.Deadline(); ok && !dl.After(cl.deadline) {
-		return err // the caller's deadline came first
-	}
-	msg := fmt.Sprintf("%s within %v (WithCommandTimeout)", what, cl.d)
-	errs := []error{os.ErrDeadlineExceeded}
-	if !errors.Is(err, context.DeadlineExceeded) {
-		msg += ": " + err.Error()
-		errs = append(errs, err)
-	}
-	return &lockError{msg: msg, errs: errs}
-}
-
 const noReply = "no reply from Redis"
-
-// loading reports Redis's LOADING error: the server restarted and is
-// reading its data from disk.
 
 // explainPool adds explain's words to the error of a pool that had no
 // connection to give.

@@ -12,68 +12,45 @@ import (
 
 // Every call the package makes to Redis goes through a driver: scripts,
 // plain commands and the pub/sub connection that hears of hand-offs. The
-// redigo driver (redigo.go) is the only code that knows a Redis client.
+// redigo driver (redigo.go) is the only code that knows a Redis client;
+// other clients plug in through the public Driver (driver.go).
 //
 // Every call names the keys it touches, all of one lock and so, by their
 // hash tag, of one cluster slot, so that a driver for Redis Cluster can
-// route it; a server command such as INFO names none. Subscriptions are
-// per channel, and each channel belongs to one lock, so that sharded
-// pub/sub fits.
+// route it; a server command about a node (INFO) names a key on that
+// node. Subscriptions are per channel, and each channel carries its lock's
+// hash tag, so that sharded pub/sub fits.
 
-// A driver carries the package's calls to Redis.
+// A driver carries the package's calls to Redis: redigoDriver, or
+// external for a Driver.
 type driver interface {
 	// eval runs s on keys with args, bounded by ctx and by the command
 	// timeout d (0: by ctx alone). sent reports whether the script may
 	// have reached Redis, even when err says the reply did not come. An
 	// error reply of Redis is a *serverError.
-	eval(ctx context.Context, d time.Duration, s *script, keys []string, args ...any) (reply any, sent bool, err error)
+	eval(ctx context.Context, d time.Duration, s *Script, keys []string, args ...any) (reply any, sent bool, err error)
+	// evalWait runs s as eval does, then WAIT on the same connection (see
+	// Driver.EvalWait).
+	evalWait(ctx context.Context, d time.Duration, s *Script, keys []string, args []any, replicas int, timeout time.Duration) (reply any, acked int64, err error)
 	// do runs one command about keys, bounded as eval is.
 	do(ctx context.Context, d time.Duration, keys []string, cmd string, args ...any) (any, error)
 	// canListen reports whether the driver can spare a connection to
 	// listen on while calls need another.
 	canListen() bool
-	// listen opens a pub/sub connection, waiting no longer than ctx. It
-	// returns errNoPubSub when the driver's connections cannot listen.
-	listen(ctx context.Context) (subscription, error)
-}
-
-// A subscription is a connection that listens on channels. subscribe,
-// unsubscribe and ping send their command and return; receive reads what
-// comes back. A failure of one shows on receive.
-type subscription interface {
-	subscribe(channel string)
-	unsubscribe(channel string)
-	ping()
-	// receive returns the next message or confirmation, skipping the
-	// replies to ping, until ctx ends or the connection fails.
-	receive(ctx context.Context) (event, error)
-	// close gives the connection back; it is not reused for calls.
-	close()
-}
-
-// An event is what a subscription receives: a message on channel, or the
-// confirmation of a subscribe or unsubscribe of channel.
-type event struct {
-	channel string
-	message bool
-	data    []byte // the message's
+	// listen opens a pub/sub connection, sharded or not (see
+	// Driver.Listen), waiting no longer than ctx. It returns errNoPubSub
+	// when the driver's connections cannot listen.
+	listen(ctx context.Context, sharded bool) (Subscription, error)
 }
 
 // errNoPubSub is listen's error when the connections cannot listen: the
 // Client's waiters then try again on their ticks only.
 var errNoPubSub = errors.New("uncomplicated: connection cannot listen")
 
-// A script is a Lua script (scripts*.go), with its SHA-1 for EVALSHA and
-// the number of its keys.
-type script struct {
-	src  string
-	sha  string
-	keys int
-}
-
-func newScript(keys int, src string) *script {
+// newScript makes a Script of keys keys (scripts*.go).
+func newScript(keys int, src string) *Script {
 	sum := sha1.Sum([]byte(src))
-	return &script{src: src, sha: hex.EncodeToString(sum[:]), keys: keys}
+	return &Script{src: src, sha: hex.EncodeToString(sum[:]), keys: keys}
 }
 
 // A serverError is an error reply of Redis. It wraps the driver's own

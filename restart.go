@@ -4,17 +4,25 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
+	"net"
+	"strconv"
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 )
 
 // Redis without persistence forgets every lock when it restarts, and
-// another process may take a lock its holder still thinks it has. While a
-// Client holds locks, it asks Redis for its run_id (INFO server) every
-// restartEvery; when the run_id changes, it checks each of its holds as
-// Held does, so that a hold whose key vanished closes its Lost channel
-// without waiting for the holder's next call.
+// another process may take a lock its holder still thinks it has; so may
+// a replica that takes over from a failed master before it had every
+// write. While a Client holds locks, it asks each node that holds one of
+// them for its run_id (INFO server) every restartEvery; when a node's
+// run_id changes, or the node of a hold is new (a Cluster's failover moves
+// the slots to a replica), it checks each hold there as Held does, so that
+// a hold whose key vanished closes its Lost channel without waiting for
+// the holder's next call.
 
 // restartEvery is how often a Client that holds locks looks for a restart.
 const restartEvery = time.Second
@@ -72,39 +80,112 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 	}
 }
 
-// checkRestart reads the run_id and, when it differs from the last one
-// seen or none was seen yet, checks the holds hs, until every check
-// succeeds. A Pool that panics counts as an error: no
-// caller could receive the panic.
+// checkRestart reads the run_id of each node that holds one of hs and,
+// when it differs from the last one seen there or none was seen yet,
+// checks the holds on that node, until every check succeeds. A Pool that
+// panics counts as an error: no caller could receive the panic.
 func (c *Client) checkRestart(hs []*hold) {
 	defer func() { _ = recover() }()
 	ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
 	defer cancel()
-	id := c.runID(ctx)
-	if id == "" {
-		return
-	}
-	c.mu.Lock()
-	seen := c.serverID
-	c.mu.Unlock()
-	if seen == id {
-		return
-	}
-	// A new run_id, or the first: Redis may have restarted since the holds
-	// began. The run_id counts as seen once every hold has been checked.
-	for _, h := range hs {
-		if _, err := h.verify(ctx); err != nil {
-			return
+	for node, hs := range c.nodes(ctx, hs) {
+		id := c.runID(ctx, hs[0].keys[0])
+		if id == "" {
+			continue
+		}
+		c.mu.Lock()
+		seen := c.serverIDs[node]
+		c.mu.Unlock()
+		if seen == id {
+			continue
+		}
+		// A new run_id, or the first: the node may have restarted, or
+		// taken over from a master that failed, since the holds began.
+		// The run_id counts as seen once every hold has been checked.
+		if c.verify(ctx, hs) {
+			c.mu.Lock()
+			if c.serverIDs == nil {
+				c.serverIDs = map[string]string{}
+			}
+			c.serverIDs[node] = id
+			c.mu.Unlock()
 		}
 	}
-	c.mu.Lock()
-	c.serverID = id
-	c.mu.Unlock()
 }
 
-// runID returns the server's run_id, or "" when Redis cannot tell.
-func (c *Client) runID(ctx context.Context) string {
-	reply, err := c.driver.do(ctx, c.settings().commandTimeout, nil, "INFO", "server")
+// verify checks hs as Held does; it reports whether every check succeeded.
+func (c *Client) verify(ctx context.Context, hs []*hold) bool {
+	for _, h := range hs {
+		if _, err := h.verify(ctx); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// nodes groups hs by the address of the Cluster node that owns their
+// keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or when
+// the map cannot be read, all are on one node, "".
+func (c *Client) nodes(ctx context.Context, hs []*hold) map[string][]*hold {
+	slots := c.slotMap(ctx)
+	nodes := map[string][]*hold{}
+	for _, h := range hs {
+		node := ""
+		if slots != nil {
+			node = slots[hashslot.Of(h.keys[0])]
+		}
+		nodes[node] = append(nodes[node], h)
+	}
+	return nodes
+}
+
+// slotMap returns the address of each slot's master, or nil when Redis is
+// not a Cluster. A Redis that says so is not asked again.
+func (c *Client) slotMap(ctx context.Context) []string {
+	c.mu.Lock()
+	single := c.single
+	c.mu.Unlock()
+	if single {
+		return nil
+	}
+	reply, err := c.driver.do(ctx, c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
+	var se *serverError
+	if errors.As(err, &se) {
+		c.mu.Lock()
+		c.single = true
+		c.mu.Unlock()
+	}
+	ranges, _ := reply.([]any)
+	if err != nil || len(ranges) == 0 {
+		return nil
+	}
+	slots := make([]string, hashslot.Count)
+	for _, r := range ranges {
+		// [first slot, last slot, [ip, port, id, ...], replicas...]
+		r, _ := r.([]any)
+		if len(r) < 3 {
+			continue
+		}
+		first, _ := r[0].(int64)
+		last, _ := r[1].(int64)
+		master, _ := r[2].([]any)
+		if len(master) < 2 || first < 0 || last >= hashslot.Count || first > last {
+			continue
+		}
+		ip, _ := master[0].([]byte)
+		port, _ := master[1].(int64)
+		addr := net.JoinHostPort(string(ip), strconv.FormatInt(port, 10))
+		for i := first; i <= last; i++ {
+			slots[i] = addr
+		}
+	}
+	return slots
+}
+
+// runID returns the run_id of the node that owns key, or "" when Redis
+// cannot tell.
+func (c *Client) runID(ctx context.Context, key string) string {
+	reply, err := c.driver.do(ctx, c.settings().commandTimeout, []string{key}, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
 		return ""

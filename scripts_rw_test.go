@@ -48,7 +48,7 @@ func later() string { return strconv.FormatInt(time.Now().Add(time.Hour).UnixMil
 
 // released runs a release script and reads its reply, failing the test on
 // an error.
-func released(t *testing.T, conn redis.Conn, s *script, keysAndArgs ...any) (ok bool, next []string) {
+func released(t *testing.T, conn redis.Conn, s *Script, keysAndArgs ...any) (ok bool, next []string) {
 	t.Helper()
 	ok, next, err := parseRelease(must2(doScript(conn, s, keysAndArgs...)))
 	if err != nil {
@@ -253,7 +253,7 @@ func must2(reply any, err error) any {
 func TestRWUnlockScripts_leave(t *testing.T) {
 	cases := []struct {
 		name    string
-		release *script
+		release *Script
 		kind    string
 		queued  bool // whether the waiter that gives up joined the queue
 	}{
@@ -288,7 +288,7 @@ func TestRWUnlockScripts_leave(t *testing.T) {
 				if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"stays"}) {
 					t.Errorf("queue = %v; want [stays]", got)
 				}
-				must(t, conn, "PUBLISH", "chan", "marker")
+				must(t, conn, psc.publish, "chan", "marker")
 				if got := message(t, psc); got != "marker" {
 					t.Errorf("first message = %q; want none before the marker", got)
 				}
@@ -408,7 +408,7 @@ func TestHolderScripts_badFence(t *testing.T) {
 func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 	cases := []struct {
 		name    string
-		release *script
+		release *Script
 		keys    []any
 		hold    []any // the command that makes "h" a holder
 		queue   string
@@ -431,7 +431,7 @@ func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 				if ok, next := release(); !ok || next != nil {
 					t.Errorf("release with nobody waiting = %v, %v; want true, nobody", ok, next)
 				}
-				must(t, conn, "PUBLISH", "chan", "marker")
+				must(t, conn, psc.publish, "chan", "marker")
 				if got := message(t, psc); got != "marker" {
 					t.Fatalf("first message = %q after a release with nobody waiting; want none before the marker", got)
 				}

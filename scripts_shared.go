@@ -22,8 +22,11 @@ package uncomplicated
 // joins the queue once its Client listens on channel. A release hands the
 // lock to the oldest waiter whose key is still there: it makes that waiter
 // a holder with its lease, under a new fence, and publishes "<token>
-// <fence>" on its channel. PUBLISH replies how many connections listen, so
-// a waiter whose Client lost its connection is passed over too.
+// <fence>" on its channel. It publishes with SPUBLISH, sharded pub/sub,
+// which on Redis Cluster reaches the subscribers of the lock's own slot
+// wherever they connect, and replies how many listen, so that a waiter
+// whose Client lost its connection is passed over too. A server without
+// SPUBLISH (miniredis) gets PUBLISH, and its Clients SUBSCRIBE.
 
 // leaseLua stores a holder's token with its lease.
 const leaseLua = `
@@ -155,7 +158,12 @@ local function nextWaiter(queue, fits)
   end
 end
 local function offer(w, fence)
-  return redis.call('PUBLISH', w.channel, w.token .. ' ' .. string.format('%d', fence)) > 0
+  local msg = w.token .. ' ' .. string.format('%d', fence)
+  local ok, n = pcall(redis.call, 'SPUBLISH', w.channel, msg)
+  if not ok then
+    n = redis.call('PUBLISH', w.channel, msg)
+  end
+  return n > 0
 end
 local function incr(key, queue, w)
   local fence = redis.pcall('INCR', key)

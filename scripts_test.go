@@ -16,7 +16,7 @@ import (
 // The scripts' rules, run directly on miniredis and on a real server.
 
 // doScript runs s on conn with its KEYS and ARGV, as the driver does.
-func doScript(conn redis.Conn, s *script, keysAndArgs ...any) (any, error) {
+func doScript(conn redis.Conn, s *Script, keysAndArgs ...any) (any, error) {
 	return redis.NewScript(s.keys, s.src).Do(conn, keysAndArgs...)
 }
 
@@ -50,30 +50,56 @@ func scriptServers(t *testing.T) map[string]*redis.Pool {
 	return map[string]*redis.Pool{"miniredis": mini, "redis-server": redistest.Start(t).Pool(t)}
 }
 
-// subscribe listens on channels from a connection of pool, so that a
-// PUBLISH there counts a subscriber.
-func subscribe(t *testing.T, pool *redis.Pool, channels ...any) redis.PubSubConn {
-	t.Helper()
-	psc := redis.PubSubConn{Conn: scriptConn(t, pool)}
-	if err := psc.Subscribe(channels...); err != nil {
-		t.Fatal(err)
-	}
-	for range channels {
-		if _, ok := psc.Receive().(redis.Subscription); !ok {
-			t.Fatal("no subscription")
-		}
-	}
-	return psc
+// A listening is a test's connection that listens as a Client's does:
+// sharded where Redis has SPUBLISH (redis-server), else not (miniredis).
+type listening struct {
+	sub     Subscription
+	publish string // the command that reaches it
 }
 
-// message returns the data of the next message psc hears.
-func message(t *testing.T, psc redis.PubSubConn) string {
+// subscribe listens on channels from a connection of pool, so that a
+// publish there counts a subscriber.
+func subscribe(t *testing.T, pool *redis.Pool, channels ...string) *listening {
 	t.Helper()
-	m, ok := psc.ReceiveWithTimeout(5 * time.Second).(redis.Message)
-	if !ok {
-		t.Fatal("no message")
+	l := &listening{publish: "SPUBLISH"}
+	if _, err := scriptConn(t, pool).Do("SPUBLISH", "probe", ""); err != nil {
+		l.publish = "PUBLISH"
 	}
-	return string(m.Data)
+	sub, err := (&redigoDriver{pool: pool}).listen(context.Background(), l.publish == "SPUBLISH")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Close)
+	l.sub = sub
+	for _, ch := range channels {
+		sub.Subscribe(ch)
+		if e := l.next(t); e.Kind != EventSubscribed {
+			t.Fatalf("%+v; want the subscription to %s", e, ch)
+		}
+	}
+	return l
+}
+
+// next returns the next event l hears.
+func (l *listening) next(t *testing.T) Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	e, err := l.sub.Receive(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// message returns the data of the next message l hears.
+func message(t *testing.T, l *listening) string {
+	t.Helper()
+	e := l.next(t)
+	if e.Kind != EventMessage {
+		t.Fatalf("%+v; want a message", e)
+	}
+	return string(e.Data)
 }
 
 // enqueue queues token with entry at queue, alive for an hour, as a
@@ -155,7 +181,7 @@ func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "SET", "lock", "b")
 			steps := []struct {
-				script *script
+				script *Script
 				args   []any
 				want   int64
 				value  string

@@ -55,6 +55,10 @@ var (
 	// return: a server that is not Redis 7 or later, or a proxy that
 	// mangles replies.
 	ErrUnexpectedReply = errors.New("uncomplicated: unexpected reply from Redis")
+	// ErrNotReplicated: under WithReplicas, fewer replicas than asked for
+	// acknowledged an acquisition in time; the lock was given back. The
+	// error matches ErrNotObtained too.
+	ErrNotReplicated = errors.New("uncomplicated: acquisition not replicated")
 )
 
 // lockError is an error with its own message that matches several others.

@@ -30,8 +30,8 @@ type claim struct {
 	kind     *holdKind
 	keys     []string
 	channel  string  // where this Client hears of hand-offs to its waiters
-	acquire  *script // one attempt
-	takeOver *script // a take-over of stale blockers
+	acquire  *Script // one attempt
+	takeOver *Script // a take-over of stale blockers
 	// extra returns the arguments after the five of every attempt: none
 	// blocking (nil stale) or the stale blockers to take over from.
 	extra func(stale []string) []any
@@ -91,7 +91,7 @@ func (b *base) try(ctx context.Context, c *claim, sem chan struct{}) (h *hold, e
 	if err != nil || !g.ok {
 		return nil, b.gaveUp(ctx, err)
 	}
-	return b.granted(ctx, c, token, g.fence, from, false), nil
+	return b.granted(ctx, c, token, g.fence, from, false)
 }
 
 // wait acquires c's hold in Redis; this is the one wait loop.
@@ -114,7 +114,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold
 			return nil, b.gaveUp(ctx, err)
 		}
 		if g.ok {
-			return b.granted(ctx, c, w.token, g.fence, from, false), nil
+			return b.granted(ctx, c, w.token, g.fence, from, false)
 		}
 		w.blocked(g)
 		now := b.cfg.clock.Now()
@@ -133,7 +133,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold
 			}
 			if g.ok {
 				b.logTakeOver(ctx, c.kind.what, age, g.fence, len(stale))
-				return b.granted(ctx, c, w.token, g.fence, from, false), nil
+				return b.granted(ctx, c, w.token, g.fence, from, false)
 			}
 			// Another waiter took over first, or the blockers changed.
 			w.blocked(g)
@@ -144,19 +144,26 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold
 			return nil, err
 		}
 		if w.handedOver(fence, from) {
-			return b.granted(ctx, c, w.token, fence, from, true), nil
+			return b.granted(ctx, c, w.token, fence, from, true)
 		}
 	}
 }
 
 // granted records and logs a hold of c that Redis granted to token, for
 // a call sent at or after from; handedOff tells a release's hand-off.
-func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64, from time.Time, handedOff bool) *hold {
+// Under WithReplicas it fails when the replicas do not have the hold.
+func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64, from time.Time, handedOff bool) (*hold, error) {
 	if !c.kind.fenced {
 		fence = 0
 	}
+	h := b.newHold(c.kind, c.keys, token, fence, from)
+	if b.cfg.replicas > 0 {
+		if err := h.replicate(ctx); err != nil {
+			return nil, err
+		}
+	}
 	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", handedOff))
-	return b.newHold(c.kind, c.keys, token, fence, from)
+	return h, nil
 }
 
 // A waiter is one acquisition in the wait loop.
@@ -346,7 +353,7 @@ func jitter(bound time.Duration) time.Duration {
 // the queue, rejoins only if it is not there. When that fails too, or the
 // lost reply did not come in time (see askAgain), the release of kind
 // gives back in the background whatever token may hold.
-func (b *base) attempt(ctx context.Context, s *script, keys []string, kind *holdKind, token string, args []any) (grant, error) {
+func (b *base) attempt(ctx context.Context, s *Script, keys []string, kind *holdKind, token string, args []any) (grant, error) {
 	g, unknown, err := b.grantOf(ctx, s, keys, kind, args)
 	if !unknown {
 		return g, err
@@ -367,7 +374,7 @@ func (b *base) attempt(ctx context.Context, s *script, keys []string, kind *hold
 
 // grantOf runs s and reads its grant of a hold of kind; unknown reports
 // a reply lost after the script may have run.
-func (b *base) grantOf(ctx context.Context, s *script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
+func (b *base) grantOf(ctx context.Context, s *Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
 	reply, sent, err := b.eval(ctx, s, keys, args...)
 	if err == nil {
 		g, err = parseGrant(reply)

@@ -41,13 +41,15 @@ const (
 
 // wakeups is a Client's listening connection and its subscriptions.
 type wakeups struct {
-	driver driver
-	clock  clock.Clock
-	ctx    context.Context // cancelled by Client.Close
-	cancel context.CancelFunc
+	driver  driver
+	clock   clock.Clock
+	timeout time.Duration   // the command timeout, for the probe of sharded pub/sub
+	ctx     context.Context // cancelled by Client.Close
+	cancel  context.CancelFunc
+	sharded int // sharded pub/sub: 0 not known yet, 1 yes, -1 no; run's own
 
 	mu       sync.Mutex    // guards the fields below
-	conn     subscription  // the listening connection; nil while down
+	conn     Subscription  // the listening connection; nil while down
 	retrying bool          // waiting out a backoff: nothing will be confirmed soon
 	changed  chan struct{} // closed, and made again, when conn fails or retrying is set
 	chans    map[string]*channel
@@ -70,10 +72,10 @@ type channel struct {
 	idle       *list.Element          // its place in wakeups.idle when it has no waiters
 }
 
-func newWakeups(d driver, clk clock.Clock) *wakeups {
+func newWakeups(d driver, clk clock.Clock, timeout time.Duration) *wakeups {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wakeups{
-		driver: d, clock: clk, ctx: ctx, cancel: cancel,
+		driver: d, clock: clk, timeout: timeout, ctx: ctx, cancel: cancel,
 		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
 		gone: map[string]func(context.Context){},
 	}
@@ -107,7 +109,7 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 		ch.idle = nil
 	}
 	if !ch.subscribed && w.conn != nil {
-		w.conn.subscribe(name)
+		w.conn.Subscribe(name)
 		ch.subscribed = true
 		ch.pending++
 	}
@@ -176,7 +178,7 @@ func (w *wakeups) evict(name string) {
 		}
 		return
 	}
-	w.conn.unsubscribe(name)
+	w.conn.Unsubscribe(name)
 	ch.subscribed = false
 	ch.pending++
 	if ch.confirmed {
@@ -189,7 +191,7 @@ func (w *wakeups) run() {
 	backoff := minBackoff
 	for w.ctx.Err() == nil {
 		began := w.clock.Now()
-		sub, err := w.driver.listen(w.ctx)
+		sub, err := w.open()
 		if errors.Is(err, errNoPubSub) { // cannot listen: waiters only tick
 			w.mu.Lock()
 			w.retrying = true
@@ -199,7 +201,7 @@ func (w *wakeups) run() {
 		}
 		if err == nil {
 			w.serve(sub)
-			sub.close()
+			sub.Close()
 		}
 		if w.clock.Since(began) > maxBackoff {
 			backoff = minBackoff
@@ -210,6 +212,31 @@ func (w *wakeups) run() {
 		backoff = min(2*backoff, maxBackoff)
 	}
 }
+
+// open opens a listening connection, sharded if Redis has sharded pub/sub:
+// SPUBLISH, which the release scripts use where Redis has it (see
+// queueLua), is tried once per Client.
+func (w *wakeups) open() (Subscription, error) {
+	if w.sharded == 0 {
+		ctx, cancel := context.WithTimeout(w.ctx, releaseTimeout)
+		_, err := w.driver.do(ctx, w.timeout, []string{probeChannel}, "SPUBLISH", probeChannel, "")
+		cancel()
+		var se *serverError
+		switch {
+		case err == nil:
+			w.sharded = 1
+		case errors.As(err, &se) && strings.Contains(strings.ToLower(se.msg), "unknown command"):
+			w.sharded = -1
+		default:
+			return nil, err
+		}
+	}
+	return w.driver.listen(w.ctx, w.sharded > 0)
+}
+
+// probeChannel is where open publishes to learn whether Redis has
+// SPUBLISH; no Client listens on it.
+const probeChannel = "uncomplicated:probe"
 
 // pause waits out a backoff; it reports false when the Client closed.
 func (w *wakeups) pause(d time.Duration) bool {
@@ -234,7 +261,7 @@ func (w *wakeups) pause(d time.Duration) bool {
 
 // serve subscribes conn to the channels that have waiters and reads it
 // until it fails or the Client closes.
-func (w *wakeups) serve(conn subscription) {
+func (w *wakeups) serve(conn Subscription) {
 	w.mu.Lock()
 	w.conn = conn
 	for name, ch := range w.chans {
@@ -242,7 +269,7 @@ func (w *wakeups) serve(conn subscription) {
 			w.drop(name, ch)
 			continue
 		}
-		conn.subscribe(name)
+		conn.Subscribe(name)
 		ch.subscribed = true
 		ch.pending++
 	}
@@ -259,15 +286,15 @@ func (w *wakeups) serve(conn subscription) {
 	}()
 
 	for {
-		e, err := conn.receive(w.ctx)
+		e, err := conn.Receive(w.ctx)
 		switch {
 		case err != nil:
 			w.down()
 			return
-		case e.message:
-			w.deliver(e.channel, e.data)
+		case e.Kind == EventMessage:
+			w.deliver(e.Channel, e.Data)
 		default:
-			w.confirm(e.channel)
+			w.confirm(e)
 		}
 	}
 }
@@ -283,7 +310,7 @@ func (w *wakeups) keepAlive(stop <-chan struct{}) {
 		case <-t.C:
 			w.mu.Lock()
 			if w.conn != nil {
-				w.conn.ping()
+				w.conn.Ping()
 			}
 			w.mu.Unlock()
 		case <-stop:
@@ -319,11 +346,23 @@ func (w *wakeups) down() {
 	}
 }
 
-// confirm counts the reply to a SUBSCRIBE or UNSUBSCRIBE of channel name.
-func (w *wakeups) confirm(name string) {
+// confirm counts the reply to a SUBSCRIBE or UNSUBSCRIBE of a channel. An
+// unsubscription that Redis made of its own, when the channel's slot moved
+// to another node of a Cluster, is followed by a new SUBSCRIBE, which the
+// driver sends to the slot's new node; its waiters tick meanwhile.
+func (w *wakeups) confirm(e Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	name := e.Channel
 	ch := w.chans[name]
+	if ch != nil && ch.pending == 0 && ch.subscribed && e.Kind == EventUnsubscribed {
+		if ch.confirmed {
+			ch.ready, ch.confirmed = make(chan struct{}), false
+		}
+		w.conn.Subscribe(name)
+		ch.pending++
+		return
+	}
 	if ch == nil || ch.pending == 0 {
 		return
 	}

@@ -338,6 +338,15 @@ func (p deafPool) GetContext(ctx context.Context) (redis.Conn, error) {
 
 type deafConn struct{ redis.ConnWithContext }
 
+// Close ends the connection underneath, which the pool then drops, as
+// the listener's close does with a connection that can receive.
+func (c deafConn) Close() error {
+	ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+	defer cancel()
+	_, _ = c.ConnWithContext.ReceiveContext(ctx) // redigo ends a connection whose ctx has expired
+	return c.ConnWithContext.Close()
+}
+
 func (deafConn) ReceiveContext(context.Context) (any, error) { return nil, errors.New("deaf") }
 
 // Without wake-ups, waiters never join a queue and get the lock on their
@@ -479,7 +488,7 @@ func (r *rig) subscriberIDs() string {
 	}
 	var ids []string
 	for _, line := range strings.Split(list, "\n") {
-		if strings.Contains(line, " sub=") && !strings.Contains(line, " sub=0 ") {
+		if strings.Contains(line, " flags=P ") { // SUBSCRIBE or SSUBSCRIBE
 			ids = append(ids, strings.Fields(line)[0])
 		}
 	}

@@ -1,9 +1,16 @@
 package redistest
 
-import "syscall"
+import (
+	"os"
+	"syscall"
+)
 
 // sysProcAttr makes the kernel kill redis-server if the test binary dies
 // without calling Stop.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+const sigStop, sigCont = syscall.SIGSTOP, syscall.SIGCONT
+
+func signal(p *os.Process, sig syscall.Signal) error { return p.Signal(sig) }

@@ -2,6 +2,18 @@
 
 package redistest
 
-import "syscall"
+import (
+	"errors"
+	"os"
+	"syscall"
+)
 
 func sysProcAttr() *syscall.SysProcAttr { return nil }
+
+// Pause and Resume need SIGSTOP and SIGCONT, which only the Linux build
+// sends.
+const sigStop, sigCont syscall.Signal = 0, 0
+
+func signal(*os.Process, syscall.Signal) error {
+	return errors.New("redistest: Pause and Resume need Linux")
+}

@@ -1,10 +1,11 @@
 // Package redistest starts throwaway redis-server processes on free
 // loopback ports for tests.
 //
-// A test that needs Redis calls Shared (one server per test binary) or
-// Start (a server of its own). When redis-server is not on PATH the test is
-// skipped, or fails when UNCOMPLICATED_REQUIRE_REDIS=1. Test binaries call
-// Main from TestMain so that no server outlives them.
+// A test that needs Redis calls Shared (one server per test binary), Start
+// (a server of its own), StartCluster (a Redis Cluster) or StartSentinel (a
+// master and replica watched by sentinels). When redis-server is not on PATH
+// the test is skipped, or fails when UNCOMPLICATED_REQUIRE_REDIS=1. Test
+// binaries call Main from TestMain so that no server outlives them.
 package redistest
 
 import (
@@ -14,7 +15,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,13 +28,17 @@ import (
 // RequireEnv makes a missing redis-server fail tests instead of skipping them.
 const RequireEnv = "UNCOMPLICATED_REQUIRE_REDIS"
 
-// A Server is a running redis-server.
+// A Server is a running redis-server (or redis-sentinel). Its methods that
+// change the process (Stop, Restart, Kill, Revive, Pause, Resume) must not
+// run concurrently with each other or with a Cluster's or Sentinel's
+// methods.
 type Server struct {
-	Addr string   // 127.0.0.1:port
-	argv []string // redis-server and its arguments, for Restart
-	cmd  *exec.Cmd
-	dir  string
-	done chan struct{} // closed when the process has exited
+	Addr   string   // 127.0.0.1:port
+	argv   []string // the program and its arguments, for Revive
+	cmd    *exec.Cmd
+	dir    string
+	done   chan struct{} // closed when the process has exited
+	paused bool          // stopped by Pause, not yet resumed
 }
 
 var (
@@ -46,7 +53,7 @@ func Shared(tb testing.TB) *Server {
 	mu.Lock()
 	defer mu.Unlock()
 	if shared == nil {
-		s, err := launch()
+		s, err := launch("redis-server", after())
 		if err != nil {
 			fail(tb, err)
 		}
@@ -60,7 +67,7 @@ func Shared(tb testing.TB) *Server {
 func Start(tb testing.TB, args ...string) *Server {
 	tb.Helper()
 	mu.Lock()
-	s, err := launch(args...)
+	s, err := launch("redis-server", after(args...))
 	mu.Unlock()
 	if err != nil {
 		fail(tb, err)
@@ -75,7 +82,7 @@ func Start(tb testing.TB, args ...string) *Server {
 func Launch(args ...string) (*Server, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	return launch(args...)
+	return launch("redis-server", after(args...))
 }
 
 // Main runs a test binary's tests and then stops its servers: call it from
@@ -105,16 +112,29 @@ func fail(tb testing.TB, err error) {
 	tb.Fatalf("redistest: %v", err)
 }
 
-// launch starts redis-server on a free port, trying a few ports in case
-// another process takes the one picked. The caller holds mu.
-func launch(args ...string) (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
+// A setup returns a server's arguments besides the common ones (port, bind,
+// dir, no persistence, log file): those before them, such as a config file,
+// and those after them. It may write files into the server's directory dir
+// and pick more ports; it runs again for each port launch tries.
+type setup func(dir string) (before, after []string, err error)
+
+// after is the setup of a server whose only own arguments are args, after
+// the common ones.
+func after(args ...string) setup {
+	return func(string) ([]string, []string, error) { return nil, args, nil }
+}
+
+// launch starts program bin (redis-server or redis-sentinel) on a free port,
+// trying a few ports in case another process takes the one picked. The
+// caller holds mu.
+func launch(bin string, set setup) (*Server, error) {
+	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, err
 	}
 	for range 5 {
 		var s *Server
-		if s, err = launchOnce(bin, args); err == nil {
+		if s, err = launchOnce(path, set); err == nil {
 			started = append(started, s)
 			return s, nil
 		}
@@ -122,13 +142,18 @@ func launch(args ...string) (*Server, error) {
 	return nil, err
 }
 
-func launchOnce(bin string, args []string) (*Server, error) {
+func launchOnce(bin string, set setup) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
+		return nil, err
+	}
+	before, args, err := set(dir)
+	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	base := []string{
@@ -138,7 +163,7 @@ func launchOnce(bin string, args []string) (*Server, error) {
 	}
 	s := &Server{
 		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		argv: append(append([]string{bin}, base...), args...), dir: dir,
+		argv: slices.Concat([]string{bin}, before, base, args), dir: dir,
 	}
 	if err := s.start(); err != nil {
 		os.RemoveAll(dir)
@@ -161,22 +186,69 @@ func (s *Server) start() error {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	s.cmd, s.done = cmd, done
+	s.cmd, s.done, s.paused = cmd, done, false
 	return nil
 }
 
 // Restart kills the server with SIGKILL, as a crash would, and starts it
 // again on the same port with the same directory and arguments, so that it
 // loads what it had persisted (start it with "--appendonly", "yes" for
-// that). It returns once the new process answers PING, or an error that
-// includes its log. It must not run concurrently with Stop or Restart.
+// that; a cluster node rejoins with its nodes.conf). It returns once the new
+// process answers PING, or an error that includes its log.
 func (s *Server) Restart() error {
+	s.Kill()
+	return s.Revive()
+}
+
+// Kill kills the server with SIGKILL, as a crash would, and keeps its
+// directory for Revive.
+func (s *Server) Kill() {
 	_ = s.cmd.Process.Kill()
 	<-s.done
+}
+
+// Revive starts a killed server again as Restart does. It returns an error
+// if the server is running.
+func (s *Server) Revive() error {
+	if !s.exited() {
+		return fmt.Errorf("redistest: revive %s: it is running", s.Addr)
+	}
 	if err := s.start(); err != nil {
 		return err
 	}
 	return s.awaitReady(5 * time.Second)
+}
+
+// Pause stops the server with SIGSTOP, as a long stall would: connections
+// to it open but get no reply. Resume continues it.
+func (s *Server) Pause() error {
+	if err := signal(s.cmd.Process, sigStop); err != nil {
+		return err
+	}
+	s.paused = true
+	return nil
+}
+
+// Resume continues a paused server with SIGCONT.
+func (s *Server) Resume() error {
+	if err := signal(s.cmd.Process, sigCont); err != nil {
+		return err
+	}
+	s.paused = false
+	return nil
+}
+
+// up reports whether the server's process runs and is not paused, so that
+// it should answer.
+func (s *Server) up() bool { return !s.exited() && !s.paused }
+
+func (s *Server) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func freePort() (int, error) {
@@ -189,26 +261,90 @@ func freePort() (int, error) {
 }
 
 func (s *Server) awaitReady(limit time.Duration) error {
+	err := await(limit, s.done, func() error { _, err := s.do("PING"); return err })
+	if s.exited() {
+		return fmt.Errorf("%s on %s exited at start; log:\n%s", filepath.Base(s.argv[0]), s.Addr, s.log())
+	}
+	if err != nil {
+		return fmt.Errorf("%s on %s not ready: %w; log:\n%s", filepath.Base(s.argv[0]), s.Addr, err, s.log())
+	}
+	return nil
+}
+
+// await calls try every few milliseconds until it returns nil, stop is
+// closed or limit has passed, and returns try's last error, saying after how
+// long.
+func await(limit time.Duration, stop <-chan struct{}, try func() error) error {
 	deadline := time.Now().Add(limit)
 	for {
-		c, err := redis.Dial("tcp", s.Addr, redis.DialConnectTimeout(time.Second))
+		err := try()
 		if err == nil {
-			_, err = c.Do("PING")
-			c.Close()
-			if err == nil {
-				return nil
-			}
+			return nil
 		}
 		select {
-		case <-s.done:
-			return fmt.Errorf("redis-server on %s exited at start; log:\n%s", s.Addr, s.log())
+		case <-stop:
+			return err
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on %s not ready after %v: %w; log:\n%s", s.Addr, limit, err, s.log())
+			return fmt.Errorf("after %v: %w", limit, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// do runs one command on a new connection, with timeouts so that a dead or
+// paused server makes it fail rather than hang.
+func (s *Server) do(cmd string, args ...any) (any, error) {
+	c, err := s.dial()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Do(cmd, args...)
+}
+
+func (s *Server) dial() (redis.Conn, error) {
+	return redis.Dial("tcp", s.Addr, redis.DialConnectTimeout(time.Second),
+		redis.DialReadTimeout(10*time.Second), redis.DialWriteTimeout(time.Second))
+}
+
+// role returns the role INFO gives, "master" or "slave", or "" when the
+// server does not answer.
+func (s *Server) role() string {
+	info, _ := redis.String(s.do("INFO", "replication"))
+	return field(info, "role")
+}
+
+// linkUp returns nil once replica r is in sync with its master.
+func linkUp(r *Server) error {
+	info, err := redis.String(r.do("INFO", "replication"))
+	if err != nil {
+		return fmt.Errorf("%s: INFO: %w", r.Addr, err)
+	}
+	if field(info, "master_link_status") != "up" {
+		return fmt.Errorf("%s: replication link not up", r.Addr)
+	}
+	return nil
+}
+
+// field returns a field of an INFO reply, or "".
+func field(info, name string) string {
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
+
+// logs returns the logs of servers, each under its address.
+func logs(servers []*Server) string {
+	var b strings.Builder
+	for _, s := range servers {
+		fmt.Fprintf(&b, "--- %s:\n%s", s.Addr, s.log())
+	}
+	return b.String()
 }
 
 // log returns the server's log file.

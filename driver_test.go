@@ -1,0 +1,178 @@
+package uncomplicated
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/benbjohnson/clock"
+	"github.com/gomodule/redigo/redis"
+)
+
+// The seam for other Redis clients, and what every driver shares: the
+// events of a listening connection, error replies and command timeouts.
+
+func TestPubSubEvent(t *testing.T) {
+	for _, tc := range []struct {
+		reply any
+		want  Event
+		err   bool
+	}{
+		{"PONG", Event{}, false},
+		{[]any{[]byte("pong"), []byte("")}, Event{}, false},
+		{[]any{[]byte("message"), []byte("c"), []byte("t 2")}, Event{Kind: EventMessage, Channel: "c", Data: []byte("t 2")}, false},
+		{[]any{[]byte("smessage"), []byte("c"), []byte("t 2")}, Event{Kind: EventMessage, Channel: "c", Data: []byte("t 2")}, false},
+		{[]any{[]byte("subscribe"), []byte("c"), int64(1)}, Event{Kind: EventSubscribed, Channel: "c"}, false},
+		{[]any{[]byte("ssubscribe"), []byte("c"), int64(1)}, Event{Kind: EventSubscribed, Channel: "c"}, false},
+		{[]any{[]byte("unsubscribe"), []byte("c"), int64(0)}, Event{Kind: EventUnsubscribed, Channel: "c"}, false},
+		{[]any{[]byte("sunsubscribe"), []byte("c"), int64(0)}, Event{Kind: EventUnsubscribed, Channel: "c"}, false},
+		{[]any{[]byte("pmessage"), []byte("p"), []byte("c"), []byte("x")}, Event{}, true},
+		{[]any{[]byte("sunsubscribe"), nil, int64(0)}, Event{}, true},
+		{[]any{[]byte("message")}, Event{}, true},
+		{int64(3), Event{}, true},
+		{nil, Event{}, true},
+	} {
+		got, err := pubSubEvent(tc.reply)
+		if (err != nil) != tc.err || got.Kind != tc.want.Kind || got.Channel != tc.want.Channel || string(got.Data) != string(tc.want.Data) {
+			t.Errorf("pubSubEvent(%v) = %+v, %v; want %+v, error %v", tc.reply, got, err, tc.want, tc.err)
+		}
+		if tc.err && !errors.Is(err, ErrUnexpectedReply) {
+			t.Errorf("pubSubEvent(%v) = %v; want ErrUnexpectedReply", tc.reply, err)
+		}
+	}
+}
+
+// recordingSub records what is sent on a listening connection.
+type recordingSub struct{ sent []string }
+
+func (s *recordingSub) Subscribe(c string)   { s.sent = append(s.sent, "sub "+c) }
+func (s *recordingSub) Unsubscribe(c string) { s.sent = append(s.sent, "unsub "+c) }
+func (s *recordingSub) Ping()                {}
+func (s *recordingSub) Close()               {}
+func (s *recordingSub) Receive(ctx context.Context) (Event, error) {
+	<-ctx.Done()
+	return Event{}, ctx.Err()
+}
+
+// A Cluster ends the subscriptions to the channels of a slot that moves;
+// the Client subscribes again, which reaches the slot's new master, and
+// its waiters count as unheard until Redis confirms.
+func TestWakeups_followsMovedSlot(t *testing.T) {
+	w := newWakeups(nil, clock.New(), 0)
+	sub := &recordingSub{}
+	w.conn = sub
+	l := w.listen("c", "token", false)
+	w.confirm(Event{Kind: EventSubscribed, Channel: "c"})
+	if confirmed, _, _, _ := l.state(); !confirmed {
+		t.Fatal("not confirmed after the subscription")
+	}
+	w.confirm(Event{Kind: EventUnsubscribed, Channel: "c"}) // the slot moved
+	if confirmed, coming, _, _ := l.state(); confirmed || !coming {
+		t.Errorf("state after Redis unsubscribed = %v, %v; want unconfirmed, coming", confirmed, coming)
+	}
+	if want := []string{"sub c", "sub c"}; !slices.Equal(sub.sent, want) {
+		t.Errorf("sent %q; want %q", sub.sent, want)
+	}
+	w.confirm(Event{Kind: EventSubscribed, Channel: "c"})
+	if confirmed, _, _, _ := l.state(); !confirmed {
+		t.Error("not confirmed after the new subscription")
+	}
+
+	// An unsubscription the Client asked for is only counted.
+	defer func(n int) { maxIdleChannels = n }(maxIdleChannels)
+	maxIdleChannels = 0
+	l.close(nil) // no idle channels kept: UNSUBSCRIBE at once
+	w.confirm(Event{Kind: EventUnsubscribed, Channel: "c"})
+	if want := []string{"sub c", "sub c", "unsub c"}; !slices.Equal(sub.sent, want) {
+		t.Errorf("sent %q; want %q", sub.sent, want)
+	}
+	if _, ok := w.chans["c"]; ok {
+		t.Error("channel kept after its unsubscription was confirmed")
+	}
+}
+
+// redisErr is an error reply as go-redis has them.
+type redisErr string
+
+func (e redisErr) Error() string { return string(e) }
+func (redisErr) RedisError()     {}
+
+func TestReplyError(t *testing.T) {
+	if err := replyError(nil); err != nil {
+		t.Errorf("replyError(nil) = %v", err)
+	}
+	var se *serverError
+	if err := replyError(redisErr("LOADING Redis is loading")); !errors.As(err, &se) || !loading(err) {
+		t.Errorf("replyError(LOADING) = %#v; want a *serverError that reads as LOADING", err)
+	}
+	cut := errors.New("connection reset")
+	if err := replyError(cut); err != cut || !mayHaveRun(true, err) {
+		t.Errorf("replyError(%v) = %v; want it as it is, a reply that may be lost", cut, err)
+	}
+}
+
+// silentDriver is a Driver of a server that never answers.
+type silentDriver struct{}
+
+func (silentDriver) Eval(ctx context.Context, _ *Script, _ []string, _ []any) (any, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (silentDriver) EvalWait(ctx context.Context, _ *Script, _ []string, _ []any, _ int, _ time.Duration) (any, int64, error) {
+	<-ctx.Done()
+	return nil, 0, ctx.Err()
+}
+
+func (silentDriver) Do(ctx context.Context, _ []string, _ string, _ ...any) (any, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (silentDriver) Listen(ctx context.Context, _ bool) (Subscription, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// A Driver's call is bounded by the command timeout, and says so as the
+// redigo driver does; the caller's own deadline says its own.
+func TestNewDriverClient_commandTimeout(t *testing.T) {
+	c := NewDriverClient(silentDriver{}, WithCommandTimeout(20*time.Millisecond))
+	defer c.Close()
+	m, err := c.Named("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(context.Background()); !errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lock = %v; want os.ErrDeadlineExceeded, not the ctx's", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotObtained) {
+		t.Errorf("Lock under a shorter ctx = %v; want the ctx's DeadlineExceeded and ErrNotObtained", err)
+	}
+	if _, err := NewDriverClient(nil).Named("x"); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("Named on a nil Driver = %v; want ErrInvalidArgument", err)
+	}
+}
+
+// The redigo driver ends a listening connection rather than give it back
+// to the pool: redigo would hand it out still subscribed.
+func TestRedigoSub_closeEndsConnection(t *testing.T) {
+	srv := miniredis.RunT(t)
+	pool := &redis.Pool{MaxIdle: 4, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", srv.Addr()) }}
+	defer pool.Close()
+	sub, err := (&redigoDriver{pool: pool}).listen(context.Background(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub.Subscribe("c")
+	sub.Close()
+	if n := pool.IdleCount(); n != 0 {
+		t.Errorf("%d idle connections after Close; want the listening one dropped", n)
+	}
+}

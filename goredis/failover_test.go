@@ -1,0 +1,134 @@
+package goredis_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+// A replica takes over from its master during a run, by CLUSTER FAILOVER
+// or SENTINEL FAILOVER: the restart watch checks the holds on the node
+// that is new to them, and locks go on being acquired and released.
+
+// The key of a hold vanishes on its master, and the change reaches the
+// replica; no call of the holder notices, and the restart watch, which has
+// already seen the master, does not look. Once the replica has taken over,
+// the watch finds a node it has not seen, checks the hold and closes its
+// Lost channel. Meanwhile and after, goroutines lock and unlock.
+func TestCluster_failover(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 1)
+	rdb := clusterClient(t, cl)
+	c := goredis.NewClient(rdb, uncomplicated.WithTimeout(2*time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	ms := onEachMaster(t, cl, c, "failover")
+	held := onEachMaster(t, cl, c, "held")[0]
+	replica := cl.Replicas[0] // Masters[0]'s
+	failover(t, rdb, ms, held, func() error { return cl.Failover(replica) })
+	if owner := ownerOf(t, cl, held.Name()); owner != replica {
+		t.Errorf("the lock's slot is on %s after the failover; want the replica %s", owner.Addr, replica.Addr)
+	}
+}
+
+// The same through Sentinel: the master and its replica swap roles.
+func TestSentinel_failover(t *testing.T) {
+	s := redistest.StartSentinel(t)
+	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.Addrs()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := goredis.NewClient(rdb, uncomplicated.WithTimeout(2*time.Second))
+	t.Cleanup(func() { _ = c.Close() })
+	var ms []*uncomplicated.Mutex
+	for _, name := range []string{"a", "b", "c"} {
+		m, err := c.Named("failover-" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, m)
+	}
+	held, _ := c.Named("held")
+	failover(t, rdb, ms, held, s.Failover)
+	if addr, err := s.CurrentMaster(); err != nil || addr != s.Replica.Addr {
+		t.Errorf("master after the failover: %s, %v; want the replica %s", addr, err, s.Replica.Addr)
+	}
+}
+
+// failover holds held on the master that run fails over, while goroutines
+// lock and unlock ms; see TestCluster_failover.
+func failover(t *testing.T, rdb redis.UniversalClient, ms []*uncomplicated.Mutex, held *uncomplicated.Mutex, run func() error) {
+	t.Helper()
+	ctx := context.Background()
+	if err := held.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the restart watch reads the master's run_id
+	if _, err := do(ctx, rdb, held.Name(), "DEL", held.Name()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := do(ctx, rdb, held.Name(), "WAIT", 1, 5000); err != nil {
+		t.Fatal(err)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	counts := make([]int, len(ms))
+	for i, m := range ms {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+				err := m.Lock(lctx)
+				cancel()
+				if err != nil {
+					time.Sleep(50 * time.Millisecond) // the failover under way
+					continue
+				}
+				mu.Lock()
+				counts[i]++
+				mu.Unlock()
+				_ = m.Unlock(ctx)
+			}
+		}()
+	}
+	time.Sleep(1500 * time.Millisecond)
+	select {
+	case <-held.Lost():
+		t.Fatal("Lost closed before the failover: the watch checked a node it had seen")
+	default:
+	}
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(10 * time.Second):
+		t.Error("Lost still open 10s after the failover: the restart watch did not check the hold on its new node")
+	}
+	mu.Lock()
+	before := append([]int(nil), counts...)
+	mu.Unlock()
+	time.Sleep(2 * time.Second)
+	close(stop)
+	wg.Wait()
+	for i := range ms {
+		if counts[i] <= before[i] {
+			t.Errorf("lock %s: %d acquisitions before the failover ended, %d after 2s more; want more", ms[i].Name(), before[i], counts[i])
+		}
+	}
+	if err := held.Unlock(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Errorf("Unlock of the vanished hold = %v; want ErrNotHeld", err)
+	}
+}

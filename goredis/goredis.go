@@ -1,0 +1,168 @@
+// Package goredis runs the locks of package uncomplicated on go-redis
+// (github.com/redis/go-redis/v9): on one Redis node, on a master that
+// Sentinel watches (redis.NewFailoverClient) and on Redis Cluster.
+//
+//	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+//	locks := goredis.NewClient(rdb)
+//	defer locks.Close()
+//	m, err := locks.New(order)
+//
+// Every key of one lock shares a hash tag, so each script runs on the
+// node that owns its slot; wake-ups use sharded pub/sub, with one
+// listening connection per master that owns a slot with waiters.
+package goredis
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+)
+
+// NewClient returns a Client whose locks talk to Redis through rdb: a
+// *redis.Client, a *redis.ClusterClient, or a Sentinel-backed
+// *redis.Client from redis.NewFailoverClient (any redis.UniversalClient).
+// opts are the defaults of every lock it makes, as for
+// uncomplicated.NewClient. It never closes rdb; Client.Close stops only
+// the lock client.
+func NewClient(rdb redis.UniversalClient, opts ...uncomplicated.Option) *uncomplicated.Client {
+	if rdb == nil {
+		return uncomplicated.NewDriverClient(nil, opts...)
+	}
+	return uncomplicated.NewDriverClient(NewDriver(rdb), opts...)
+}
+
+// NewDriver returns the uncomplicated.Driver of rdb, for code that wraps
+// it (to count or fail calls in tests, say).
+func NewDriver(rdb redis.UniversalClient) uncomplicated.Driver {
+	d := &driver{rdb: rdb}
+	d.cluster, _ = rdb.(*redis.ClusterClient)
+	return d
+}
+
+// driver is the uncomplicated.Driver of a go-redis client.
+type driver struct {
+	rdb     redis.UniversalClient
+	cluster *redis.ClusterClient // rdb, when it is one
+}
+
+func (d *driver) Eval(ctx context.Context, s *uncomplicated.Script, keys []string, args []any) (any, error) {
+	reply, err := d.rdb.EvalSha(ctx, s.SHA1(), keys, args...).Result()
+	if noScript(err) {
+		reply, err = d.rdb.Eval(ctx, s.Source(), keys, args...).Result()
+	}
+	return result(reply, err)
+}
+
+// EvalWait sends the script and WAIT in one pipeline, which go-redis
+// writes on one connection; on a Cluster, to the master of the keys' slot.
+func (d *driver) EvalWait(ctx context.Context, s *uncomplicated.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+	reply, acked, err := d.evalWait(ctx, s, false, keys, args, replicas, timeout)
+	if moved(err) && d.cluster != nil { // a slot moved: learn where, and try once more
+		d.cluster.ReloadState(ctx)
+		reply, acked, err = d.evalWait(ctx, s, false, keys, args, replicas, timeout)
+	}
+	if noScript(err) {
+		reply, acked, err = d.evalWait(ctx, s, true, keys, args, replicas, timeout)
+	}
+	reply, err = result(reply, err)
+	return reply, acked, err
+}
+
+// evalWait runs EVALSHA (EVAL with source) and WAIT.
+func (d *driver) evalWait(ctx context.Context, s *uncomplicated.Script, source bool, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+	node, err := d.node(ctx, keys)
+	if err != nil {
+		return nil, 0, err
+	}
+	var eval *redis.Cmd
+	var wait *redis.IntCmd
+	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if source {
+			eval = p.Eval(ctx, s.Source(), keys, args...)
+		} else {
+			eval = p.EvalSha(ctx, s.SHA1(), keys, args...)
+		}
+		wait = redis.NewIntCmd(ctx, "WAIT", replicas, timeout.Milliseconds())
+		_ = p.Process(ctx, wait)
+		return nil
+	})
+	if err := eval.Err(); err != nil {
+		return nil, 0, err
+	}
+	if err != nil {
+		return eval.Val(), 0, err
+	}
+	return eval.Val(), wait.Val(), nil
+}
+
+// Do runs cmd through rdb, which routes a command whose first argument is
+// keys[0] by that key and follows redirections; a command about the node
+// rather than a key (INFO) goes to the master that owns keys[0].
+func (d *driver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
+	all := append([]any{cmd}, args...)
+	if d.cluster == nil || len(keys) == 0 || len(args) > 0 && args[0] == keys[0] {
+		return result(d.rdb.Do(ctx, all...).Result())
+	}
+	node, err := d.cluster.MasterForKey(ctx, keys[0])
+	if err != nil {
+		return nil, err
+	}
+	return result(node.Do(ctx, all...).Result())
+}
+
+// node is the client that runs calls about keys on one connection: rdb, or
+// on a Cluster the master of their slot.
+func (d *driver) node(ctx context.Context, keys []string) (redis.Cmdable, error) {
+	if d.cluster == nil || len(keys) == 0 {
+		return d.rdb, nil
+	}
+	return d.cluster.MasterForKey(ctx, keys[0])
+}
+
+// result reads a reply as package uncomplicated does: bulk strings as
+// []byte, go-redis's redis.Nil as a nil reply, and RESP3's booleans as
+// RESP2 has them.
+func result(reply any, err error) (any, error) {
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return convert(reply), nil
+}
+
+func convert(v any) any {
+	switch v := v.(type) {
+	case string:
+		return []byte(v)
+	case bool:
+		if v {
+			return int64(1)
+		}
+		return nil
+	case []any:
+		out := make([]any, len(v))
+		for i, e := range v {
+			out[i] = convert(e)
+		}
+		return out
+	}
+	return v
+}
+
+// noScript reports Redis's NOSCRIPT error.
+func noScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT ")
+}
+
+// moved reports a Cluster's MOVED error: the slot is another node's.
+func moved(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) && strings.HasPrefix(err.Error(), "MOVED ")
+}

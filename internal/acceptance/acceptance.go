@@ -1,0 +1,67 @@
+// Package acceptance holds the acceptance tests of the public API on a real
+// Redis deployment: what every deployment must do alike, whichever
+// constructor reaches it (uncomplicated.NewClient over a redigo Pool,
+// goredis.NewClient over go-redis) and whatever it is (a single node,
+// Sentinel, Redis Cluster). A test binary describes its deployment and calls
+// Run; this package starts no servers.
+package acceptance
+
+import (
+	"testing"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+)
+
+// A Deployment is a Redis deployment reached through one constructor.
+type Deployment struct {
+	// Name names the deployment in failure messages.
+	Name string
+	// NewClient returns a new Client on the deployment with opts; the suite closes it.
+	NewClient func(t *testing.T, opts ...uncomplicated.Option) *uncomplicated.Client
+	// Do runs one raw command on the node that owns key (for checks and for
+	// simulating crashed holders, e.g. setting a key's TTL or deleting it);
+	// key "" for a keyless command. key only picks the node: the command's
+	// arguments are all in args. Do returns the reply as Redis sent it
+	// (integers as int64, bulk strings as []byte or string, arrays as []any),
+	// a nil reply as (nil, nil), and errors instead of failing t: the suite
+	// calls it from other goroutines too.
+	Do func(t *testing.T, key string, cmd string, args ...any) (any, error)
+}
+
+// Run runs every acceptance test as subtests of t, one after the other:
+// some measure how long a waiter waits, and would slow each other down.
+func Run(t *testing.T, d Deployment) {
+	t.Helper()
+	if d.Name == "" || d.NewClient == nil || d.Do == nil {
+		t.Fatalf("acceptance: Deployment %q needs a Name, NewClient and Do", d.Name)
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { tc.run(t, d) })
+	}
+}
+
+// tests are the acceptance tests, by subtest name.
+var tests = []struct {
+	name string
+	run  func(*testing.T, Deployment)
+}{
+	{"Mutex_lockWorks", mutexLockWorks},
+	{"Mutex_sequentialAccess", mutexSequentialAccess},
+	{"Mutex_notOverwritten", mutexNotOverwritten},
+	{"Mutex_exclusion", mutexExclusion},
+	{"Mutex_TryLock", mutexTryLock},
+	{"Mutex_lease", mutexLease},
+	{"Mutex_fenceCounter", mutexFenceCounter},
+	{"Mutex_brokenFence", mutexBrokenFence},
+	{"Mutex_staleHolder_Fail", mutexStaleHolderFail},
+	{"Mutex_staleHolder_TakeOver", mutexStaleHolderTakeOver},
+	{"crashedHolders", crashedHolders},
+	{"Client_closed", clientClosed},
+	{"RWMutex_exclusion", rwMutexExclusion},
+	{"RWMutex_writerNotStarved", rwMutexWriterNotStarved},
+	{"Semaphore_neverMoreThanN", semaphoreNeverMoreThanN},
+	{"Semaphore_takeOverRace", semaphoreTakeOverRace},
+	{"Semaphore_leaseScore", semaphoreLeaseScore},
+	{"queueOrder", queueOrder},
+	{"RWMutex_readerBatch", rwMutexReaderBatch},
+}
