@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ func TestCluster_failover(t *testing.T) {
 	held := onEachMaster(t, cl, c, "held")[0]
 	replica := cl.Replicas[0] // Masters[0]'s
 	failover(t, rdb, ms, held, func() error { return cl.Failover(replica) })
+	replicated(t, c, ms[0])
 	if owner := ownerOf(t, cl, held.Name()); owner != replica {
 		t.Errorf("the lock's slot is on %s after the failover; want the replica %s", owner.Addr, replica.Addr)
 	}
@@ -54,6 +56,7 @@ func TestSentinel_failover(t *testing.T) {
 	}
 	held, _ := c.Named("held")
 	failover(t, rdb, ms, held, s.Failover)
+	replicated(t, c, ms[0])
 	if addr, err := s.CurrentMaster(); err != nil || addr != s.Replica.Addr {
 		t.Errorf("master after the failover: %s, %v; want the replica %s", addr, err, s.Replica.Addr)
 	}
@@ -130,5 +133,31 @@ func failover(t *testing.T, rdb redis.UniversalClient, ms []*uncomplicated.Mutex
 	}
 	if err := held.Unlock(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {
 		t.Errorf("Unlock of the vanished hold = %v; want ErrNotHeld", err)
+	}
+}
+
+// replicated checks WithReplicas on the lock of m, whose master has one
+// replica: an acquisition returns once the replica has it; one that asks
+// for two fails and gives the lock back.
+func replicated(t *testing.T, c *uncomplicated.Client, m *uncomplicated.Mutex) {
+	t.Helper()
+	ctx := context.Background()
+	name := strings.TrimPrefix(m.Name(), "lock:")
+	one, _ := c.Named(name, uncomplicated.WithReplicas(1, 5*time.Second))
+	if err := one.Lock(ctx); err != nil {
+		t.Fatalf("Lock with 1 replica of 1: %v", err)
+	}
+	if err := one.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	two, _ := c.Named(name, uncomplicated.WithReplicas(2, 100*time.Millisecond))
+	if err := two.Lock(ctx); !errors.Is(err, uncomplicated.ErrNotReplicated) {
+		t.Fatalf("Lock with 2 replicas of 1 = %v; want ErrNotReplicated", err)
+	}
+	if ok, err := m.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock after the failed acquisition = %v, %v; want the lock given back", ok, err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
