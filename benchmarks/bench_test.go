@@ -14,19 +14,27 @@ func TestMain(m *testing.M) { redistest.Main(m) }
 
 // BenchmarkUncontended times one lock+unlock of each Redis row's lock by
 // one goroutine: RLock+RUnlock and Acquire+Release for the RW read and
-// Semaphore rows.
+// Semaphore rows; the cluster row's on a Cluster of its own.
 func BenchmarkUncontended(b *testing.B) {
 	s := redistest.Shared(b)
 	cfg, err := parseFlags(nil, io.Discard) // the defaults, for the permits
 	if err != nil {
 		b.Fatal(err)
 	}
+	var cluster *redistest.Cluster // started for the first cluster row
 	for _, r := range allRows() {
 		if r.inProcess {
 			continue
 		}
+		addr := s.Addr
+		if r.cluster {
+			if cluster == nil {
+				cluster = redistest.StartCluster(b, clusterMasters, 0)
+			}
+			addr = cluster.Masters[0].Addr
+		}
 		b.Run(r.name, func(b *testing.B) {
-			lockers, closeAll, err := r.open(s.Addr, r.key(), 1, cfg.semPermits())
+			lockers, closeAll, err := r.open(addr, r.key(), 1, cfg.semPermits())
 			if err != nil {
 				b.Fatal(err)
 			}

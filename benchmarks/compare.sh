@@ -2,13 +2,17 @@
 # compare.sh compares the Mutex of an older commit with the library as it
 # is in the working tree, in one run of the same harness: it builds this
 # benchmark program twice, once against the working tree and once against
-# a git worktree of OLD_COMMIT (the replace of a copied go.mod, given with
+# a git worktree of OLD_COMMIT (the replaces of a copied go.mod, given with
 # -modfile), runs the two binaries alternately with
 # -only uncomplicated -scale 0 -json and any further flags given, ROUNDS
 # times each (default 3; odd rounds old first, even rounds new first), and
 # prints a markdown table of the medians of both and new ÷ old.
 #
 #	bash benchmarks/compare.sh OLD_COMMIT [flags of both binaries]
+#
+# OLD_COMMIT must have the goredis module and redistest.LaunchCluster, which
+# this program's go-redis and cluster rows need, though -only uncomplicated
+# runs neither.
 #
 # Progress and each run's JSON line go to stderr, the table to stdout.
 set -euo pipefail
@@ -43,6 +47,14 @@ git -C "$repo" worktree add --detach --quiet "$tmp/worktree" "$old"
 cp "$bench/go.mod" "$tmp/go.mod"
 cp "$bench/go.sum" "$tmp/go.sum"
 go mod edit -replace "$module=$tmp/worktree" "$tmp/go.mod"
+# This program needs OLD_COMMIT's goredis module and redistest.LaunchCluster,
+# for its go-redis and cluster rows.
+goredis="$tmp/worktree/goredis"
+if [[ ! -d $goredis ]] || ! grep -q '^func LaunchCluster' "$tmp/worktree/internal/redistest/cluster.go" 2>/dev/null; then
+	echo "${old:0:7} has no goredis module or no redistest.LaunchCluster, which this program needs" >&2
+	exit 1
+fi
+go mod edit -replace "$module/goredis=$goredis" "$tmp/go.mod"
 echo "building against ${new_label} and ${old:0:7}" >&2
 (cd "$bench" && go build -o "$tmp/bench-new" .)
 # -mod=mod lets the go command add to the copies what the old library needs.

@@ -2,7 +2,10 @@ module github.com/uncomplicated-mutex/uncomplicated/benchmarks
 
 go 1.26.0
 
-replace github.com/uncomplicated-mutex/uncomplicated => ..
+replace (
+	github.com/uncomplicated-mutex/uncomplicated => ..
+	github.com/uncomplicated-mutex/uncomplicated/goredis => ../goredis
+)
 
 require (
 	github.com/bsm/redislock v0.9.4
@@ -11,6 +14,7 @@ require (
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/uncomplicated-mutex/uncomplicated v0.0.0-00010101000000-000000000000
+	github.com/uncomplicated-mutex/uncomplicated/goredis v0.0.0-00010101000000-000000000000
 )
 
 require (

@@ -25,6 +25,8 @@ type result struct {
 	inProcess bool
 	own       bool   // one of our RWMutex and Semaphore rows, not a peer
 	ceiling   string // the in-process row it is compared with
+	base      string // the row it is compared with, if it is our Mutex on another client or deployment
+	cluster   bool   // ran on the Cluster
 	capacity  int    // holders allowed at once in the contended run
 	failed    error  // the row could not run; nothing below is set
 
@@ -48,7 +50,7 @@ type result struct {
 
 // runRow runs the uncontended and then the contended measurement of r.
 func (e *env) runRow(r row, cfg config) result {
-	res := result{name: r.name, inProcess: r.inProcess, own: r.own, ceiling: r.ceiling, capacity: r.capacity(cfg)}
+	res := result{name: r.name, inProcess: r.inProcess, own: r.own, ceiling: r.ceiling, base: r.base, cluster: r.cluster, capacity: r.capacity(cfg)}
 	if err := e.uncontended(r, cfg, &res); err != nil {
 		res.failed = err
 		return res
@@ -121,14 +123,15 @@ func (e *env) uncontended(r row, cfg config, res *result) error {
 	return nil
 }
 
-// interleave times the uncontended lock+unlock of rs in turn: one locker
-// each, one cycle of each row after the other, cfg.uncontended rounds, so
-// that the machine's drift, which moves the separate runs of the rows by
-// up to 2x, hits them alike. It returns the p50 of each row, in order.
-func (e *env) interleave(rs []row, cfg config) ([]time.Duration, error) {
+// interleave times the uncontended lock+unlock of rs in turn, each on its
+// deployment: one locker each, one cycle of each row after the other,
+// cfg.uncontended rounds, so that the machine's drift, which moves the
+// separate runs of the rows by up to 2x, hits them alike. It returns the
+// p50 of each row, in order.
+func (d *deployments) interleave(rs []row, cfg config) ([]time.Duration, error) {
 	lockers := make([]locker, len(rs))
 	for i, r := range rs {
-		ls, closeAll, err := r.open(e.addr, r.key()+"-interleaved", 1, cfg.semPermits())
+		ls, closeAll, err := r.open(d.on(r.cluster).addr, r.key()+"-interleaved", 1, cfg.semPermits())
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", r.name, err)
 		}

@@ -14,7 +14,7 @@ import (
 
 func testEnv(t *testing.T) *env {
 	t.Helper()
-	e, err := newEnv(redistest.Shared(t).Addr)
+	e, err := newEnv(false, redistest.Shared(t).Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,18 +22,36 @@ func testEnv(t *testing.T) *env {
 	return e
 }
 
-// TestRows runs every row briefly and checks that each acquired the lock,
-// never by more holders than it allows, and counted its commands and the
-// server's CPU time.
+// testCluster returns the env of a Cluster of its own, stopped at cleanup.
+func testCluster(t *testing.T) *env {
+	t.Helper()
+	c := redistest.StartCluster(t, clusterMasters, 0)
+	var addrs []string
+	for _, m := range c.Masters {
+		addrs = append(addrs, m.Addr)
+	}
+	e, err := newEnv(true, addrs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.close)
+	return e
+}
+
+// TestRows runs every row briefly, on the shared server or a Cluster, and
+// checks that each acquired the lock, never by more holders than it
+// allows, and counted its commands and the servers' CPU time.
 func TestRows(t *testing.T) {
-	e := testEnv(t)
-	if e.overhead != 1 {
-		t.Errorf("INFO adds %d commands to the count, want 1", e.overhead)
+	d := &deployments{server: testEnv(t), cluster: testCluster(t)}
+	for _, e := range []*env{d.server, d.cluster} {
+		if e.overhead != int64(len(e.nodes)) {
+			t.Errorf("%s: INFO adds %d commands to the count, want %d", e.name(), e.overhead, len(e.nodes))
+		}
 	}
 	cfg := config{duration: 300 * time.Millisecond, workers: 4, hold: time.Millisecond, think: time.Millisecond, uncontended: 20}
 	capacity := map[holders]int{exclusive: 1, shared: 4, permitted: 2}
 	for _, r := range allRows() {
-		res := e.runRow(r, cfg)
+		res := d.on(r.cluster).runRow(r, cfg)
 		switch {
 		case res.failed != nil:
 			t.Errorf("%s: %v", r.name, res.failed)
@@ -50,6 +68,9 @@ func TestRows(t *testing.T) {
 		}
 		if r.own && (r.ceiling == "" || !slices.ContainsFunc(allRows(), func(c row) bool { return c.name == r.ceiling && c.inProcess })) {
 			t.Errorf("%s: no in-process ceiling row %q", r.name, r.ceiling)
+		}
+		if r.base != "" && !slices.ContainsFunc(allRows(), func(b row) bool { return b.name == r.base && !b.inProcess && !b.own }) {
+			t.Errorf("%s: no base row %q", r.name, r.base)
 		}
 	}
 }
@@ -71,21 +92,22 @@ func TestOwnRows(t *testing.T) {
 }
 
 // TestInterleave checks that the interleaved run times every row it is
-// given, and gives the Mutex and each of our other rows their p50.
+// given, and gives the Mutex and each of our other rows on the server
+// their p50.
 func TestInterleave(t *testing.T) {
-	e := testEnv(t)
+	d := &deployments{server: testEnv(t)}
 	cfg := config{workers: 4, uncontended: 20}
 	var results []result
 	for _, r := range allRows() {
-		if r.name == ours || r.own || r.name == "redsync 1ms" {
-			results = append(results, result{name: r.name, own: r.own})
+		if !r.cluster && (r.name == ours || r.own || r.base != "" || r.name == "redsync 1ms") {
+			results = append(results, result{name: r.name, own: r.own, base: r.base})
 		}
 	}
-	if err := e.interleaveOwn(cfg, results); err != nil {
+	if err := d.interleaveOurs(cfg, results); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range results {
-		if got := r.interleaved > 0; got != (r.name == ours || r.own) {
+		if got := r.interleaved > 0; got != (r.name == ours || r.own || r.base != "") {
 			t.Errorf("%s: interleaved p50 %v", r.name, r.interleaved)
 		}
 	}
@@ -246,6 +268,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-only", "uncomplicated RW write"}, 0, false},
 		{[]string{"-json", "-only", "uncomplicated"}, 4, true},
 		{[]string{"-only", "nope"}, 0, false},
+		{[]string{"-only", "uncomplicated,uncomplicated go-redis,uncomplicated cluster", "-scale-cluster", "100"}, 4, true},
+		{[]string{"-scale-cluster", "-1"}, 0, false},
 	} {
 		cfg, err := parseFlags(c.args, io.Discard)
 		if (err == nil) != c.ok || c.ok && cfg.semPermits() != c.permits {
@@ -254,14 +278,48 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
-// TestScaleRun checks that every waiter of a small scale run acquires.
-func TestScaleRun(t *testing.T) {
-	res, err := testEnv(t).scaleRun(100)
-	if err != nil {
-		t.Fatal(err)
+func TestNeedsCluster(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true}, // every row
+		{[]string{"-only", "uncomplicated,uncomplicated go-redis"}, false},
+		{[]string{"-only", "uncomplicated cluster", "-json"}, true},
+		{[]string{"-only", "uncomplicated", "-scale-cluster", "100"}, true},
+		{[]string{"-only", "uncomplicated", "-scale-cluster", "100", "-json"}, false}, // -json skips the scale runs
+	} {
+		cfg, err := parseFlags(c.args, io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if got := cfg.needsCluster(); got != c.want {
+			t.Errorf("%v: needsCluster() = %v, want %v", c.args, got, c.want)
+		}
 	}
-	if res.acquired != 100 || res.early != 0 || res.errors != 0 {
-		t.Errorf("acquired %d of 100, %d before the unlocks, %d errors (first: %v)", res.acquired, res.early, res.errors, res.firstErr)
+}
+
+// TestScaleRun checks that every waiter of a small scale run acquires, on
+// the server and on a Cluster, where the locks spread over every master,
+// the waiting Client listens on one sharded pub/sub connection to each and
+// the holder on none.
+func TestScaleRun(t *testing.T) {
+	for _, e := range []*env{testEnv(t), testCluster(t)} {
+		res, err := e.scaleRun(100)
+		if err != nil {
+			t.Fatalf("%s: %v", e.name(), err)
+		}
+		if res.acquired != 100 || res.early != 0 || res.errors != 0 {
+			t.Errorf("%s: acquired %d of 100, %d before the unlocks, %d errors (first: %v)", e.name(), res.acquired, res.early, res.errors, res.firstErr)
+		}
+		if !e.cluster {
+			continue
+		}
+		for i, addr := range res.nodes {
+			if res.subscribers[i] != 1 || res.sharded[i] != 1 || res.keys[i] == 0 {
+				t.Errorf("%s: master %s: %d pub/sub connections, %d sharded, %d keys; want 1, 1 and some keys", e.name(), addr, res.subscribers[i], res.sharded[i], res.keys[i])
+			}
+		}
 	}
 }
 
@@ -280,6 +338,22 @@ func TestCPUTime(t *testing.T) {
 		if got != c.want || (err == nil) != c.ok {
 			t.Errorf("cpuTime(%q) = %v, %v; want %v, ok %v", c.text, got, err, c.want, c.ok)
 		}
+	}
+}
+
+// TestCPUTimeSum checks that cpuTime sums the replies of several nodes,
+// and fails when any of them lacks a field.
+func TestCPUTimeSum(t *testing.T) {
+	a := "# CPU\r\nused_cpu_sys:1.000000\r\nused_cpu_user:0.500000\r\n"
+	b := "# CPU\r\nused_cpu_sys:0.250000\r\nused_cpu_user:0.000001\r\n"
+	if got, err := cpuTime(a, b); got != 1750001*time.Microsecond || err != nil {
+		t.Errorf("cpuTime(a, b) = %v, %v; want 1.750001s, nil", got, err)
+	}
+	if got, err := cpuTime(); got != 0 || err != nil {
+		t.Errorf("cpuTime() = %v, %v; want 0, nil", got, err)
+	}
+	if _, err := cpuTime(a, "# CPU\r\nused_cpu_sys:1.0\r\n"); err == nil {
+		t.Errorf("cpuTime(a, no used_cpu_user): no error")
 	}
 }
 
@@ -306,15 +380,60 @@ func TestPrintJSON(t *testing.T) {
 	}
 }
 
-func TestSubscribed(t *testing.T) {
-	for line, want := range map[string]bool{
-		"id=3 addr=127.0.0.1:1 fd=8 name= sub=0 psub=0 ssub=0 multi=-1": false,
-		"id=4 addr=127.0.0.1:2 fd=9 name= sub=2 psub=0 ssub=0 multi=-1": true,
-		"id=5 addr=127.0.0.1:3 fd=9 name= sub=0 psub=1 multi=-1":        true,
+func TestSubscribedTo(t *testing.T) {
+	list := "id=3 addr=127.0.0.1:1 fd=8 name= sub=0 psub=0 ssub=0 multi=-1 cmd=client|list\n" +
+		"id=4 addr=127.0.0.1:2 fd=9 name= sub=2 psub=0 ssub=0 multi=-1 cmd=subscribe\n" +
+		"id=5 addr=127.0.0.1:3 fd=10 name= sub=0 psub=1 multi=-1 cmd=psubscribe\n" +
+		"id=6 addr=127.0.0.1:4 fd=11 name= sub=0 psub=0 ssub=4096 multi=-1 cmd=ssubscribe\n" +
+		"id=7 addr=127.0.0.1:5 fd=12 name=ssub=9 sub=1 psub=0 ssub=1 multi=-1 cmd=ssubscribe\n"
+	for _, c := range []struct {
+		kinds []string
+		want  int
+	}{
+		{[]string{channelSubs, patternSubs, shardSubs}, 4},
+		{[]string{shardSubs}, 2},
+		{[]string{channelSubs}, 2},
+		{nil, 0},
 	} {
-		if got := subscribed(line); got != want {
-			t.Errorf("subscribed(%q) = %v, want %v", line, got, want)
+		if got := subscribedTo(list, c.kinds...); got != c.want {
+			t.Errorf("subscribedTo(list, %q) = %d, want %d", c.kinds, got, c.want)
 		}
+	}
+	if got := subscribedTo("", shardSubs); got != 0 {
+		t.Errorf("subscribedTo(\"\", ssub) = %d, want 0", got)
+	}
+}
+
+// TestPrintBaseRatios checks that each row of our Mutex on another client
+// or deployment is divided by its base, and that a row whose base did not
+// run is left out.
+func TestPrintBaseRatios(t *testing.T) {
+	results := []result{
+		{name: ours, capacity: 1, lockUnlock: 100, interleaved: 100, handoffP50: 200, handoffs: 5, cpuPerAcq: 50, acquisitions: 10},
+		{name: ownGoredis, base: ours, capacity: 1, lockUnlock: 110, interleaved: 105, handoffP50: 180, handoffs: 5, cpuPerAcq: 60, acquisitions: 10},
+		{name: ownCluster, base: ownGoredis, cluster: true, capacity: 1, lockUnlock: 132, handoffP50: 270, handoffs: 5, cpuPerAcq: 180, acquisitions: 10},
+	}
+	var b strings.Builder
+	printBaseRatios(&b, results)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want a header, a rule and 2 rows:\n%s", len(lines), b.String())
+	}
+	for i, want := range []string{
+		"uncomplicated go-redis ÷ uncomplicated | 1.10× | 1.05× | 0.90×",
+		"uncomplicated cluster ÷ uncomplicated go-redis | 1.20× | -  | 1.50×",
+	} {
+		if got := strings.Join(strings.Fields(lines[2+i]), " "); !strings.Contains(got, strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("row %d = %q, want it to contain %q", i, lines[2+i], want)
+		}
+	}
+	if !strings.Contains(lines[3], "3.00×") {
+		t.Errorf("cluster row %q: want Redis CPU / acquisition 3.00×", lines[3])
+	}
+	b.Reset()
+	printBaseRatios(&b, results[1:])
+	if strings.Contains(b.String(), "go-redis ÷") {
+		t.Errorf("without the %s row:\n%s", ours, b.String())
 	}
 }
 

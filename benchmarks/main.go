@@ -5,13 +5,15 @@
 //
 //	cd benchmarks && go run . [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
 //	    [-uncontended 2000] [-only 'uncomplicated,redsync 1ms'] [-scale 10000]
-//	    [-permits 4] [-reads 0.9] [-json]
+//	    [-scale-cluster 0] [-permits 4] [-reads 0.9] [-json]
 //
 // It prints a header describing the machine, one markdown table with a row
 // per lock, the ratios of uncomplicated to the best other Redis lock, the
-// ratios of our RWMutex and Semaphore rows to our Mutex, the table of the
-// read-mostly mix, and the result of the scale run (-scale 0 skips it).
-// Progress goes to stderr.
+// ratios of our RWMutex and Semaphore rows to our Mutex, the ratios of our
+// Mutex on go-redis and on a Cluster to their bases, the table of the
+// read-mostly mix, and the results of the scale runs (-scale 0 skips the
+// one on the server; -scale-cluster N runs one on a Cluster). Progress
+// goes to stderr.
 //
 // Each row measures, in order:
 //
@@ -55,8 +57,21 @@
 //     from the latest Release call before it returned. Ceiling: chan
 //     semaphore, a buffered channel of permits slots.
 //
-// The ratio table that follows divides each of these rows by the Mutex
-// row: the uncontended lock+unlock and the hand-off for all of them; the
+// Our Mutex also runs through goredis.NewClient, on go-redis v9, in two
+// rows, each compared with its base:
+//
+//   - uncomplicated go-redis: on the same server, each locker a Client of
+//     its own over one go-redis client, as the uncomplicated row has one
+//     redigo pool. Base: uncomplicated (redigo).
+//   - uncomplicated cluster: on a Redis Cluster of 3 masters without
+//     replicas, which the run starts on loopback only when this row or the
+//     cluster scale run is asked for, over one *redis.ClusterClient. The
+//     one lock lives on one master. Commands and Redis CPU are summed over
+//     the masters (INFO of each), so the other two masters' idle work and
+//     the gossip between all three count too. Base: uncomplicated go-redis.
+//
+// The ratio table that follows the table of peers divides each of our
+// RWMutex and Semaphore rows by the Mutex row: the uncontended lock+unlock and the hand-off for all of them; the
 // p99 wait, the utilisation, the Redis CPU per acquisition and the spread
 // of acquisitions per worker (the most less the fewest) only for the two
 // rows that let one holder in, RWMutex writers only and Semaphore(1); and
@@ -65,6 +80,11 @@
 // interleaved: one locker of the Mutex and of each of these rows make one
 // lock+unlock each in turn, -uncontended rounds, so that the drift of a
 // noisy machine between the rows' runs, up to 2x, hits them alike.
+//
+// The next table divides each of the go-redis and cluster rows by its
+// base, in the same columns; those rows are interleaved too, so that the
+// interleaved lock+unlock of go-redis and of redigo, and of the Cluster
+// and of go-redis, come from one loop.
 //
 // The read-mostly mix then runs -workers workers, each with its own
 // client, on one lock for -duration: each acquisition is a read (RLock,
@@ -77,6 +97,14 @@
 // max wait of writes (Lock call to return), the Redis commands per
 // acquisition, and overlaps: a writer holding with anyone or a reader with
 // a writer, which must never happen.
+//
+// The scale run has one Client hold -scale locks while a second waits for
+// each in a goroutine of its own, then releases them all, over redigo on
+// the server. With -scale-cluster N it runs again with N locks on the
+// Cluster, over go-redis, the locks spread over the masters by slot. Both
+// report, taken while the waiters wait, the connections of each node that
+// have a subscription and of those the sharded ones (CLIENT LIST, ssub >
+// 0): one per node for the waiting Client, none for the holder.
 //
 // With -json, it prints each row of the contended table as one line of
 // JSON instead of the header and the tables, in the table's units, and
@@ -108,20 +136,20 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
 // config is what the flags set.
 type config struct {
-	duration    time.Duration // per contended run
-	workers     int
-	hold, think time.Duration
-	uncontended int      // lock+unlock iterations
-	only        []string // row names; empty means all
-	scale       int      // waiters in the scale run; 0 skips it
-	permits     int      // of the semaphore rows; 0 means half the workers
-	reads       float64  // the share of reads in the mix
-	json        bool     // print the contended rows as JSON lines, and nothing else
+	duration       time.Duration // per contended run
+	workers        int
+	hold, think    time.Duration
+	uncontended    int      // lock+unlock iterations
+	only           []string // row names; empty means all
+	scale          int      // waiters in the scale run; 0 skips it
+	scaleOnCluster int      // waiters in the scale run on the Cluster; 0 skips it
+	permits        int      // of the semaphore rows; 0 means half the workers
+	reads          float64  // the share of reads in the mix
+	json           bool     // print the contended rows as JSON lines, and nothing else
 }
 
 // semPermits returns the permits of the semaphore rows.
@@ -154,6 +182,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.uncontended, "uncontended", 2000, "lock+unlock iterations of the uncontended run")
 	only := fs.String("only", "", "comma-separated row names to run (default all)")
 	fs.IntVar(&cfg.scale, "scale", 10000, "waiting goroutines in the scale run; 0 skips it")
+	fs.IntVar(&cfg.scaleOnCluster, "scale-cluster", 0, "waiting goroutines in the scale run on a Cluster of 3 masters; 0 skips it")
 	fs.IntVar(&cfg.permits, "permits", 0, "permits of the semaphore rows (default half the workers, at least 1)")
 	fs.Float64Var(&cfg.reads, "reads", 0.9, "share of reads in the read-mostly mix")
 	fs.BoolVar(&cfg.json, "json", false, "print each row of the contended table as one JSON line instead of the tables; skips the interleaved, mix and scale runs")
@@ -170,8 +199,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 
 func (cfg config) check() error {
 	var errs []error
-	if cfg.duration <= 0 || cfg.workers < 1 || cfg.uncontended < 1 || cfg.scale < 0 || cfg.permits < 0 {
-		errs = append(errs, errors.New("-duration, -workers and -uncontended must be positive, -scale and -permits not negative"))
+	if cfg.duration <= 0 || cfg.workers < 1 || cfg.uncontended < 1 || cfg.scale < 0 || cfg.scaleOnCluster < 0 || cfg.permits < 0 {
+		errs = append(errs, errors.New("-duration, -workers and -uncontended must be positive, -scale, -scale-cluster and -permits not negative"))
 	}
 	if cfg.permits > uncomplicated.MaxPermits {
 		errs = append(errs, fmt.Errorf("-permits must be at most %d", uncomplicated.MaxPermits))
@@ -217,53 +246,61 @@ func (cfg config) wants(name string) bool {
 	return len(cfg.only) == 0 || slices.Contains(cfg.only, name)
 }
 
+// needsCluster reports whether the run needs the Cluster: for a row, or
+// for the scale run on it, which -json skips.
+func (cfg config) needsCluster() bool {
+	return slices.ContainsFunc(cfg.selected(), func(r row) bool { return r.cluster }) ||
+		!cfg.json && cfg.scaleOnCluster > 0
+}
+
 func run(cfg config, stdout, stderr io.Writer) error {
-	srv, err := redistest.Launch()
-	if err != nil {
-		return fmt.Errorf("starting redis-server: %w", err)
-	}
-	defer srv.Stop()
-	e, err := newEnv(srv.Addr)
+	d, err := launch(cfg, stderr)
 	if err != nil {
 		return err
 	}
-	defer e.close()
+	defer d.close()
 	if !cfg.json {
-		if err := printHeader(stdout, e, cfg); err != nil {
+		if err := printHeader(stdout, d, cfg); err != nil {
 			return err
 		}
 	}
 	var results []result
 	for _, r := range cfg.selected() {
 		fmt.Fprintf(stderr, "running %s\n", r.name)
-		results = append(results, e.runRow(r, cfg))
+		results = append(results, d.on(r.cluster).runRow(r, cfg))
 	}
 	if cfg.json {
 		return printJSON(stdout, results)
 	}
 	fmt.Fprintln(stderr, "running the interleaved uncontended run")
-	if err := e.interleaveOwn(cfg, results); err != nil {
+	if err := d.interleaveOurs(cfg, results); err != nil {
 		fmt.Fprintf(stderr, "interleaved run: %v\n", err)
 	}
 	var mixes []mixResult
 	for _, r := range cfg.selectedMix() {
 		fmt.Fprintf(stderr, "running %s\n", r.name)
-		mixes = append(mixes, e.runMix(r, cfg))
+		mixes = append(mixes, d.server.runMix(r, cfg))
 	}
 	if len(results) > 0 {
-		printTable(stdout, e, results)
+		printTable(stdout, d, results)
 		printRatios(stdout, results)
 		printOwnRatios(stdout, results)
+		printBaseRatios(stdout, results)
 	}
 	printMix(stdout, cfg, mixes)
-	if cfg.scale == 0 {
-		return nil
+	for _, s := range []struct {
+		e *env
+		n int
+	}{{d.server, cfg.scale}, {d.cluster, cfg.scaleOnCluster}} {
+		if s.n == 0 {
+			continue
+		}
+		fmt.Fprintf(stderr, "running the scale run (%d waiters) on %s\n", s.n, s.e.name())
+		res, err := s.e.scaleRun(s.n)
+		if err != nil {
+			return fmt.Errorf("scale run on %s: %w", s.e.name(), err)
+		}
+		res.print(stdout)
 	}
-	fmt.Fprintf(stderr, "running the scale run (%d waiters)\n", cfg.scale)
-	s, err := e.scaleRun(cfg.scale)
-	if err != nil {
-		return fmt.Errorf("scale run: %w", err)
-	}
-	s.print(stdout)
 	return nil
 }

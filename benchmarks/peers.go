@@ -11,7 +11,7 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/go-redsync/redsync/v4"
 	redsyncredigo "github.com/go-redsync/redsync/v4/redis/redigo"
-	goredis "github.com/redis/go-redis/v9"
+	redisv9 "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
 
@@ -33,10 +33,16 @@ type row struct {
 	// compared with it, and with the in-process row named ceiling.
 	own     bool
 	ceiling string
+	// base names the row that this one, our Mutex through another client
+	// or on another deployment, is compared with.
+	base    string
+	cluster bool    // runs on the Cluster, not on the server
 	holders holders // how many workers the lock lets in at once
 	// open returns n lockers of one lock named key, each standing for a
 	// process of its own, and a function that closes every client and pool
-	// they use. A semaphore has permits permits; other locks ignore it.
+	// they use. addr is the server's address, or on the Cluster the first
+	// master's, from which a client learns the other nodes. A semaphore
+	// has permits permits; other locks ignore it.
 	open func(addr, key string, n, permits int) (lockers []locker, closeAll func(), err error)
 }
 
@@ -69,6 +75,8 @@ const lockTTL = 10 * time.Second
 func allRows() []row {
 	return []row{
 		{name: "uncomplicated", open: openUncomplicated},
+		{name: ownGoredis, base: ours, open: openGoredis},
+		{name: ownCluster, base: ownGoredis, cluster: true, open: openCluster},
 		{name: "redsync default", open: openRedsync()},
 		{name: "redsync 1ms", open: openRedsync(redsync.WithRetryDelay(time.Millisecond), redsync.WithTries(math.MaxInt32))},
 		{name: "redislock 100ms", open: openRedislock(100 * time.Millisecond)},
@@ -90,19 +98,27 @@ func openUncomplicated(addr, key string, n, _ int) ([]locker, func(), error) {
 }
 
 // openClients gives each of n lockers, made by mk, a Client of its own
-// over one pool.
+// over one redigo pool of the server at addr.
 func openClients[L any](addr string, n int, mk func(*uncomplicated.Client) (L, error)) ([]L, func(), error) {
 	pool := newPool(addr)
+	newClient := func() *uncomplicated.Client { return uncomplicated.NewClient(pool) }
+	return openClientsOver(n, newClient, func() { _ = pool.Close() }, mk)
+}
+
+// openClientsOver gives each of n lockers, made by mk, a Client of its own
+// made by newClient. Its closeAll closes the Clients and then calls
+// closeShared, which closes what they share.
+func openClientsOver[L any](n int, newClient func() *uncomplicated.Client, closeShared func(), mk func(*uncomplicated.Client) (L, error)) ([]L, func(), error) {
 	clients := make([]*uncomplicated.Client, 0, n)
 	closeAll := func() {
 		for _, c := range clients {
 			_ = c.Close()
 		}
-		_ = pool.Close()
+		closeShared()
 	}
 	lockers := make([]L, 0, n)
 	for range n {
-		c := uncomplicated.NewClient(pool)
+		c := newClient()
 		clients = append(clients, c)
 		l, err := mk(c)
 		if err != nil {
@@ -145,9 +161,9 @@ func openRedislock(backoff time.Duration) func(addr, key string, n, permits int)
 	return func(addr, key string, n, _ int) ([]locker, func(), error) {
 		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(backoff)}
 		lockers := make([]locker, n)
-		clients := make([]*goredis.Client, n)
+		clients := make([]*redisv9.Client, n)
 		for i := range lockers {
-			clients[i] = goredis.NewClient(&goredis.Options{Addr: addr})
+			clients[i] = redisv9.NewClient(&redisv9.Options{Addr: addr})
 			lockers[i] = &redislockLocker{c: redislock.New(clients[i]), key: key, opt: opt}
 		}
 		closeAll := func() {

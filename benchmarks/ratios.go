@@ -60,7 +60,7 @@ func printRatios(w io.Writer, results []result) {
 	}
 	var peers []result
 	for _, r := range results {
-		if r.name != ours && !r.inProcess && !r.own && r.failed == nil {
+		if r.name != ours && !r.inProcess && !r.own && r.base == "" && r.failed == nil {
 			peers = append(peers, r)
 		}
 	}
@@ -120,21 +120,22 @@ func (m metric) best(peers []result) (best result, found bool) {
 	return best, found
 }
 
-// interleaveOwn times our Mutex and the RWMutex and Semaphore rows among
-// results in turn (see interleave), for printOwnRatios.
-func (e *env) interleaveOwn(cfg config, results []result) error {
+// interleaveOurs times our rows among results in turn (see interleave):
+// the Mutex, the RWMutex and Semaphore rows for printOwnRatios, and the
+// Mutex on the other clients and deployments for printBaseRatios.
+func (d *deployments) interleaveOurs(cfg config, results []result) error {
 	var rs []row
 	var at []int
 	for _, r := range allRows() {
 		i := slices.IndexFunc(results, func(res result) bool { return res.name == r.name && res.failed == nil })
-		if i >= 0 && (r.name == ours || r.own) {
+		if i >= 0 && (r.name == ours || r.own || r.base != "") {
 			rs, at = append(rs, r), append(at, i)
 		}
 	}
-	if len(rs) < 2 || rs[0].name != ours {
+	if len(rs) < 2 {
 		return nil
 	}
-	p50s, err := e.interleave(rs, cfg)
+	p50s, err := d.interleave(rs, cfg)
 	if err != nil {
 		return err
 	}
@@ -142,6 +143,40 @@ func (e *env) interleaveOwn(cfg config, results []result) error {
 		results[i].interleaved = p50s[j]
 	}
 	return nil
+}
+
+// ratioMetrics are the columns of a table of rows divided by another row.
+var ratioMetrics = slices.Concat(metrics, loadMetrics)
+
+// ratioHeader returns the header of a table of rows divided by another
+// row, whose first column is named first: the ratioMetrics, the
+// interleaved lock+unlock second among them.
+func ratioHeader(first string) []string {
+	header := []string{first}
+	for _, m := range ratioMetrics {
+		header = append(header, unitless(m.name))
+	}
+	return slices.Insert(header, 2, "lock+unlock p50, interleaved")
+}
+
+// ratioCells returns the cells of r ÷ base under ratioHeader, the first
+// named name: "-" for a metric not measured on either, and for one that
+// depends on the workers per holder when r and base let in different
+// numbers of holders.
+func ratioCells(name string, r, base result) []string {
+	c := []string{name}
+	for _, m := range ratioMetrics {
+		if m.perHolder && r.capacity != base.capacity { // another load
+			c = append(c, "-")
+			continue
+		}
+		c = append(c, m.ratio(r, base))
+	}
+	interleaved := "-"
+	if r.interleaved > 0 && base.interleaved > 0 {
+		interleaved = fmt.Sprintf("%.2f×", float64(r.interleaved)/float64(base.interleaved))
+	}
+	return slices.Insert(c, 2, interleaved)
 }
 
 // printOwnRatios compares our RWMutex and Semaphore rows with our Mutex:
@@ -157,37 +192,38 @@ func printOwnRatios(w io.Writer, results []result) {
 	if !ok {
 		return
 	}
-	ms := slices.Concat(metrics, loadMetrics)
-	header := []string{"row ÷ " + ours + " (Mutex)"}
-	for _, m := range ms {
-		header = append(header, unitless(m.name))
-	}
-	header = slices.Insert(header, 2, "lock+unlock p50, interleaved")
-	header = append(header, "utilisation ÷ ceiling")
-	rows := [][]string{header}
+	rows := [][]string{append(ratioHeader("row ÷ "+ours+" (Mutex)"), "utilisation ÷ ceiling")}
 	for _, r := range results {
 		if !r.own || r.failed != nil {
 			continue
 		}
-		c := []string{r.name}
-		for _, m := range ms {
-			if m.perHolder && r.capacity != us.capacity { // another load
-				c = append(c, "-")
-				continue
-			}
-			c = append(c, m.ratio(r, us))
-		}
-		interleaved := "-"
-		if r.interleaved > 0 && us.interleaved > 0 {
-			interleaved = fmt.Sprintf("%.2f×", float64(r.interleaved)/float64(us.interleaved))
-		}
-		c = slices.Insert(c, 2, interleaved)
+		c := ratioCells(r.name, r, us)
 		if ceil, found := find(results, r.ceiling); found {
 			c = append(c, metrics[3].ratio(r, ceil)+" ("+r.ceiling+")")
 		} else {
 			c = append(c, "-")
 		}
 		rows = append(rows, c)
+	}
+	if len(rows) == 1 {
+		return
+	}
+	fmt.Fprintln(w)
+	writeMarkdown(w, rows)
+}
+
+// printBaseRatios compares each row of our Mutex on another client or
+// deployment with its base, in every column of printOwnRatios: go-redis
+// with redigo, both on the server, and the Cluster with go-redis on the
+// server. On the Cluster, Redis CPU is that of every master.
+func printBaseRatios(w io.Writer, results []result) {
+	rows := [][]string{ratioHeader("row ÷ its base")}
+	for _, r := range results {
+		base, ok := find(results, r.base)
+		if r.base == "" || r.failed != nil || !ok {
+			continue
+		}
+		rows = append(rows, ratioCells(r.name+" ÷ "+base.name, r, base))
 	}
 	if len(rows) == 1 {
 		return

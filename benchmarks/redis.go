@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,29 +16,64 @@ import (
 // pings is how many PINGs measure the round trip.
 const pings = 1000
 
-// env is the Redis server the rows run on, watched over a connection of
-// its own that no row uses.
+// env is one Redis deployment the rows run on: one server, or the masters
+// of a Cluster, each watched over a connection of its own that no row
+// uses.
 type env struct {
-	addr     string
-	stats    redis.Conn
-	overhead int64         // commands that reading the command count adds to it
-	ping     time.Duration // PING round trip p50
+	addr     string        // the server's, or the Cluster's first master's: what the rows dial
+	cluster  bool          // the nodes are the masters of a Cluster
+	nodes    []node        // the server, or every master
+	overhead int64         // commands that reading the command counts adds to them
+	ping     time.Duration // PING round trip p50, to the first node
 }
 
-func newEnv(addr string) (*env, error) {
-	c, err := redis.Dial("tcp", addr)
-	if err != nil {
-		return nil, err
+// node is one server of a deployment.
+type node struct {
+	addr  string
+	stats redis.Conn
+}
+
+// newEnv returns the env of the server at addrs[0] or, if cluster, of the
+// Cluster whose masters are at addrs.
+func newEnv(cluster bool, addrs ...string) (*env, error) {
+	e := &env{addr: addrs[0], cluster: cluster}
+	for _, addr := range addrs {
+		c, err := redis.Dial("tcp", addr)
+		if err != nil {
+			e.close()
+			return nil, err
+		}
+		e.nodes = append(e.nodes, node{addr: addr, stats: c})
 	}
-	e := &env{addr: addr, stats: c}
 	if err := e.calibrate(); err != nil {
-		c.Close()
+		e.close()
 		return nil, err
 	}
 	return e, nil
 }
 
-func (e *env) close() { e.stats.Close() }
+func (e *env) close() {
+	for _, n := range e.nodes {
+		n.stats.Close()
+	}
+}
+
+// name says what e is, for the output.
+func (e *env) name() string {
+	if e.cluster {
+		return fmt.Sprintf("a Cluster of %d masters", len(e.nodes))
+	}
+	return "one redis-server"
+}
+
+// addrs returns the address of every node.
+func (e *env) addrs() []string {
+	addrs := make([]string, len(e.nodes))
+	for i, n := range e.nodes {
+		addrs[i] = n.addr
+	}
+	return addrs
+}
 
 // calibrate measures the PING round trip and what INFO adds to the
 // command count.
@@ -45,7 +81,7 @@ func (e *env) calibrate() error {
 	times := make([]time.Duration, pings)
 	for i := range times {
 		start := time.Now()
-		if _, err := e.stats.Do("PING"); err != nil {
+		if _, err := e.nodes[0].stats.Do("PING"); err != nil {
 			return err
 		}
 		times[i] = time.Since(start)
@@ -60,18 +96,31 @@ func (e *env) calibrate() error {
 	return err
 }
 
-// commands returns the server's total_commands_processed.
+// commands returns total_commands_processed, summed over the nodes.
 func (e *env) commands() (int64, error) {
-	return e.infoInt("stats", "total_commands_processed")
+	return e.infoSum("stats", "total_commands_processed")
 }
 
-// infoInt returns an integer field of an INFO section.
-func (e *env) infoInt(section, field string) (int64, error) {
-	v, err := e.info(section, field)
+// infoSum returns an integer field of an INFO section, summed over the
+// nodes.
+func (e *env) infoSum(section, field string) (int64, error) {
+	texts, err := e.infos(section)
 	if err != nil {
 		return 0, err
 	}
-	return strconv.ParseInt(v, 10, 64)
+	var sum int64
+	for _, text := range texts {
+		v, err := infoField(text, section, field)
+		if err != nil {
+			return 0, err
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO %s: %s: %w", section, field, err)
+		}
+		sum += n
+	}
+	return sum, nil
 }
 
 // count returns the Redis commands that fn sends, counting also the commands
@@ -87,8 +136,9 @@ func (e *env) count(fn func()) (int64, error) {
 }
 
 // measure returns the Redis commands fn sends, as count does, and the CPU
-// time the server used meanwhile: fn's, any other client's, the server's
-// own background work and a little of the INFO calls around fn.
+// time the nodes used meanwhile: fn's, any other client's, their own
+// background work (on a Cluster, the gossip between them too) and a little
+// of the INFO calls around fn.
 func (e *env) measure(fn func()) (cmds int64, cpu time.Duration, err error) {
 	before, err := e.cpu()
 	if err != nil {
@@ -101,41 +151,56 @@ func (e *env) measure(fn func()) (cmds int64, cpu time.Duration, err error) {
 	return cmds, after - before, err
 }
 
-// cpu returns the CPU time the server has used so far, user and system,
-// all its threads.
+// cpu returns the CPU time the nodes have used so far, user and system,
+// all their threads.
 func (e *env) cpu() (time.Duration, error) {
-	text, err := redis.String(e.stats.Do("INFO", "cpu"))
+	texts, err := e.infos("cpu")
 	if err != nil {
 		return 0, err
 	}
-	return cpuTime(text)
+	return cpuTime(texts...)
 }
 
-// cpuTime returns used_cpu_user + used_cpu_sys of an INFO cpu reply, which
-// gives both in seconds.
-func cpuTime(text string) (time.Duration, error) {
+// cpuTime returns used_cpu_user + used_cpu_sys of INFO cpu replies, which
+// give both in seconds, summed over the replies.
+func cpuTime(texts ...string) (time.Duration, error) {
 	var sum time.Duration
-	for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
-		v, err := infoField(text, "cpu", field)
-		if err != nil {
-			return 0, err
+	for _, text := range texts {
+		for _, field := range []string{"used_cpu_user", "used_cpu_sys"} {
+			v, err := infoField(text, "cpu", field)
+			if err != nil {
+				return 0, err
+			}
+			s, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu: %s: %w", field, err)
+			}
+			sum += time.Duration(math.Round(s * float64(time.Second)))
 		}
-		s, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("INFO cpu: %s: %w", field, err)
-		}
-		sum += time.Duration(math.Round(s * float64(time.Second)))
 	}
 	return sum, nil
 }
 
-// info returns one field of INFO section.
+// info returns one field of INFO section of the first node.
 func (e *env) info(section, field string) (string, error) {
-	text, err := redis.String(e.stats.Do("INFO", section))
+	text, err := redis.String(e.nodes[0].stats.Do("INFO", section))
 	if err != nil {
 		return "", err
 	}
 	return infoField(text, section, field)
+}
+
+// infos returns each node's reply to INFO section, in order.
+func (e *env) infos(section string) ([]string, error) {
+	texts := make([]string, len(e.nodes))
+	for i, n := range e.nodes {
+		text, err := redis.String(n.stats.Do("INFO", section))
+		if err != nil {
+			return nil, fmt.Errorf("%s: INFO %s: %w", n.addr, section, err)
+		}
+		texts[i] = text
+	}
+	return texts, nil
 }
 
 // infoField returns one field of text, the reply to INFO section.
@@ -149,31 +214,54 @@ func infoField(text, section, field string) (string, error) {
 	return "", fmt.Errorf("INFO %s has no %s", section, field)
 }
 
-// subscribers returns how many connections have a channel, pattern or
-// shard channel subscription.
-func (e *env) subscribers() (int, error) {
-	text, err := redis.String(e.stats.Do("CLIENT", "LIST"))
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for line := range strings.Lines(text) {
-		if subscribed(line) {
-			n++
+// keys returns the number of keys of each node (DBSIZE).
+func (e *env) keys() ([]int64, error) {
+	counts := make([]int64, len(e.nodes))
+	for i, n := range e.nodes {
+		c, err := redis.Int64(n.stats.Do("DBSIZE"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: DBSIZE: %w", n.addr, err)
 		}
+		counts[i] = c
 	}
-	return n, nil
+	return counts, nil
 }
 
-// subscribed reports whether a CLIENT LIST line shows a subscription.
-func subscribed(line string) bool {
-	for field := range strings.FieldsSeq(line) {
-		k, v, _ := strings.Cut(field, "=")
-		if (k == "sub" || k == "psub" || k == "ssub") && v != "0" && v != "" {
-			return true
+// Kinds of subscription, as CLIENT LIST names their counts.
+const (
+	channelSubs = "sub"
+	patternSubs = "psub"
+	shardSubs   = "ssub"
+)
+
+// subscribers returns, for each node, how many of its connections have a
+// subscription of one of kinds.
+func (e *env) subscribers(kinds ...string) ([]int, error) {
+	counts := make([]int, len(e.nodes))
+	for i, n := range e.nodes {
+		list, err := redis.String(n.stats.Do("CLIENT", "LIST"))
+		if err != nil {
+			return nil, fmt.Errorf("%s: CLIENT LIST: %w", n.addr, err)
+		}
+		counts[i] = subscribedTo(list, kinds...)
+	}
+	return counts, nil
+}
+
+// subscribedTo returns how many connections of list, a reply to CLIENT
+// LIST, have more than 0 subscriptions of one of kinds.
+func subscribedTo(list string, kinds ...string) int {
+	n := 0
+	for line := range strings.Lines(list) {
+		for field := range strings.FieldsSeq(line) {
+			k, v, _ := strings.Cut(field, "=")
+			if subs, err := strconv.Atoi(v); slices.Contains(kinds, k) && err == nil && subs > 0 {
+				n++
+				break
+			}
 		}
 	}
-	return false
+	return n
 }
 
 // newPool returns the pool that the processes a row simulates share: idle

@@ -7,13 +7,13 @@ import (
 	"io"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/goredis"
 )
 
 const (
@@ -29,30 +29,34 @@ const (
 
 // scaleResult is what the scale run measured.
 type scaleResult struct {
+	on             string   // the deployment's name
+	nodes          []string // its nodes' addresses
 	n, acquired    int
 	early          int64         // waiters that acquired before the unlocks began
 	allAcquired    time.Duration // from the first unlock to the last acquisition
 	unlocking      time.Duration // the holder's unlocking of all N
 	errors         int
 	firstErr       error
-	subscribers    int    // connections with a subscription, while waiting
-	heapInuse      uint64 // Go heap in use while waiting
-	goroutines     int    // while waiting, the N waiters included
-	usedMemory     int64  // Redis used_memory while waiting
-	usedMemoryIdle int64  // Redis used_memory before the holder locked
+	subscribers    []int   // per node, connections with a subscription, while waiting
+	sharded        []int   // per node, those with a sharded one (ssub)
+	keys           []int64 // per node, its keys (DBSIZE), while waiting
+	heapInuse      uint64  // Go heap in use while waiting
+	goroutines     int     // while waiting, the N waiters included
+	usedMemory     int64   // Redis used_memory while waiting, of every node
+	usedMemoryIdle int64   // Redis used_memory before the holder locked
 }
 
-// scaleSide is one Client of the scale run, the mutexes it made and the
-// pool it uses.
+// scaleSide is one Client of the scale run, the mutexes it made and what
+// closes its connections.
 type scaleSide struct {
-	pool    *redis.Pool
-	client  *uncomplicated.Client
-	mutexes []*uncomplicated.Mutex
+	client     *uncomplicated.Client
+	closeConns func()
+	mutexes    []*uncomplicated.Mutex
 }
 
-func newScaleSide(addr string, n int) (*scaleSide, error) {
-	s := &scaleSide{pool: newCappedPool(addr)}
-	s.client = uncomplicated.NewClient(s.pool)
+func newScaleSide(e *env, n int) (*scaleSide, error) {
+	s := &scaleSide{}
+	s.client, s.closeConns = e.cappedClient()
 	s.mutexes = make([]*uncomplicated.Mutex, n)
 	for i := range s.mutexes {
 		m, err := s.client.Named("scale-" + strconv.Itoa(i))
@@ -67,7 +71,19 @@ func newScaleSide(addr string, n int) (*scaleSide, error) {
 
 func (s *scaleSide) close() {
 	_ = s.client.Close()
-	_ = s.pool.Close()
+	s.closeConns()
+}
+
+// cappedClient returns a Client of e whose callers share at most 64
+// connections to each node and wait for a free one, and what closes
+// those: over redigo on the server, over go-redis on the Cluster.
+func (e *env) cappedClient() (*uncomplicated.Client, func()) {
+	if e.cluster {
+		rdb := newCappedClusterClient(e.addrs(), scaleTimeout)
+		return goredis.NewClient(rdb), func() { _ = rdb.Close() }
+	}
+	pool := newCappedPool(e.addr)
+	return uncomplicated.NewClient(pool), func() { _ = pool.Close() }
 }
 
 // each runs fn on every mutex, scaleParallel at a time, and returns the
@@ -102,14 +118,15 @@ func tryLock(ctx context.Context, m *uncomplicated.Mutex) error {
 func unlockMutex(ctx context.Context, m *uncomplicated.Mutex) error { return m.Unlock(ctx) }
 
 // scaleRun has one Client hold n locks while a second Client waits for
-// each of them in a goroutine of its own, then releases them all.
+// each of them in a goroutine of its own, then releases them all. On the
+// Cluster the locks spread over the masters by their names' slots.
 func (e *env) scaleRun(n int) (*scaleResult, error) {
-	res := &scaleResult{n: n}
+	res := &scaleResult{on: e.name(), nodes: e.addrs(), n: n}
 	var err error
 	if res.usedMemoryIdle, err = e.usedMemory(); err != nil {
 		return nil, err
 	}
-	holder, err := newScaleSide(e.addr, n)
+	holder, err := newScaleSide(e, n)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +134,7 @@ func (e *env) scaleRun(n int) (*scaleResult, error) {
 	if err := holder.each(tryLock); err != nil {
 		return nil, fmt.Errorf("holder: %w", err)
 	}
-	waiter, err := newScaleSide(e.addr, n)
+	waiter, err := newScaleSide(e, n)
 	if err != nil {
 		return nil, err
 	}
@@ -207,26 +224,51 @@ func (e *env) sample(res *scaleResult) error {
 	runtime.ReadMemStats(&ms)
 	res.heapInuse, res.goroutines = ms.HeapInuse, runtime.NumGoroutine()
 	var err error
-	if res.subscribers, err = e.subscribers(); err != nil {
+	if res.subscribers, err = e.subscribers(channelSubs, patternSubs, shardSubs); err != nil {
+		return err
+	}
+	if res.sharded, err = e.subscribers(shardSubs); err != nil {
+		return err
+	}
+	if res.keys, err = e.keys(); err != nil {
 		return err
 	}
 	res.usedMemory, err = e.usedMemory()
 	return err
 }
 
+// usedMemory returns used_memory, summed over the nodes.
 func (e *env) usedMemory() (int64, error) {
-	return e.infoInt("memory", "used_memory")
+	return e.infoSum("memory", "used_memory")
 }
 
 func (s *scaleResult) print(w io.Writer) {
-	fmt.Fprintf(w, "\nScale run: one Client holds %d locks, a second Client waits for each in a goroutine of its own (pools of at most 64 connections).\n", s.n)
+	fmt.Fprintf(w, "\nScale run on %s: one Client holds %d locks, a second Client waits for each in a goroutine of its own (at most 64 connections to each node).\n", s.on, s.n)
 	fmt.Fprintf(w, "- acquired %d of %d; all within %s of the first unlock (unlocking all took %s); acquired before the unlocks: %d; errors: %d\n",
 		s.acquired, s.n, s.allAcquired.Round(time.Millisecond), s.unlocking.Round(time.Millisecond), s.early, s.errors)
 	if s.firstErr != nil {
 		fmt.Fprintf(w, "- first error: %v\n", s.firstErr)
 	}
-	fmt.Fprintf(w, "- while waiting: %d pub/sub connections to Redis, Go heap in use %.1f MiB, %d goroutines, Redis used_memory %.1f MiB (%.1f MiB before locking)\n",
-		s.subscribers, mib(int64(s.heapInuse)), s.goroutines, mib(s.usedMemory), mib(s.usedMemoryIdle))
+	fmt.Fprintf(w, "- while waiting: %s, Go heap in use %.1f MiB, %d goroutines, Redis used_memory %.1f MiB (%.1f MiB before locking)\n",
+		s.pubsub(), mib(int64(s.heapInuse)), s.goroutines, mib(s.usedMemory), mib(s.usedMemoryIdle))
+}
+
+// pubsub says how many connections had a subscription, and how many of
+// them a sharded one, on each node, and on a Cluster how many keys each
+// master had.
+func (s *scaleResult) pubsub() string {
+	if len(s.nodes) == 1 {
+		return fmt.Sprintf("%d pub/sub connections to Redis (%d sharded)", s.subscribers[0], s.sharded[0])
+	}
+	var b strings.Builder
+	b.WriteString("per master, pub/sub connections (sharded) and keys:")
+	for i, addr := range s.nodes {
+		fmt.Fprintf(&b, " %s %d (%d), %d keys", addr, s.subscribers[i], s.sharded[i], s.keys[i])
+		if i < len(s.nodes)-1 {
+			b.WriteString(";")
+		}
+	}
+	return b.String()
 }
 
 func mib(b int64) float64 { return float64(b) / (1 << 20) }

@@ -12,14 +12,17 @@ import (
 	"time"
 )
 
-func printHeader(w io.Writer, e *env, cfg config) error {
-	version, err := e.info("server", "redis_version")
+func printHeader(w io.Writer, d *deployments, cfg config) error {
+	version, err := d.server.info("server", "redis_version")
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(w, "# Redis lock benchmarks\n\n")
 	fmt.Fprintf(w, "%s %s/%s, %d CPUs, %s; redis-server %s on loopback, PING p50 %s µs\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), version, micros(e.ping))
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), cpuModel(), version, micros(d.server.ping))
+	if d.cluster != nil {
+		fmt.Fprintf(w, "cluster rows: %s on loopback, no replicas, PING p50 %s µs to the first\n", d.cluster.name(), micros(d.cluster.ping))
+	}
 	fmt.Fprintf(w, "uncontended: %d lock+unlock by one goroutine; contended: %d workers (one client each) for %v, hold %v, think %v; semaphores: %d permits\n\n",
 		cfg.uncontended, cfg.workers, cfg.duration, cfg.hold, cfg.think, cfg.semPermits())
 	return nil
@@ -49,11 +52,11 @@ var columns = []string{
 	"hand-off p50 µs (RTTs)", "hand-off p99 µs", "errors", "overlaps",
 }
 
-func printTable(w io.Writer, e *env, results []result) {
+func printTable(w io.Writer, d *deployments, results []result) {
 	rows := [][]string{columns}
 	var notes []string
 	for _, r := range results {
-		rows = append(rows, r.cells(e.ping))
+		rows = append(rows, r.cells(d.on(r.cluster).ping))
 		if r.failed != nil {
 			notes = append(notes, fmt.Sprintf("%s: could not run: %v", r.name, r.failed))
 		} else if r.errors > 0 {
@@ -64,6 +67,10 @@ func printTable(w io.Writer, e *env, results []result) {
 	fmt.Fprintln(w, "\nRTTs: multiples of the PING p50. Waits and hand-offs count acquisitions only; a Lock that failed is an error. "+
 		"Acquisitions / worker: the fewest and the most of one worker. "+
 		"Redis CPU: redis-server's used_cpu_user + used_cpu_sys over the contended run, idle background work included, per acquisition.")
+	if slices.ContainsFunc(results, func(r result) bool { return r.base != "" }) {
+		fmt.Fprintln(w, "go-redis: the Mutex through goredis.NewClient on the same server; cluster: the same on a Cluster, "+
+			"whose commands and Redis CPU are those of all its masters, the gossip between them included.")
+	}
 	if slices.ContainsFunc(results, func(r result) bool { return r.own }) {
 		fmt.Fprintln(w, "RWMutex writers only: RWMutex Lock+Unlock; Semaphore(1): Acquire+Release of 1 permit; "+
 			"RW read: RLock+RUnlock, readers only; Semaphore: Acquire+Release of the permits above.")

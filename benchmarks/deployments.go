@@ -1,0 +1,114 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	redisv9 "github.com/redis/go-redis/v9"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+// The Mutex of the uncomplicated row on the other clients and deployments
+// the library runs on, through goredis.NewClient: on the same server
+// through go-redis, and on a Cluster of clusterMasters masters that the
+// run starts when a cluster row or the cluster scale run needs it. Each
+// row is compared with its base: go-redis with redigo on the server, the
+// Cluster with go-redis on the server.
+
+const (
+	ownGoredis = ours + " go-redis"
+	ownCluster = ours + " cluster"
+	// clusterMasters is how many masters the Cluster has, without
+	// replicas: a lock lives on one of them.
+	clusterMasters = 3
+)
+
+// openGoredis gives each locker a Mutex on a Client of its own over one
+// go-redis client of the server, as openUncomplicated does over one redigo
+// pool.
+func openGoredis(addr, key string, n, _ int) ([]locker, func(), error) {
+	return openMutexes(redisv9.NewClient(&redisv9.Options{Addr: addr}), key, n)
+}
+
+// openCluster gives each locker a Mutex on a Client of its own over one
+// go-redis client of the Cluster whose first master is at addr.
+func openCluster(addr, key string, n, _ int) ([]locker, func(), error) {
+	return openMutexes(redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: []string{addr}}), key, n)
+}
+
+// openMutexes gives each of n lockers a Mutex named key on a Client of its
+// own over rdb, which closeAll closes last.
+func openMutexes(rdb redisv9.UniversalClient, key string, n int) ([]locker, func(), error) {
+	newClient := func() *uncomplicated.Client { return goredis.NewClient(rdb) }
+	return openClientsOver(n, newClient, func() { _ = rdb.Close() }, func(c *uncomplicated.Client) (locker, error) {
+		return c.Named(key)
+	})
+}
+
+// newCappedClusterClient returns a client of the Cluster whose masters are
+// at addrs with at most 64 connections to each, whose callers wait for a
+// free one up to timeout: newCappedPool for a Cluster.
+func newCappedClusterClient(addrs []string, timeout time.Duration) *redisv9.ClusterClient {
+	return redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: addrs, PoolSize: 64, PoolTimeout: timeout})
+}
+
+// deployments are the Redis deployments of one run: the server, on which
+// every row runs but the cluster rows, and the Cluster, nil unless a
+// cluster row or the cluster scale run needs it.
+type deployments struct {
+	server, cluster *env
+	stop            []func() // stops what launch started, last first
+}
+
+// launch starts the server, and the Cluster if cfg needs it.
+func launch(cfg config, stderr io.Writer) (*deployments, error) {
+	d := &deployments{}
+	srv, err := redistest.Launch()
+	if err != nil {
+		return nil, fmt.Errorf("starting redis-server: %w", err)
+	}
+	d.stop = append(d.stop, srv.Stop)
+	if d.server, err = newEnv(false, srv.Addr); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.stop = append(d.stop, d.server.close)
+	if !cfg.needsCluster() {
+		return d, nil
+	}
+	fmt.Fprintf(stderr, "starting a Cluster of %d masters\n", clusterMasters)
+	c, err := redistest.LaunchCluster(clusterMasters, 0)
+	if err != nil {
+		d.close()
+		return nil, fmt.Errorf("starting a Cluster: %w", err)
+	}
+	d.stop = append(d.stop, c.Stop)
+	masters := make([]string, len(c.Masters))
+	for i, m := range c.Masters {
+		masters[i] = m.Addr
+	}
+	if d.cluster, err = newEnv(true, masters...); err != nil {
+		d.close()
+		return nil, err
+	}
+	d.stop = append(d.stop, d.cluster.close)
+	return d, nil
+}
+
+// on returns the Cluster's env if cluster, else the server's.
+func (d *deployments) on(cluster bool) *env {
+	if cluster {
+		return d.cluster
+	}
+	return d.server
+}
+
+func (d *deployments) close() {
+	for i := len(d.stop) - 1; i >= 0; i-- {
+		d.stop[i]()
+	}
+}
