@@ -100,7 +100,12 @@ func (h *hold) replicate(ctx context.Context) error {
 	if err != nil {
 		why = "waiting for replicas: " + err.Error()
 	}
-	_ = h.release(ctx, true)
+	h.mu.Lock()
+	args := append([]string{""}, h.tokens...)
+	h.mu.Unlock()
+	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+		h.b.background(ctx, h.kind.release, h.keys, args...) // give it back all the same
+	}
 	return &lockError{
 		msg:  ErrNotObtained.Error() + ": " + h.b.name + ": " + why,
 		errs: []error{ErrNotObtained, ErrNotReplicated, err},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -140,7 +141,8 @@ func (c *Client) nodes(ctx context.Context, hs []*hold) map[string][]*hold {
 }
 
 // slotMap returns the address of each slot's master, or nil when Redis is
-// not a Cluster. A Redis that says so is not asked again.
+// not a Cluster. A Redis that says so ("cluster support disabled") is not
+// asked again.
 func (c *Client) slotMap(ctx context.Context) []string {
 	c.mu.Lock()
 	single := c.single
@@ -150,7 +152,7 @@ func (c *Client) slotMap(ctx context.Context) []string {
 	}
 	reply, err := c.driver.do(ctx, c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
 	var se *serverError
-	if errors.As(err, &se) {
+	if errors.As(err, &se) && strings.Contains(se.msg, "cluster support disabled") {
 		c.mu.Lock()
 		c.single = true
 		c.mu.Unlock()

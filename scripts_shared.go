@@ -22,11 +22,14 @@ package uncomplicated
 // joins the queue once its Client listens on channel. A release hands the
 // lock to the oldest waiter whose key is still there: it makes that waiter
 // a holder with its lease, under a new fence, and publishes "<token>
-// <fence>" on its channel. It publishes with SPUBLISH, sharded pub/sub,
-// which on Redis Cluster reaches the subscribers of the lock's own slot
-// wherever they connect, and replies how many listen, so that a waiter
-// whose Client lost its connection is passed over too. A server without
-// SPUBLISH (miniredis) gets PUBLISH, and its Clients SUBSCRIBE.
+// <fence>" on its channel, with SPUBLISH (sharded pub/sub), which on Redis
+// Cluster reaches the subscribers of the lock's slot. It offers the lock
+// only to a waiter whose Client listens on this very node (PUBSUB
+// SHARDNUMSUB): a waiter whose Client lost its connection is passed over,
+// and so is one subscribed on a replica, which hears what the master
+// publishes and would take a message for a grant. A server without
+// sharded pub/sub (miniredis) gets PUBSUB NUMSUB and PUBLISH, and its
+// Clients SUBSCRIBE.
 
 // leaseLua stores a holder's token with its lease.
 const leaseLua = `
@@ -158,12 +161,16 @@ local function nextWaiter(queue, fits)
   end
 end
 local function offer(w, fence)
-  local msg = w.token .. ' ' .. string.format('%d', fence)
-  local ok, n = pcall(redis.call, 'SPUBLISH', w.channel, msg)
+  local publish = 'SPUBLISH'
+  local ok, subs = pcall(redis.call, 'PUBSUB', 'SHARDNUMSUB', w.channel)
   if not ok then
-    n = redis.call('PUBLISH', w.channel, msg)
+    publish, subs = 'PUBLISH', redis.call('PUBSUB', 'NUMSUB', w.channel)
   end
-  return n > 0
+  if subs[2] == 0 then
+    return false
+  end
+  redis.call(publish, w.channel, w.token .. ' ' .. string.format('%d', fence))
+  return true
 end
 local function incr(key, queue, w)
   local fence = redis.pcall('INCR', key)

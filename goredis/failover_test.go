@@ -161,3 +161,42 @@ func replicated(t *testing.T, c *uncomplicated.Client, m *uncomplicated.Mutex) {
 		t.Fatal(err)
 	}
 }
+
+// After a failover, the Client's subscription to a lock's channel may sit
+// on the old master, now a replica, which hears what the new master
+// publishes. A release there must not hand the lock to that waiter, whose
+// message would read as a grant while the release found nobody listening
+// and left the lock free: a third Client would get it beside the waiter.
+func TestCluster_handOffsAfterFailover(t *testing.T) {
+	cl := redistest.StartCluster(t, 3, 1)
+	opts := []uncomplicated.Option{uncomplicated.WithTimeout(10 * tick), uncomplicated.WithTicks(10)}
+	a := goredis.NewClient(clusterClient(t, cl), opts...)
+	b := goredis.NewClient(clusterClient(t, cl), opts...)
+	c := goredis.NewClient(clusterClient(t, cl), opts...)
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close(); _ = c.Close() })
+	rdb := clusterClient(t, cl)
+	ctx := context.Background()
+	m := onEachMaster(t, cl, a, "handoff")[0]
+	name := strings.TrimPrefix(m.Name(), "lock:")
+	w, _ := b.Named(name)
+	third, _ := c.Named(name)
+	round := func() {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		handOff(t, rdb, m, w)
+		if ok, err := third.TryLock(ctx); ok || err != nil {
+			t.Fatalf("a third Client's TryLock while the waiter holds fence %d = %v, %v; want false", w.Fence(), ok, err)
+		}
+		if err := w.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round()
+	if err := cl.Failover(cl.Replicas[0]); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		round()
+	}
+}

@@ -15,6 +15,7 @@ package goredis
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"time"
 
@@ -30,8 +31,8 @@ import (
 // uncomplicated.NewClient. It never closes rdb; Client.Close stops only
 // the lock client.
 func NewClient(rdb redis.UniversalClient, opts ...uncomplicated.Option) *uncomplicated.Client {
-	if rdb == nil {
-		return uncomplicated.NewDriverClient(nil, opts...)
+	if rdb == nil || reflect.ValueOf(rdb).Kind() == reflect.Pointer && reflect.ValueOf(rdb).IsNil() {
+		return uncomplicated.NewDriverClient(nil, opts...) // its locks report ErrInvalidArgument
 	}
 	return uncomplicated.NewDriverClient(NewDriver(rdb), opts...)
 }
@@ -50,12 +51,37 @@ type driver struct {
 	cluster *redis.ClusterClient // rdb, when it is one
 }
 
+// Eval runs the script once: go-redis sends a command again after its
+// reply was lost, which would run a script twice, and package
+// uncomplicated decides itself what to do when a script may have run.
 func (d *driver) Eval(ctx context.Context, s *uncomplicated.Script, keys []string, args []any) (any, error) {
-	reply, err := d.rdb.EvalSha(ctx, s.SHA1(), keys, args...).Result()
+	reply, err := d.once(ctx, eval("evalsha", s.SHA1(), keys, args)...)
 	if noScript(err) {
-		reply, err = d.rdb.Eval(ctx, s.Source(), keys, args...).Result()
+		reply, err = d.once(ctx, eval("eval", s.Source(), keys, args)...)
 	}
 	return result(reply, err)
+}
+
+// once runs a command that go-redis does not send again.
+func (d *driver) once(ctx context.Context, args ...any) (any, error) {
+	cmd := onlyOnce{redis.NewCmd(ctx, args...)}
+	_ = d.rdb.Process(ctx, cmd)
+	return cmd.Result()
+}
+
+// onlyOnce is a command that go-redis does not retry.
+type onlyOnce struct{ *redis.Cmd }
+
+func (onlyOnce) NoRetry() bool { return true }
+
+// eval is the arguments of EVAL or EVALSHA (cmd) of script on keys.
+func eval(cmd, script string, keys []string, args []any) []any {
+	all := make([]any, 0, 3+len(keys)+len(args))
+	all = append(all, cmd, script, len(keys))
+	for _, k := range keys {
+		all = append(all, k)
+	}
+	return append(all, args...)
 }
 
 // EvalWait sends the script and WAIT in one pipeline, which go-redis
@@ -79,25 +105,23 @@ func (d *driver) evalWait(ctx context.Context, s *uncomplicated.Script, source b
 	if err != nil {
 		return nil, 0, err
 	}
-	var eval *redis.Cmd
-	var wait *redis.IntCmd
+	script := onlyOnce{redis.NewCmd(ctx, eval("evalsha", s.SHA1(), keys, args)...)}
+	if source {
+		script = onlyOnce{redis.NewCmd(ctx, eval("eval", s.Source(), keys, args)...)}
+	}
+	wait := redis.NewIntCmd(ctx, "WAIT", replicas, timeout.Milliseconds())
 	_, err = node.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if source {
-			eval = p.Eval(ctx, s.Source(), keys, args...)
-		} else {
-			eval = p.EvalSha(ctx, s.SHA1(), keys, args...)
-		}
-		wait = redis.NewIntCmd(ctx, "WAIT", replicas, timeout.Milliseconds())
+		_ = p.Process(ctx, script)
 		_ = p.Process(ctx, wait)
 		return nil
 	})
-	if err := eval.Err(); err != nil {
+	if err := script.Err(); err != nil {
 		return nil, 0, err
 	}
 	if err != nil {
-		return eval.Val(), 0, err
+		return script.Val(), 0, err
 	}
-	return eval.Val(), wait.Val(), nil
+	return script.Val(), wait.Val(), nil
 }
 
 // Do runs cmd through rdb, which routes a command whose first argument is
