@@ -13,9 +13,12 @@ import (
 // A Client listens on one go-redis PubSub per node: on a Cluster, one per
 // master that owns the slot of a channel it listens on, opened with the
 // first such channel; elsewhere one in all. Each node's PubSub has a
-// goroutine that reads it into events. The first failure of any ends the
-// Subscription, and the Client opens another: a Cluster's slot map may
-// have changed, so the new one asks the Cluster for it again.
+// goroutine that reads it into events, and one goroutine sends the
+// Subscription's commands in order, so that a node that does not answer
+// (go-redis dials while it holds its PubSub's lock) holds up no caller.
+// The first failure of any ends the Subscription, and the Client opens
+// another: a Cluster's slot map may have changed, so the new one asks
+// go-redis to reload it.
 
 // Listen opens a Subscription; its connections open with their first
 // channel.
@@ -23,12 +26,16 @@ func (d *driver) Listen(ctx context.Context, sharded bool) (uncomplicated.Subscr
 	if d.cluster != nil {
 		d.cluster.ReloadState(ctx)
 	}
-	rctx, cancel := context.WithCancel(context.Background())
-	return &subscription{
+	rctx, cancel := context.WithCancel(ctx)
+	s := &subscription{
 		d: d, sharded: sharded, ctx: rctx, cancel: cancel,
 		nodes: map[string]*redis.PubSub{}, channels: map[string]string{},
 		events: make(chan uncomplicated.Event, 64), failed: make(chan struct{}),
-	}, nil
+		pending: make(chan struct{}, 1),
+	}
+	s.sender.Add(1)
+	go s.send()
+	return s, nil
 }
 
 // subscription is the uncomplicated.Subscription of a driver.
@@ -39,52 +46,100 @@ type subscription struct {
 	cancel  context.CancelFunc
 	events  chan uncomplicated.Event
 	readers sync.WaitGroup
+	sender  sync.WaitGroup
+	pending chan struct{} // signals send that queue has commands
 
 	mu       sync.Mutex // guards the fields below
 	nodes    map[string]*redis.PubSub
 	channels map[string]string // the node of each channel subscribed
 	err      error             // the first failure
 	failed   chan struct{}     // closed with err
+	queue    []func()          // the commands send has still to send
 }
 
 func (s *subscription) Subscribe(channel string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	addr, ps, err := s.node(channel)
-	if err == nil {
-		s.channels[channel] = addr
-		if s.sharded {
-			err = ps.SSubscribe(s.ctx, channel)
-		} else {
-			err = ps.Subscribe(s.ctx, channel)
+	s.enqueue(func() {
+		addr, ps, err := s.node(channel)
+		if err == nil {
+			s.mu.Lock()
+			s.channels[channel] = addr
+			s.mu.Unlock()
+			if s.sharded {
+				err = ps.SSubscribe(s.ctx, channel)
+			} else {
+				err = ps.Subscribe(s.ctx, channel)
+			}
 		}
-	}
-	s.fail(err)
+		s.fail(err)
+	})
 }
 
 func (s *subscription) Unsubscribe(channel string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	addr, ok := s.channels[channel]
-	if !ok {
-		return
-	}
-	delete(s.channels, channel)
-	ps := s.nodes[addr]
-	var err error
-	if s.sharded {
-		err = ps.SUnsubscribe(s.ctx, channel)
-	} else {
-		err = ps.Unsubscribe(s.ctx, channel)
-	}
-	s.fail(err)
+	s.enqueue(func() {
+		s.mu.Lock()
+		addr, ok := s.channels[channel]
+		delete(s.channels, channel)
+		ps := s.nodes[addr]
+		s.mu.Unlock()
+		if !ok {
+			return
+		}
+		if s.sharded {
+			s.fail(ps.SUnsubscribe(s.ctx, channel))
+		} else {
+			s.fail(ps.Unsubscribe(s.ctx, channel))
+		}
+	})
 }
 
 func (s *subscription) Ping() {
+	s.enqueue(func() {
+		s.mu.Lock()
+		nodes := make([]*redis.PubSub, 0, len(s.nodes))
+		for _, ps := range s.nodes {
+			nodes = append(nodes, ps)
+		}
+		s.mu.Unlock()
+		for _, ps := range nodes {
+			s.fail(ps.Ping(s.ctx))
+		}
+	})
+}
+
+// enqueue hands a command to send; after a failure it drops it.
+func (s *subscription) enqueue(f func()) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, ps := range s.nodes {
-		s.fail(ps.Ping(s.ctx))
+	if s.err == nil {
+		s.queue = append(s.queue, f)
+	}
+	s.mu.Unlock()
+	select {
+	case s.pending <- struct{}{}:
+	default:
+	}
+}
+
+// send sends the queued commands in order until Close.
+func (s *subscription) send() {
+	defer s.sender.Done()
+	for {
+		select {
+		case <-s.pending:
+		case <-s.ctx.Done():
+			return
+		}
+		for {
+			s.mu.Lock()
+			if len(s.queue) == 0 || s.err != nil {
+				s.queue = nil
+				s.mu.Unlock()
+				break
+			}
+			f := s.queue[0]
+			s.queue = s.queue[1:]
+			s.mu.Unlock()
+			f()
+		}
 	}
 }
 
@@ -99,18 +154,22 @@ func (s *subscription) Receive(ctx context.Context) (uncomplicated.Event, error)
 	}
 }
 
+// Close ends the Subscription at once. Its PubSubs close once the command
+// under way ends: go-redis bounds a handshake with a node that does not
+// answer by its ReadTimeout, not by ctx, and holds the PubSub's lock
+// meanwhile.
 func (s *subscription) Close() {
 	s.cancel()
-	s.mu.Lock()
-	for _, ps := range s.nodes {
-		_ = ps.Close()
-	}
-	s.mu.Unlock()
-	s.readers.Wait()
+	go func() {
+		s.sender.Wait()
+		for _, ps := range s.nodes { // send, the only writer, has ended
+			_ = ps.Close()
+		}
+	}()
 }
 
 // node returns the PubSub of the node that owns channel's slot, opening it
-// with a reader if it is the first. The caller holds mu.
+// with a reader if it is the first. Only send calls it.
 func (s *subscription) node(channel string) (string, *redis.PubSub, error) {
 	var addr string
 	var client interface {
@@ -124,6 +183,8 @@ func (s *subscription) node(channel string) (string, *redis.PubSub, error) {
 		}
 		addr, client = master.Options().Addr, master
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if ps := s.nodes[addr]; ps != nil {
 		return addr, ps, nil
 	}
@@ -145,9 +206,7 @@ func (s *subscription) read(ps *redis.PubSub) {
 	for {
 		msg, err := ps.Receive(s.ctx)
 		if err != nil {
-			s.mu.Lock()
 			s.fail(err)
-			s.mu.Unlock()
 			return
 		}
 		var e uncomplicated.Event
@@ -170,9 +229,10 @@ func (s *subscription) read(ps *redis.PubSub) {
 	}
 }
 
-// fail records the first failure, which ends the Subscription. The caller
-// holds mu.
+// fail records the first failure, which ends the Subscription.
 func (s *subscription) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if err == nil || s.err != nil {
 		return
 	}
