@@ -26,6 +26,8 @@ type options struct {
 	Duration, Timeout     time.Duration
 	Seed                  uint64
 	Faults                []string // kinds to inject; see faultKinds
+	Client                string   // the workers' Redis client library: clientRedigo or clientGoRedis
+	Cluster               bool     // the locks on a Redis Cluster (see cluster.go); Client is clientGoRedis
 	Verbose               bool
 	Log                   io.Writer // progress lines with Verbose; nil: none
 	Exe                   string    // the binary that runs as a worker
@@ -35,14 +37,16 @@ type options struct {
 // A coordinator runs the servers, the proxy and the workers, injects the
 // faults, and gathers the workers' events into the run's record.
 type coordinator struct {
-	opts  options
-	rng   *rand.Rand // the coordinator's own choices; used by one goroutine
-	lock  *redistest.Server
-	store *redistest.Server
-	proxy *proxy
-	keys  []string // Mutex names, as the workers give them
-	rw    []string // RWMutex names
-	sem   []string // Semaphore names
+	opts    options
+	rng     *rand.Rand         // the coordinator's own choices; used by one goroutine
+	lock    *redistest.Server  // the lock server, or the Cluster's master that the faults hit
+	cluster *redistest.Cluster // the locks' Cluster; nil: the lock server
+	store   *redistest.Server
+	proxy   *proxy          // in front of the lock server; nil on a Cluster
+	keys    []string        // Mutex names, as the workers give them
+	rw      []string        // RWMutex names
+	sem     []string        // Semaphore names
+	onLock  map[string]bool // the lock names (as Name gives them) that lock holds
 
 	mu      sync.Mutex // guards procs and rec
 	procs   map[int]*proc
@@ -67,21 +71,16 @@ func run(opts options) (*record, error) {
 		procs: map[int]*proc{},
 		rec:   newRecord(),
 	}
-	for i := range opts.Keys {
-		c.keys = append(c.keys, fmt.Sprintf("torture-%d", i))
-	}
-	for i := range opts.RWKeys {
-		c.rw = append(c.rw, fmt.Sprintf("torture-rw-%d", i))
-	}
-	for i := range opts.SemKeys {
-		c.sem = append(c.sem, fmt.Sprintf("torture-sem-%d", i))
-	}
 	c.rec.Start = time.Now()
 	defer c.shutdown()
 	if err := c.setup(); err != nil {
 		return nil, err
 	}
-	c.logf("lock server %s behind proxy %s, store server %s", c.lock.Addr, c.proxy.Addr(), c.store.Addr)
+	if c.cluster != nil {
+		c.logf("lock cluster %v, faults on master %s, store server %s", c.cluster.Addrs(), c.lock.Addr, c.store.Addr)
+	} else {
+		c.logf("lock server %s behind proxy %s, store server %s", c.lock.Addr, c.proxy.Addr(), c.store.Addr)
+	}
 	for range opts.Procs {
 		if err := c.startWorker(); err != nil {
 			return nil, err
@@ -97,23 +96,72 @@ func run(opts options) (*record, error) {
 	return c.rec, c.tally()
 }
 
-// setup starts the two servers and the proxy, and zeroes the store.
+// setup starts the locks' servers (the lock server and the proxy, or the
+// Cluster) and names the locks on them, then starts the store server and
+// zeroes it.
 func (c *coordinator) setup() error {
 	var err error
-	if c.lock, err = redistest.Launch("--appendonly", "yes", "--appendfsync", "always"); err != nil {
-		return fmt.Errorf("lock server: %w", err)
+	if c.opts.Cluster {
+		err = c.launchCluster()
+	} else {
+		err = c.launchServer()
+	}
+	if err != nil {
+		return err
 	}
 	if c.store, err = redistest.Launch(); err != nil {
 		return fmt.Errorf("store server: %w", err)
-	}
-	if c.proxy, err = newProxy(c.lock.Addr); err != nil {
-		return err
 	}
 	s := c.storeClient()
 	defer s.pool.Close()
 	for _, key := range c.stored() {
 		if err := s.reset(context.Background(), key); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// persistent are the redis-server arguments of the lock server and of the
+// Cluster's nodes: every write is on disk before its reply, so a restart
+// keeps every fence handed out.
+var persistent = []string{"--appendonly", "yes", "--appendfsync", "always"}
+
+// launchServer starts the lock server, persistent, and the proxy in front
+// of it, and names the locks.
+func (c *coordinator) launchServer() error {
+	var err error
+	if c.lock, err = redistest.Launch(persistent...); err != nil {
+		return fmt.Errorf("lock server: %w", err)
+	}
+	if c.proxy, err = newProxy(c.lock.Addr); err != nil {
+		return err
+	}
+	return c.name([]string{c.lock.Addr}, func(string) (int, error) { return 0, nil })
+}
+
+// name names the locks on the masters at addrs (the lock server alone, or
+// the Cluster's), which owner tells apart, and records which master holds
+// which lock; the first master is c.lock.
+func (c *coordinator) name(addrs []string, owner func(name string) (int, error)) error {
+	names, err := placeNames([3]int{c.opts.Keys, c.opts.RWKeys, c.opts.SemKeys}, len(addrs), owner)
+	if err != nil {
+		return err
+	}
+	c.keys, c.rw, c.sem = names[0], names[1], names[2]
+	c.onLock = map[string]bool{}
+	c.rec.Masters = make([]masterLocks, len(addrs))
+	for i, addr := range addrs {
+		c.rec.Masters[i].Addr = addr
+	}
+	for _, name := range slices.Concat(names[:]...) {
+		m, err := owner(name)
+		if err != nil {
+			return err
+		}
+		c.rec.Masters[m].Locks = append(c.rec.Masters[m].Locks, lockName(name))
+		if m == 0 {
+			c.onLock[lockName(name)] = true
 		}
 	}
 	return nil
@@ -144,20 +192,29 @@ func (c *coordinator) shutdown() {
 	if c.proxy != nil {
 		c.proxy.Close()
 	}
-	for _, s := range []*redistest.Server{c.lock, c.store} {
-		if s != nil {
-			s.Stop()
-		}
+	if c.cluster != nil {
+		c.cluster.Stop() // c.lock with it
+	} else if c.lock != nil {
+		c.lock.Stop()
+	}
+	if c.store != nil {
+		c.store.Stop()
 	}
 }
 
 // startWorker starts one worker process and the goroutine that reads its
 // events.
 func (c *coordinator) startWorker() error {
-	spec, err := json.Marshal(workerConfig{
-		LockAddr: c.proxy.Addr(), StoreAddr: c.store.Addr, Keys: c.keys, RWKeys: c.rw, SemKeys: c.sem,
+	cfg := workerConfig{
+		Client: c.opts.Client, StoreAddr: c.store.Addr, Keys: c.keys, RWKeys: c.rw, SemKeys: c.sem,
 		Permits: c.opts.Permits, Goroutines: c.opts.Goroutines, Timeout: c.opts.Timeout, Seed: c.rng.Uint64(),
-	})
+	}
+	if c.cluster != nil {
+		cfg.ClusterAddrs = c.cluster.Addrs()
+	} else {
+		cfg.LockAddr = c.proxy.Addr()
+	}
+	spec, err := json.Marshal(cfg)
 	if err != nil {
 		return err
 	}
@@ -260,10 +317,19 @@ func (c *coordinator) tally() error {
 	return nil
 }
 
-// lockDo runs one command on the lock server directly, not through the
-// proxy.
-func (c *coordinator) lockDo(cmd string, args ...any) (any, error) {
-	conn, err := redis.Dial("tcp", c.lock.Addr, redis.DialConnectTimeout(time.Second),
+// lockDo runs one command about key on the server that holds key,
+// directly, not through the proxy.
+func (c *coordinator) lockDo(key, cmd string, args ...any) (any, error) {
+	addr, err := c.lockAddr(key)
+	if err != nil {
+		return nil, err
+	}
+	return dialDo(addr, cmd, args...)
+}
+
+// dialDo runs one command on a new connection to addr, within a second.
+func dialDo(addr, cmd string, args ...any) (any, error) {
+	conn, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second),
 		redis.DialReadTimeout(time.Second), redis.DialWriteTimeout(time.Second))
 	if err != nil {
 		return nil, err

@@ -8,33 +8,51 @@ import (
 	"time"
 )
 
-// The fault kinds, in the order the report lists them.
+// The fault kinds. The lock server's are, on a Cluster, those of the
+// master that the faults hit (see cluster.go).
 const (
 	faultKill      = "kill"      // SIGKILL a worker inside a critical section, start another
 	faultStop      = "stop"      // SIGSTOP a worker inside a critical section past the timeout
 	faultRestart   = "restart"   // kill -9 the lock server and start it again on its port
+	faultOutage    = "outage"    // kill -9 the lock server and start it again after 2 timeouts
+	faultPause     = "pause"     // SIGSTOP the lock server past the timeout, then SIGCONT it
 	faultReset     = "reset"     // the proxy closes every connection
 	faultBlackhole = "blackhole" // the proxy forwards nothing, past the timeout
 	faultLatency   = "latency"   // the proxy delays traffic by more than the timeout
 	faultExpire    = "expire"    // PEXPIRE a held lock's key to 1 ms
 )
 
-var faultKinds = []string{faultKill, faultStop, faultRestart, faultReset, faultBlackhole, faultLatency, faultExpire}
+// The fault kinds of each deployment, in the order the report lists them.
+// A Cluster has no proxy (see cluster.go); a master down or stopped takes
+// the place of the proxy's faults there.
+var (
+	serverFaults  = []string{faultKill, faultStop, faultRestart, faultReset, faultBlackhole, faultLatency, faultExpire}
+	clusterFaults = []string{faultKill, faultStop, faultRestart, faultOutage, faultPause, faultExpire}
+)
 
-// parseFaults parses -faults: a comma-separated list of kinds, "all" or
-// "none".
-func parseFaults(s string) ([]string, error) {
+// faultKinds returns the fault kinds of the lock server, or of a Cluster.
+func faultKinds(cluster bool) []string {
+	if cluster {
+		return clusterFaults
+	}
+	return serverFaults
+}
+
+// parseFaults parses -faults: a comma-separated list of the kinds of the
+// deployment (see faultKinds), "all" or "none".
+func parseFaults(s string, cluster bool) ([]string, error) {
+	all := faultKinds(cluster)
 	switch s {
 	case "all":
-		return slices.Clone(faultKinds), nil
+		return slices.Clone(all), nil
 	case "none", "":
 		return nil, nil
 	}
 	var kinds []string
 	for k := range strings.SplitSeq(s, ",") {
 		k = strings.TrimSpace(k)
-		if !slices.Contains(faultKinds, k) {
-			return nil, fmt.Errorf("unknown fault %q (want some of %v, all or none)", k, faultKinds)
+		if !slices.Contains(all, k) {
+			return nil, fmt.Errorf("unknown fault %q (want some of %v, all or none)", k, all)
 		}
 		if !slices.Contains(kinds, k) {
 			kinds = append(kinds, k)
@@ -86,8 +104,24 @@ func (c *coordinator) inject(kind string) error {
 	case faultStop:
 		return c.stop(t + t/2)
 	case faultRestart:
-		c.logf("restart: kill -9 the lock server")
-		return c.lock.Restart()
+		c.logf("restart: kill -9 %s", c.lockNode())
+		return c.serverFault(faultRestart, c.lock.Restart)
+	case faultOutage:
+		c.logf("outage: kill -9 %s, start it again after %v", c.lockNode(), 2*t)
+		return c.serverFault(faultOutage, func() error {
+			c.lock.Kill()
+			time.Sleep(2 * t)
+			return c.lock.Revive()
+		})
+	case faultPause:
+		c.logf("pause: SIGSTOP %s for %v", c.lockNode(), t+t/2)
+		return c.serverFault(faultPause, func() error {
+			if err := c.lock.Pause(); err != nil {
+				return err
+			}
+			time.Sleep(t + t/2)
+			return c.lock.Resume()
+		})
 	case faultReset:
 		c.logf("reset: close every connection")
 		c.proxy.Reset()
@@ -107,6 +141,32 @@ func (c *coordinator) inject(kind string) error {
 		return fmt.Errorf("unknown fault %q", kind)
 	}
 	return nil
+}
+
+// serverFault injects a fault of the lock server with f, having counted
+// the holds then open on it as its targets, and returns once f has and a
+// Cluster is whole again.
+func (c *coordinator) serverFault(kind string, f func() error) error {
+	c.mu.Lock()
+	for _, h := range c.rec.Open {
+		if c.onLock[h.enter.Key] {
+			c.rec.Targets[kind+" "+h.enter.Role]++
+		}
+	}
+	c.mu.Unlock()
+	if err := f(); err != nil {
+		return err
+	}
+	c.awaitCluster()
+	return nil
+}
+
+// lockNode names c.lock in the log.
+func (c *coordinator) lockNode() string {
+	if c.cluster != nil {
+		return "master " + c.lock.Addr
+	}
+	return "the lock server"
 }
 
 // holder waits, up to a few timeouts, for a critical section the events
@@ -196,7 +256,7 @@ func (c *coordinator) expire() error {
 			return err
 		}
 		key := lockKey(h.enter.Role, h.enter.Key)
-		n, err := c.lockDo("PEXPIRE", key, 1)
+		n, err := c.lockDo(key, "PEXPIRE", key, 1)
 		if err != nil {
 			return err
 		}

@@ -1,13 +1,23 @@
 module github.com/uncomplicated-mutex/uncomplicated/torture
 
-go 1.24
+go 1.26.0
 
-replace github.com/uncomplicated-mutex/uncomplicated => ..
+replace (
+	github.com/uncomplicated-mutex/uncomplicated => ..
+	github.com/uncomplicated-mutex/uncomplicated/goredis => ../goredis
+)
 
 require (
 	github.com/gomodule/redigo v1.9.3
+	github.com/redis/go-redis/v9 v9.23.0
 	github.com/uncomplicated-mutex/uncomplicated v0.0.0-00010101000000-000000000000
+	github.com/uncomplicated-mutex/uncomplicated/goredis v0.0.0-00010101000000-000000000000
 	go.uber.org/goleak v1.3.0
 )
 
-require github.com/benbjohnson/clock v1.3.5 // indirect
+require (
+	github.com/benbjohnson/clock v1.3.5 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)

@@ -50,9 +50,14 @@ var sentinels = []struct {
 }
 
 // cause names what lies under err: the ctx's end, a network failure or a
-// Redis error reply; "" when none of those.
+// Redis error reply (redigo's, or go-redis's, which has a RedisError
+// method); "" when none of those.
 func cause(err error) string {
 	var rerr redis.Error
+	var gerr interface {
+		error
+		RedisError()
+	}
 	var nerr net.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -69,6 +74,9 @@ func cause(err error) string {
 		return "i/o timeout"
 	case errors.As(err, &rerr):
 		word, _, _ := strings.Cut(string(rerr), " ")
+		return "Redis " + word
+	case errors.As(err, &gerr):
+		word, _, _ := strings.Cut(gerr.Error(), " ")
 		return "Redis " + word
 	case errors.Is(err, net.ErrClosed):
 		return "closed connection"

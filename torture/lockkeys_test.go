@@ -30,6 +30,9 @@ func TestLockKey(t *testing.T) {
 	}
 
 	m, _ := c.Named("m")
+	if got, want := m.Name(), lockName("m"); got != want {
+		t.Errorf("Named(%q).Name() = %q; want %q", "m", got, want)
+	}
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,19 @@
 // library confirmed that it should not have, late calls and leaked
 // goroutines, and exits non-zero when any of them is not 0.
 //
-//	cd torture && go run . [-duration 30s] [-seed N] [-faults all|none|kill,stop,...]
+// The workers' Client runs on redigo or, with -client goredis, on go-redis.
+// With -cluster the locks live on a Redis Cluster of 3 masters, reached
+// through go-redis, whose faults hit one master (see cluster.go).
+//
+//	cd torture && go run . [-duration 30s] [-seed N] [-faults all|none|kill,stop,...] [-client redigo|goredis] [-cluster]
 package main
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -32,7 +38,10 @@ func main() {
 	flag.DurationVar(&opts.Duration, "duration", 30*time.Second, "how long to run")
 	flag.DurationVar(&opts.Timeout, "timeout", time.Second, "lock timeout and lease")
 	flag.Uint64Var(&opts.Seed, "seed", 0, "random seed (default: from the time, printed)")
-	faults := flag.String("faults", "all", "fault kinds: all, none, or a comma list of "+faultList(faultKinds))
+	faults := flag.String("faults", "all", "fault kinds: all, none, or a comma list of "+faultList(serverFaults)+
+		" (with -cluster: of "+faultList(clusterFaults)+")")
+	flag.StringVar(&opts.Client, "client", clientRedigo, "the workers' Redis client library: "+strings.Join(clientKinds, " or "))
+	flag.BoolVar(&opts.Cluster, "cluster", false, "the locks on a Redis Cluster of 3 masters, through go-redis (implies -client goredis)")
 	flag.BoolVar(&opts.Verbose, "v", false, "log each fault to stderr")
 	trace := flag.String("trace", "", "write every worker event to this file")
 	flag.Parse()
@@ -50,8 +59,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, "torture: want some keys, none negative, and at least 1 permit")
 		os.Exit(2)
 	}
+	if !slices.Contains(clientKinds, opts.Client) {
+		fmt.Fprintf(os.Stderr, "torture: unknown -client %q (want one of %v)\n", opts.Client, clientKinds)
+		os.Exit(2)
+	}
+	if opts.Cluster {
+		if opts.Client != clientGoRedis && flagSet("client") {
+			fmt.Fprintln(os.Stderr, "torture: -cluster runs on go-redis: want -client goredis or no -client")
+			os.Exit(2)
+		}
+		opts.Client = clientGoRedis
+	}
 	var err error
-	if opts.Faults, err = parseFaults(*faults); err != nil {
+	if opts.Faults, err = parseFaults(*faults, opts.Cluster); err != nil {
 		fmt.Fprintln(os.Stderr, "torture:", err)
 		os.Exit(2)
 	}
@@ -73,4 +93,11 @@ func main() {
 	if len(s.Failures) > 0 {
 		os.Exit(1)
 	}
+}
+
+// flagSet reports whether the command line set flag name.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }

@@ -26,9 +26,18 @@ type record struct {
 
 	Store map[string]tally // lock name -> the store's counts (mutexes and RWMutexes)
 
+	Masters    []masterLocks   // what each master holds (one: the lock server); the faults hit the first
+	Recoveries []time.Duration // on a Cluster, how long each fault of a master took to heal (see awaitCluster)
+
 	// Examples are, by failed criterion, a few of the holds that failed
 	// it, described for the report; the analyses note them.
 	Examples map[string][]string
+}
+
+// masterLocks are the locks one master holds, as Name gives them.
+type masterLocks struct {
+	Addr  string
+	Locks []string
 }
 
 // secID names a critical section: its process and its number there.

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // A summary is the figures of a run and the pass criteria it failed.
@@ -79,12 +80,26 @@ func (r *record) summarize(opts options) summary {
 // print writes the report, one figure per line.
 func (s summary) print(w io.Writer, r *record, opts options) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format+"\n", args...) }
-	p("torture: %d procs x %d goroutines, %d Mutex, %d RWMutex, %d Semaphore keys (%d permits), %v, timeout %v, seed %d, faults %s",
-		opts.Procs, opts.Goroutines, opts.Keys, opts.RWKeys, opts.SemKeys, opts.Permits, opts.Duration, opts.Timeout, opts.Seed, faultList(opts.Faults))
+	mode := "client " + opts.Client
+	if opts.Cluster {
+		mode += ", cluster"
+	}
+	p("torture: %d procs x %d goroutines, %d Mutex, %d RWMutex, %d Semaphore keys (%d permits), %v, timeout %v, seed %d, faults %s, %s",
+		opts.Procs, opts.Goroutines, opts.Keys, opts.RWKeys, opts.SemKeys, opts.Permits, opts.Duration, opts.Timeout, opts.Seed, faultList(opts.Faults), mode)
+	s.printDeployment(p, r, opts)
 	p("run took:                               %.1fs", r.End.Sub(r.Start).Seconds())
 	p("workers started:                        %d (%d replacements)", r.Workers, r.Workers-opts.Procs)
-	for _, k := range faultKinds {
+	for _, k := range faultKinds(opts.Cluster) {
 		p("faults injected, %-22s %d%s", k+":", s.Faults[k], s.targets(r, k))
+	}
+	if opts.Cluster {
+		p("faults skipped on a Cluster:            %s (no proxy can sit in front of a Cluster: CLUSTER SLOTS names the nodes' own addresses)",
+			strings.Join(slices.DeleteFunc(slices.Clone(serverFaults), func(k string) bool { return slices.Contains(clusterFaults, k) }), ", "))
+		var longest, total time.Duration
+		for _, d := range r.Recoveries {
+			longest, total = max(longest, d), total+d
+		}
+		p("Cluster ok again after a master's fault: %.1fs at most, %.1fs in all (%d faults)", longest.Seconds(), total.Seconds(), len(r.Recoveries))
 	}
 	p("Mutex sections completed:               %d", s.Completed)
 	p("  writes accepted by the fence:         %d", s.Accepted)
@@ -160,7 +175,29 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	}
 }
 
-// targets lists, for a fault aimed at a holder, the roles it hit.
+// printDeployment writes where the locks are, which client reaches them
+// and, on a Cluster, which locks each master holds.
+func (s summary) printDeployment(p func(string, ...any), r *record, opts options) {
+	switch {
+	case opts.Client == clientRedigo:
+		p("lock deployment:                        one redis-server behind the fault proxy; uncomplicated.NewClient on a redigo Pool")
+		return
+	case !opts.Cluster:
+		p("lock deployment:                        one redis-server behind the fault proxy; goredis.NewClient on a go-redis Client")
+		return
+	}
+	p("lock deployment:                        Redis Cluster of %d masters, no replicas; goredis.NewClient on a go-redis ClusterClient", len(r.Masters))
+	for i, m := range r.Masters {
+		faulted := ""
+		if i == 0 {
+			faulted = " (faulted)"
+		}
+		p("  master %-31s %s", m.Addr+faulted+":", strings.Join(m.Locks, " "))
+	}
+}
+
+// targets lists, for a fault aimed at a holder, the roles it hit, and for
+// a fault of the lock server, the roles of the holds open on it.
 func (s summary) targets(r *record, kind string) string {
 	var hit []string
 	for _, role := range roles {
@@ -170,6 +207,9 @@ func (s summary) targets(r *record, kind string) string {
 	}
 	if len(hit) == 0 {
 		return ""
+	}
+	if slices.Contains([]string{faultRestart, faultOutage, faultPause}, kind) {
+		return " (holds open on it: " + strings.Join(hit, ", ") + ")"
 	}
 	return " (" + strings.Join(hit, ", ") + ")"
 }

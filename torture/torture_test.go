@@ -33,40 +33,84 @@ func requireRedis(t *testing.T) {
 	}
 }
 
-// TestTorture_short runs the whole torture briefly, every fault kind at
-// least once, on every kind of lock, and checks the pass criteria. Two
-// permits for the goroutines that share the Semaphore make them wait.
+// TestTorture_short runs the whole torture briefly on each deployment,
+// every fault kind of it at least once, on every kind of lock, and checks
+// the pass criteria: on the lock server through redigo (10 s) and through
+// go-redis (4 s), and on a Cluster (6 s, or longer: the first of each fault
+// kind is always injected, and a master restarted takes 2 s to serve
+// again). Two permits for the goroutines that share the Semaphore make
+// them wait.
 func TestTorture_short(t *testing.T) {
 	requireRedis(t)
-	defer goleak.VerifyNone(t)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := options{
-		Procs: 2, Goroutines: 6, Keys: 2, RWKeys: 1, SemKeys: 1, Permits: 2,
-		Duration: 10 * time.Second, Timeout: 400 * time.Millisecond,
-		Seed: uint64(time.Now().UnixNano()), Faults: faultKinds, Verbose: true, Log: testLog{t}, Exe: exe,
+	for _, tt := range []struct {
+		name     string
+		client   string
+		cluster  bool
+		keys     int // Mutexes: on a Cluster, one on each master
+		duration time.Duration
+	}{
+		{"redigo", clientRedigo, false, 2, 10 * time.Second},
+		{"goredis", clientGoRedis, false, 2, 4 * time.Second},
+		{"cluster", clientGoRedis, true, 3, 6 * time.Second},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			opts := options{
+				Procs: 2, Goroutines: 6, Keys: tt.keys, RWKeys: 1, SemKeys: 1, Permits: 2,
+				Duration: tt.duration, Timeout: 400 * time.Millisecond, Seed: uint64(time.Now().UnixNano()),
+				Faults: faultKinds(tt.cluster), Client: tt.client, Cluster: tt.cluster,
+				Verbose: true, Log: testLog{t}, Exe: exe,
+			}
+			t.Logf("seed %d", opts.Seed)
+			rec, err := run(opts)
+			if err != nil {
+				t.Fatalf("run() = %v", err)
+			}
+			s := rec.summarize(opts)
+			var report strings.Builder
+			s.print(&report, rec, opts)
+			t.Log("\n" + report.String())
+			for _, f := range s.Failures {
+				t.Errorf("FAIL: %s", f)
+			}
+			for _, k := range opts.Faults {
+				if s.Faults[k] == 0 {
+					t.Errorf("fault %s injected 0 times; want at least 1", k)
+				}
+			}
+			if f := s.Roles[rolePermit]; f.Manual == 0 || f.Manual == f.Completed {
+				t.Errorf("%d of %d permit sections with Acquire and Release; want some, not all", f.Manual, f.Completed)
+			}
+			if tt.cluster {
+				checkPlacement(t, rec.Masters)
+			}
+		})
 	}
-	t.Logf("seed %d", opts.Seed)
-	rec, err := run(opts)
-	if err != nil {
-		t.Fatalf("run() = %v", err)
-	}
-	s := rec.summarize(opts)
-	var report strings.Builder
-	s.print(&report, rec, opts)
-	t.Log("\n" + report.String())
-	for _, f := range s.Failures {
-		t.Errorf("FAIL: %s", f)
-	}
-	for _, k := range faultKinds {
-		if s.Faults[k] == 0 {
-			t.Errorf("fault %s injected 0 times; want at least 1", k)
+}
+
+// checkPlacement checks that every master holds some locks and that the
+// faulted one, the first, holds one of each kind.
+func checkPlacement(t *testing.T, masters []masterLocks) {
+	t.Helper()
+	for i, m := range masters {
+		if len(m.Locks) == 0 {
+			t.Errorf("master %d (%s) holds no lock; want some", i, m.Addr)
 		}
 	}
-	if f := s.Roles[rolePermit]; f.Manual == 0 || f.Manual == f.Completed {
-		t.Errorf("%d of %d permit sections with Acquire and Release; want some, not all", f.Manual, f.Completed)
+	for _, prefix := range namePrefixes {
+		n := 0
+		for _, name := range masters[0].Locks {
+			if strings.TrimRight(name, "0123456789") == lockName(prefix) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("the faulted master holds %v, no lock:%s<n>; want one", masters[0].Locks, prefix)
+		}
 	}
 }
 

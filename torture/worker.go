@@ -25,15 +25,17 @@ const workerEnv = "TORTURE_WORKER"
 
 // A workerConfig is what the coordinator tells a worker.
 type workerConfig struct {
-	LockAddr   string        // the lock server, through the fault proxy
-	StoreAddr  string        // the store server, never faulted
-	Keys       []string      // Mutex names
-	RWKeys     []string      // RWMutex names
-	SemKeys    []string      // Semaphore names
-	Permits    int           // of each Semaphore
-	Goroutines int           // goroutines that lock
-	Timeout    time.Duration // lock timeout and lease
-	Seed       uint64        // the worker's random choices
+	Client       string        // the Redis client library: clientRedigo or clientGoRedis
+	LockAddr     string        // the lock server, through the fault proxy; "" on a Cluster
+	ClusterAddrs []string      // the Cluster's nodes, when the locks are on one
+	StoreAddr    string        // the store server, never faulted
+	Keys         []string      // Mutex names
+	RWKeys       []string      // RWMutex names
+	SemKeys      []string      // Semaphore names
+	Permits      int           // of each Semaphore
+	Goroutines   int           // goroutines that lock
+	Timeout      time.Duration // lock timeout and lease
+	Seed         uint64        // the worker's random choices
 }
 
 // The mix of holds: each turn of a goroutine picks a kind of lock (Mutex,
@@ -82,16 +84,19 @@ func runWorker(spec string) int {
 		return 2
 	}
 	out := &emitter{w: os.Stdout, pid: os.Getpid()}
-	lockPool := newPool(cfg.LockAddr, cfg.Timeout)
-	storePool := newPool(cfg.StoreAddr, storeTimeout)
-	opts := []uncomplicated.Option{
+	client, closeLocks, err := lockClient(cfg, []uncomplicated.Option{
 		uncomplicated.WithTimeout(cfg.Timeout),
 		uncomplicated.WithLease(cfg.Timeout),
 		uncomplicated.WithStalePolicy(uncomplicated.TakeOver),
 		uncomplicated.WithLogger(slog.New(takeOvers{out: out})),
 		uncomplicated.WithAutoRefresh(cfg.Timeout / 3),
+	})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "worker: %v\n", err)
+		return 2
 	}
-	w := &worker{cfg: cfg, client: uncomplicated.NewClient(lockPool, opts...), store: store{pool: storePool}, out: out}
+	storePool := newPool(cfg.StoreAddr, storeTimeout)
+	w := &worker{cfg: cfg, client: client, store: store{pool: storePool}, out: out}
 
 	stop := make(chan struct{})
 	go func() { // the coordinator closes our stdin to stop us
@@ -110,7 +115,7 @@ func runWorker(spec string) int {
 	wg.Wait()
 
 	_ = w.client.Close()
-	_ = lockPool.Close()
+	closeLocks()
 	_ = storePool.Close()
 	final := event{Ev: evFinal}
 	if err := goleak.Find(); err != nil {

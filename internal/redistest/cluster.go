@@ -41,16 +41,18 @@ func StartCluster(tb testing.TB, masters, replicasPerMaster int) *Cluster {
 }
 
 // LaunchCluster starts a cluster outside a test, for programs such as the
-// benchmarks. The caller stops it with Cluster.Stop or Stop. On failure it
-// returns an error with the nodes' logs and leaves no node running.
-func LaunchCluster(masters, replicasPerMaster int) (*Cluster, error) {
+// benchmarks, with extra redis-server arguments for every node (such as
+// "--appendonly", "yes", so that a restarted node keeps its keys). The
+// caller stops it with Cluster.Stop or Stop. On failure it returns an error
+// with the nodes' logs and leaves no node running.
+func LaunchCluster(masters, replicasPerMaster int, args ...string) (*Cluster, error) {
 	if masters < 1 || replicasPerMaster < 0 {
 		return nil, fmt.Errorf("redistest: a cluster of %d masters with %d replicas each", masters, replicasPerMaster)
 	}
 	c := &Cluster{}
 	mu.Lock()
 	for i := range masters * (1 + replicasPerMaster) {
-		s, err := launch("redis-server", clusterNode)
+		s, err := launch("redis-server", clusterNode(args))
 		if err != nil {
 			mu.Unlock()
 			c.Stop()
@@ -72,14 +74,17 @@ func LaunchCluster(masters, replicasPerMaster int) (*Cluster, error) {
 }
 
 // clusterNode is the setup of a cluster node: its bus on a port of its own
-// (port+10000 may be taken or past 65535) and a short node timeout.
-func clusterNode(dir string) (before, after []string, err error) {
-	bus, err := freePort()
-	return nil, []string{
-		"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
-		"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "2000",
-		"--cluster-announce-ip", "127.0.0.1", "--repl-diskless-sync-delay", "0",
-	}, err
+// (port+10000 may be taken or past 65535) and a short node timeout, then
+// args.
+func clusterNode(args []string) setup {
+	return func(dir string) (before, after []string, err error) {
+		bus, err := freePort()
+		return nil, slices.Concat([]string{
+			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
+			"--cluster-port", strconv.Itoa(bus), "--cluster-node-timeout", "2000",
+			"--cluster-announce-ip", "127.0.0.1", "--repl-diskless-sync-delay", "0",
+		}, args), err
+	}
 }
 
 // form makes the started nodes one cluster: distinct config epochs for the
