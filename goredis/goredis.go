@@ -40,8 +40,13 @@ func NewClient(rdb redis.UniversalClient, opts ...uncomplicated.Option) *uncompl
 // NewDriver returns the uncomplicated.Driver of rdb, for code that wraps
 // it (to count or fail calls in tests, say).
 func NewDriver(rdb redis.UniversalClient) uncomplicated.Driver {
-	d := &driver{rdb: rdb}
-	d.cluster, _ = rdb.(*redis.ClusterClient)
+	d := &driver{rdb: rdb, watch: true}
+	switch c := rdb.(type) {
+	case *redis.ClusterClient:
+		d.cluster, d.watch = c, !c.Options().ContextTimeoutEnabled
+	case *redis.Client:
+		d.watch = !c.Options().ContextTimeoutEnabled
+	}
 	return d
 }
 
@@ -49,6 +54,33 @@ func NewDriver(rdb redis.UniversalClient) uncomplicated.Driver {
 type driver struct {
 	rdb     redis.UniversalClient
 	cluster *redis.ClusterClient // rdb, when it is one
+	// watch: go-redis does not end a call when its ctx ends, as it does
+	// with ContextTimeoutEnabled, so each call runs in a goroutine that
+	// the caller leaves when ctx ends.
+	watch bool
+}
+
+// bounded runs f, returning by the end of ctx (see watch).
+func bounded[T any](d *driver, ctx context.Context, f func() (T, error)) (T, error) {
+	if !d.watch || ctx.Done() == nil {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
 }
 
 // Eval runs the script once: go-redis sends a command again after its
@@ -64,9 +96,11 @@ func (d *driver) Eval(ctx context.Context, s *uncomplicated.Script, keys []strin
 
 // once runs a command that go-redis does not send again.
 func (d *driver) once(ctx context.Context, args ...any) (any, error) {
-	cmd := onlyOnce{redis.NewCmd(ctx, args...)}
-	_ = d.rdb.Process(ctx, cmd)
-	return cmd.Result()
+	return bounded(d, ctx, func() (any, error) {
+		cmd := onlyOnce{redis.NewCmd(ctx, args...)}
+		_ = d.rdb.Process(ctx, cmd)
+		return cmd.Result()
+	})
 }
 
 // onlyOnce is a command that go-redis does not retry.
@@ -87,6 +121,20 @@ func eval(cmd, script string, keys []string, args []any) []any {
 // EvalWait sends the script and WAIT in one pipeline, which go-redis
 // writes on one connection; on a Cluster, to the master of the keys' slot.
 func (d *driver) EvalWait(ctx context.Context, s *uncomplicated.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+	type waited struct {
+		reply any
+		acked int64
+	}
+	w, err := bounded(d, ctx, func() (waited, error) {
+		reply, acked, err := d.evalWaitRedirected(ctx, s, keys, args, replicas, timeout)
+		return waited{reply, acked}, err
+	})
+	return w.reply, w.acked, err
+}
+
+// evalWaitRedirected is EvalWait, once more after a MOVED and with the
+// source after a NOSCRIPT.
+func (d *driver) evalWaitRedirected(ctx context.Context, s *uncomplicated.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
 	reply, acked, err := d.evalWait(ctx, s, false, keys, args, replicas, timeout)
 	if moved(err) && d.cluster != nil { // a slot moved: learn where, and try once more
 		d.cluster.ReloadState(ctx)
@@ -129,14 +177,16 @@ func (d *driver) evalWait(ctx context.Context, s *uncomplicated.Script, source b
 // rather than a key (INFO) goes to the master that owns keys[0].
 func (d *driver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
 	all := append([]any{cmd}, args...)
-	if d.cluster == nil || len(keys) == 0 || len(args) > 0 && args[0] == keys[0] {
-		return result(d.rdb.Do(ctx, all...).Result())
-	}
-	node, err := d.cluster.MasterForKey(ctx, keys[0])
-	if err != nil {
-		return nil, err
-	}
-	return result(node.Do(ctx, all...).Result())
+	return bounded(d, ctx, func() (any, error) {
+		if d.cluster == nil || len(keys) == 0 || len(args) > 0 && args[0] == keys[0] {
+			return result(d.rdb.Do(ctx, all...).Result())
+		}
+		node, err := d.cluster.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, err
+		}
+		return result(node.Do(ctx, all...).Result())
+	})
 }
 
 // node is the client that runs calls about keys on one connection: rdb, or

@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
 // A node that accepts connections and never answers holds up neither the
@@ -52,5 +54,33 @@ func TestSubscription_silentNode(t *testing.T) {
 	sub.Close()
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Close took %v on a silent node; want it at once", d)
+	}
+}
+
+// With go-redis's defaults (ContextTimeoutEnabled off), a call to a
+// server that stopped answering still ends with its ctx.
+func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
+	srv := redistest.Start(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	c := goredis.NewClient(rdb)
+	defer c.Close()
+	m, err := c.Named("stopped")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(context.Background()); err != nil { // a connection in the pool
+		t.Fatal(err)
+	}
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = srv.Resume() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err = m.Unlock(ctx)
+	if d := time.Since(start); d > 2*time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Unlock on a stopped server = %v after %v; want the ctx's DeadlineExceeded by its deadline", err, d)
 	}
 }
