@@ -87,7 +87,8 @@ func (c *Client) wakeups(started bool) *wakeups {
 	if c.wake != nil || started || c.closing || !c.driver.canListen() {
 		return c.wake
 	}
-	c.wake = newWakeups(c.driver, c.settings().clock, c.settings().commandTimeout)
+	cfg := c.settings()
+	c.wake = newWakeups(c.driver, cfg.clock, cfg.commandTimeout, cfg.prefix)
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()

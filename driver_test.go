@@ -62,7 +62,7 @@ func (s *recordingSub) Receive(ctx context.Context) (Event, error) {
 // the Client subscribes again, which reaches the slot's new master, and
 // its waiters count as unheard until Redis confirms.
 func TestWakeups_followsMovedSlot(t *testing.T) {
-	w := newWakeups(nil, clock.New(), 0)
+	w := newWakeups(nil, clock.New(), 0, "lock")
 	sub := &recordingSub{}
 	w.conn = sub
 	l := w.listen("c", "token", false)

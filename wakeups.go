@@ -44,6 +44,7 @@ type wakeups struct {
 	driver  driver
 	clock   clock.Clock
 	timeout time.Duration   // the command timeout, for the probe of sharded pub/sub
+	probe   string          // the channel of that probe, under the Client's prefix
 	ctx     context.Context // cancelled by Client.Close
 	cancel  context.CancelFunc
 	sharded int // sharded pub/sub: 0 not known yet, 1 yes, -1 no; run's own
@@ -72,10 +73,10 @@ type channel struct {
 	idle       *list.Element          // its place in wakeups.idle when it has no waiters
 }
 
-func newWakeups(d driver, clk clock.Clock, timeout time.Duration) *wakeups {
+func newWakeups(d driver, clk clock.Clock, timeout time.Duration, prefix string) *wakeups {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wakeups{
-		driver: d, clock: clk, timeout: timeout, ctx: ctx, cancel: cancel,
+		driver: d, clock: clk, timeout: timeout, probe: prefix + ":probe", ctx: ctx, cancel: cancel,
 		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
 		gone: map[string]func(context.Context){},
 	}
@@ -215,11 +216,12 @@ func (w *wakeups) run() {
 
 // open opens a listening connection, sharded if Redis has sharded pub/sub:
 // SPUBLISH, which the release scripts use where Redis has it (see
-// queueLua), is tried once per Client.
+// queueLua), is tried once per Client, on "<prefix>:probe", a channel
+// under the prefix that an ACL for the locks allows, where nobody listens.
 func (w *wakeups) open() (Subscription, error) {
 	if w.sharded == 0 {
 		ctx, cancel := context.WithTimeout(w.ctx, releaseTimeout)
-		_, err := w.driver.do(ctx, w.timeout, []string{probeChannel}, "SPUBLISH", probeChannel, "")
+		_, err := w.driver.do(ctx, w.timeout, []string{w.probe}, "SPUBLISH", w.probe, "")
 		cancel()
 		var se *serverError
 		switch {
@@ -233,10 +235,6 @@ func (w *wakeups) open() (Subscription, error) {
 	}
 	return w.driver.listen(w.ctx, w.sharded > 0)
 }
-
-// probeChannel is where open publishes to learn whether Redis has
-// SPUBLISH; no Client listens on it.
-const probeChannel = "uncomplicated:probe"
 
 // pause waits out a backoff; it reports false when the Client closed.
 func (w *wakeups) pause(d time.Duration) bool {
