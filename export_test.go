@@ -1,5 +1,7 @@
 package uncomplicated
 
+import "github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+
 // SetMaxIdleChannels changes how many idle subscriptions a Client keeps,
 // until the returned func restores it.
 func SetMaxIdleChannels(n int) (restore func()) {
@@ -8,8 +10,8 @@ func SetMaxIdleChannels(n int) (restore func()) {
 	return func() { maxIdleChannels = old }
 }
 
-// KeySlot is keySlot, Redis Cluster's slot of a key, for the external tests.
-var KeySlot = keySlot
+// KeySlot is hashslot.Of, Redis Cluster's slot of a key, for the external tests.
+var KeySlot = hashslot.Of
 
 // IsClosed reports whether a channel is closed.
 var IsClosed = isClosed

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 )
 
 // Fuzz targets for what comes from outside: lock names and prefixes from
@@ -84,12 +86,12 @@ func checkKeys(t *testing.T, m *Mutex) {
 	if keys[0] != m.name {
 		t.Errorf("first key %q; want the lock name %q", keys[0], m.name)
 	}
-	want := keySlot(m.name)
+	want := hashslot.Of(m.name)
 	for _, k := range keys[1:] {
 		if tag := hashTag(k); tag != m.name {
 			t.Errorf("hash tag of %q = %q; want the lock name %q", k, tag, m.name)
 		}
-		if got := keySlot(k); got != want {
+		if got := hashslot.Of(k); got != want {
 			t.Errorf("slot of %q = %d; want %d, the slot of %q", k, got, want, m.name)
 		}
 		if k == m.name {

@@ -12,6 +12,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	shop "github.com/uncomplicated-mutex/uncomplicated/internal/shop/orders"
@@ -215,7 +216,7 @@ func FuzzLockName(f *testing.F) {
 		if isSimple(a) && id != a {
 			t.Errorf("simple id %q became %q", a, id)
 		}
-		if s, fs := keySlot(na), keySlot(fenceKey("lock", na)); s != fs {
+		if s, fs := hashslot.Of(na), hashslot.Of(fenceKey("lock", na)); s != fs {
 			t.Errorf("slots of %q and its fence = %d, %d", na, s, fs)
 		}
 	})
@@ -252,38 +253,7 @@ func unescape(t *testing.T, s string) string {
 	return b.String()
 }
 
-// keySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of the key, or of
-// its hash tag (the text inside the first {...} when not empty), mod 16384.
-func keySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return int(crc) % 16384
-}
-
-// The values in the Redis Cluster specification.
-func TestKeySlot_spec(t *testing.T) {
-	for key, want := range map[string]int{"123456789": 0x31C3 % 16384, "somekey": 11058, "foo{hash_tag}": 2515, "bar{hash_tag}": 2515} {
-		if got := keySlot(key); got != want {
-			t.Errorf("keySlot(%q) = %d; want %d", key, got, want)
-		}
-	}
-}
-
-// keySlot agrees with CLUSTER KEYSLOT of a real server, and every key of
+// hashslot.Of agrees with CLUSTER KEYSLOT of a real server, and every key of
 // one lock is in one slot.
 func TestKeySlot_realCluster(t *testing.T) {
 	srv := redistest.Start(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
@@ -313,12 +283,12 @@ func TestKeySlot_realCluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("CLUSTER KEYSLOT %q: %v", k, err)
 		}
-		if got := keySlot(k); got != want {
-			t.Errorf("keySlot(%q) = %d; CLUSTER KEYSLOT says %d", k, got, want)
+		if got := hashslot.Of(k); got != want {
+			t.Errorf("hashslot.Of(%q) = %d; CLUSTER KEYSLOT says %d", k, got, want)
 		}
 	}
 	for _, name := range []string{nameOf(t, orders.Order{N: 42}), nameOf(t, strID("a{b}c"))} {
-		if a, b := keySlot(name), keySlot(fenceKey("lock", name)); a != b {
+		if a, b := hashslot.Of(name), hashslot.Of(fenceKey("lock", name)); a != b {
 			t.Errorf("slots of %q and %q = %d, %d", name, fenceKey("lock", name), a, b)
 		}
 	}

@@ -8,6 +8,9 @@ func TestOf(t *testing.T) {
 		"":                 0,
 		"123456789":        12739, // CRC16/XMODEM's check value 0x31C3
 		"foo":              12182,
+		"somekey":          11058, // the Cluster specification's examples
+		"foo{hash_tag}":    2515,
+		"bar{hash_tag}":    2515,
 		"{user1000}.a":     3443,
 		"{user1000}.b":     3443,
 		"user1000":         3443,
