@@ -128,11 +128,7 @@ func handOff(t *testing.T, rdb redis.UniversalClient, holder, waiter *uncomplica
 // connection to that master, well within a tick.
 func TestCluster_wakeUpsOnEveryMaster(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 0)
-	opts := []uncomplicated.Option{uncomplicated.WithTimeout(10 * tick), uncomplicated.WithTicks(10)}
-	var heard handOffs
-	a := goredis.NewClient(clusterClient(t, cl), opts...)
-	b := goredis.NewClient(clusterClient(t, cl), append(opts, uncomplicated.WithLogger(slog.New(&heard)))...)
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	a, b, heard := holdersAndWaiters(t, cl)
 	rdb := clusterClient(t, cl)
 	ctx := context.Background()
 	const rounds = 5
@@ -163,6 +159,18 @@ func TestCluster_wakeUpsOnEveryMaster(t *testing.T) {
 	}
 }
 
+// holdersAndWaiters returns two Clients of cl, each with its own go-redis
+// client, with the tick of these tests: one for holders, and one for
+// waiters whose hand-offs heard counts.
+func holdersAndWaiters(t *testing.T, cl *redistest.Cluster) (a, b *uncomplicated.Client, heard *handOffs) {
+	heard = &handOffs{}
+	opts := []uncomplicated.Option{uncomplicated.WithTimeout(10 * tick), uncomplicated.WithTicks(10)}
+	a = goredis.NewClient(clusterClient(t, cl), opts...)
+	b = goredis.NewClient(clusterClient(t, cl), append(opts, uncomplicated.WithLogger(slog.New(heard)))...)
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	return a, b, heard
+}
+
 // shardedListeners counts the connections to s with sharded subscriptions.
 func shardedListeners(t *testing.T, s *redistest.Server) int {
 	n := 0
@@ -179,11 +187,7 @@ func shardedListeners(t *testing.T, s *redistest.Server) int {
 // fence, and later hand-offs reach waiters on the slot's new master.
 func TestCluster_reshardMidHold(t *testing.T) {
 	cl := redistest.StartCluster(t, 3, 0)
-	opts := []uncomplicated.Option{uncomplicated.WithTimeout(10 * tick), uncomplicated.WithTicks(10)}
-	var heard handOffs
-	a := goredis.NewClient(clusterClient(t, cl), opts...)
-	b := goredis.NewClient(clusterClient(t, cl), append(opts, uncomplicated.WithLogger(slog.New(&heard)))...)
-	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	a, b, heard := holdersAndWaiters(t, cl)
 	rdb := clusterClient(t, cl)
 	ctx := context.Background()
 
