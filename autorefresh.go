@@ -49,7 +49,7 @@ func (b *base) refreshWhile(ctx context.Context, h *hold) (context.Context, func
 		// fn may return after the lease has ended with the expiry timer
 		// unread (the process was paused): the hold is lost all the same.
 		if h.leaseLeft() <= 0 {
-			b.lose(rctx, lost, h.kind.what, h.fence, "fn returned after the lease ended")
+			h.lose(rctx, lost, "fn returned after the lease ended")
 		}
 		cancel(nil)
 		return panicked
@@ -73,13 +73,13 @@ func (b *base) refreshUntil(ctx context.Context, h *hold, tick <-chan time.Time,
 				expiry.Reset(left)
 				continue
 			}
-			b.lose(ctx, lost, h.kind.what, h.fence, "the lease ended before a Refresh got through")
+			h.lose(ctx, lost, "the lease ended before a Refresh got through")
 			return b.lostError("the lease ended before a Refresh got through")
 		case <-tick:
 		}
 		left := h.leaseLeft()
 		if left <= 0 {
-			b.lose(ctx, lost, h.kind.what, h.fence, "the lease ended before a Refresh got through")
+			h.lose(ctx, lost, "the lease ended before a Refresh got through")
 			return b.lostError("the lease ended before a Refresh got through")
 		}
 		cctx, cancel := context.WithTimeout(ctx, left)

@@ -16,6 +16,7 @@ type base struct {
 	c    *Client
 	cfg  config
 	name string
+	typ  string // the type part of the name; "" for a plain name
 }
 
 // background runs a release script s on keys with args: it releases what
@@ -153,21 +154,22 @@ func (b *base) logReleased(ctx context.Context, what string, fence uint64, attrs
 	}
 }
 
-// lose closes s, the Lost signal of a hold of kind what ("lock", "permit",
-// ...) with fence, found lost because why, and logs it the first time: a
-// nil s (no Lost channel was asked for) is logged every time, as it is
-// found only by the release that ends the hold. The caller holds no lock
-// of the hold: a handler may call back into it.
-func (b *base) lose(ctx context.Context, s *signal, what string, fence uint64, why string) {
+// lose closes s, the Lost signal of h, found lost because why, and logs
+// it the first time: a nil s (no Lost channel was asked for) is logged
+// every time, as it is found only by the release that ends the hold. The
+// caller holds no lock of the hold: a handler may call back into it.
+func (h *hold) lose(ctx context.Context, s *signal, why string) {
 	if s == nil || s.fire() {
-		b.logLost(ctx, what, fence, why)
+		h.logLost(ctx, why)
 	}
 }
 
-// logLost records that a hold was found lost; see lose.
-func (b *base) logLost(ctx context.Context, what string, fence uint64, why string) {
-	if b.logs(ctx, slog.LevelWarn) {
-		b.log(ctx, slog.LevelWarn, what+" lost", slog.Uint64("fence", fence), slog.String("why", why))
+// logLost records that h was found lost, and tells its Observation; see
+// lose.
+func (h *hold) logLost(ctx context.Context, why string) {
+	h.observer().lost(why)
+	if h.b.logs(ctx, slog.LevelWarn) {
+		h.b.log(ctx, slog.LevelWarn, h.kind.what+" lost", slog.Uint64("fence", h.fence), slog.String("why", why))
 	}
 }
 
@@ -182,12 +184,13 @@ func (b *base) lostError(why string) error {
 
 // enter takes sem, waiting while another goroutine of this process holds
 // the lock (the Mutex, or the RWMutex as a writer).
-func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}) error {
+func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}, o *observing) error {
 	select {
 	case sem <- struct{}{}:
 		return nil
 	default:
 	}
+	o.waiting()
 	if obs != nil {
 		defer obs.Park(time.Time{}, "")() // no timer: only an Unlock wakes it
 	}

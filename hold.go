@@ -29,17 +29,21 @@ type hold struct {
 	kind  *holdKind
 	keys  []string // the lock's keys, as its scripts take them
 	fence uint64   // 0 for a reader
+	since time.Time // when Redis granted it, as far as the holder knows
 	// op holds a value while Refresh, release or verify talks to Redis, so
 	// that they never interleave; unlike a sync.Mutex, waiting for it ends
 	// with ctx.
 	op chan struct{}
 
-	mu sync.Mutex // guards tokens, lost and from
+	mu sync.Mutex // guards tokens, lost, from and obs
 	// tokens are those Redis may hold, newest first: one, or more after a
 	// Refresh whose reply was lost; nil once released.
 	tokens []string
 	lost   *signal   // closed when the hold is found lost; made when asked for
 	from   time.Time // the current lease began at or after this instant
+	// obs hears of the hold's loss and release; nil without an Observer,
+	// and until the acquisition succeeds (see granted).
+	obs *observing
 }
 
 // A holdKind is what differs between the kinds of hold.
@@ -69,7 +73,10 @@ const maxTokens = 4
 // newHold records a hold that Redis granted to token, for a call sent at
 // or after from, and lets the Client's restart watch check it.
 func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time) *hold {
-	h := &hold{b: b, kind: kind, keys: keys, fence: fence, op: make(chan struct{}, 1), tokens: []string{token}, from: from}
+	h := &hold{
+		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.clock.Now(),
+		op: make(chan struct{}, 1), tokens: []string{token}, from: from,
+	}
 	b.c.watch(h)
 	return h
 }
@@ -124,14 +131,14 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 	if tokens == nil {
 		return 0, h.b.notHeld(h.kind.what + " released")
 	}
-	next := newToken()
+	next := h.b.holderToken(h.since)
 	sent := h.b.cfg.clock.Now()
 	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
 
 	found := false // the loss, logged once mu is unlocked
 	defer func() {
 		if found {
-			h.b.logLost(ctx, h.kind.what, h.fence, "Refresh found it expired or taken over")
+			h.logLost(ctx, "Refresh found it expired or taken over")
 		}
 	}()
 	h.mu.Lock()
@@ -177,6 +184,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		return h.b.notHeld(h.kind.what + " already released")
 	}
 	h.b.c.unwatch(h)
+	h.observer().released(h.since)
 	args := append([]string{""}, tokens...)
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
@@ -200,7 +208,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		}
 		return h.b.redisError(ctx, err)
 	case !ok:
-		h.b.lose(ctx, lost, h.kind.what, h.fence, "expired or taken over")
+		h.lose(ctx, lost, "expired or taken over")
 		return h.b.lostError(h.kind.what + " expired or taken over")
 	}
 	if obs, ok := h.b.cfg.clock.(settle.Observer); ok {
@@ -210,6 +218,19 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	}
 	h.b.logReleased(ctx, h.kind.what, h.fence, slog.Bool("handed_off", len(next) > 0))
 	return nil
+}
+
+// observe lets o hear of the hold's loss and release.
+func (h *hold) observe(o *observing) {
+	h.mu.Lock()
+	h.obs = o
+	h.mu.Unlock()
+}
+
+func (h *hold) observer() *observing {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.obs
 }
 
 // Held asks Redis whether it still has the hold; see verify.
@@ -253,7 +274,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	found := current && h.signal().fire()
 	h.mu.Unlock()
 	if found {
-		h.b.logLost(ctx, h.kind.what, h.fence, "Redis no longer has it")
+		h.logLost(ctx, "Redis no longer has it")
 	}
 	if current {
 		h.b.c.unwatch(h) // nothing more to find out
@@ -438,9 +459,10 @@ func (x *exclusive) current() *hold {
 	return x.h
 }
 
-// lock acquires the lock, waiting first in this process.
-func (x *exclusive) lock(ctx context.Context) (*hold, error) {
-	h, err := x.b.acquire(ctx, x.claim, x.sem)
+// lock acquires the lock, waiting first in this process, telling o how
+// it went.
+func (x *exclusive) lock(ctx context.Context, o *observing) (*hold, error) {
+	h, err := x.b.acquire(ctx, x.claim, x.sem, o)
 	if err == nil {
 		x.mu.Lock()
 		x.h = h
@@ -450,14 +472,14 @@ func (x *exclusive) lock(ctx context.Context) (*hold, error) {
 }
 
 // tryLock makes one attempt, unless this process holds the lock.
-func (x *exclusive) tryLock(ctx context.Context) (bool, error) {
-	h, err := x.b.try(ctx, x.claim, x.sem)
+func (x *exclusive) tryLock(ctx context.Context, o *observing) (*hold, error) {
+	h, err := x.b.try(ctx, x.claim, x.sem, o)
 	if h != nil {
 		x.mu.Lock()
 		x.h = h
 		x.mu.Unlock()
 	}
-	return h != nil, err
+	return h, err
 }
 
 // unlock ends the hold want, or the current one when want is nil, and
@@ -513,11 +535,10 @@ func (x *exclusive) fence() uint64 {
 	return 0
 }
 
-// do is Do: lock, fn, unlock.
-func (x *exclusive) do(ctx context.Context, fn func(context.Context) error) error {
-	h, err := x.lock(ctx)
-	if err != nil {
-		return err
-	}
-	return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
+// do is Do, or with acquire x.tryLock TryDo: lock, fn, unlock. It
+// reports whether fn ran.
+func (x *exclusive) do(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
+	return x.b.do(ctx, op, x.claim.lock, acquire, func(ctx context.Context, h *hold) error {
+		return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
+	})
 }

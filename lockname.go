@@ -144,6 +144,16 @@ func plainName(prefix, name string) (string, error) {
 	return prefix + ":" + escape(name), nil
 }
 
+// typePart is the type part of the lock name of an object (see
+// objectName), escaped; "" for a plain name, which has no ':' of its own.
+func typePart(prefix, name string) string {
+	typ, _, ok := strings.Cut(strings.TrimPrefix(name, prefix+":"), ":")
+	if !ok {
+		return ""
+	}
+	return typ
+}
+
 // fenceKey names the counter of the fencing tokens of lock name.
 func fenceKey(prefix, name string) string {
 	return prefix + ":fence:{" + name + "}"

@@ -37,7 +37,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 	m := &Mutex{base: b}
 	prefix, key := b.cfg.prefix, b.name
 	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), claim: &claim{
-		kind:    mutexKind,
+		lock: KindMutex, kind: mutexKind,
 		keys:    []string{key, fenceKey(prefix, key), queueKey(prefix, key)},
 		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
 		extra: func(stale []string) []any {
@@ -85,7 +85,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	_, err := m.x.lock(ctx)
+	_, err := m.do(ctx, "Lock", KindMutex, m.x.lock, nil)
 	return err
 }
 
@@ -96,7 +96,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
-	return m.x.tryLock(ctx)
+	return m.do(ctx, "TryLock", KindMutex, m.x.tryLock, nil)
 }
 
 // Unlock releases the lock if Redis still holds our token, handing it to
@@ -167,7 +167,19 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
 	if err := m.check(ctx, fn); err != nil {
 		return err
 	}
-	return m.x.do(ctx, fn)
+	_, err := m.x.do(ctx, "Do", m.x.lock, fn)
+	return err
+}
+
+// TryDo runs fn as Do does if one attempt, as TryLock makes it, gets the
+// lock: flock -n for a fleet. It returns (false, nil) without running fn
+// when the lock is held, here or elsewhere; otherwise true and what Do
+// returns.
+func (m *Mutex) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := m.check(ctx, fn); err != nil {
+		return false, err
+	}
+	return m.x.do(ctx, "TryDo", m.x.tryLock, fn)
 }
 
 // check reports a nil or zero Mutex, a nil ctx and a nil fn.

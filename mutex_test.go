@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,8 +158,9 @@ func TestMutex_Refresh(t *testing.T) {
 		t.Fatalf("Refresh() = %v", err)
 	}
 	after, _ := env.Redis.Get(m.Name())
-	if after == before || len(after) != 22 {
-		t.Errorf("token after Refresh = %q (was %q); want a new 22-character token", after, before)
+	secret, public, _ := strings.Cut(after, ".")
+	if _, was, _ := strings.Cut(before, "."); len(secret) != 22 || public != was || strings.HasPrefix(before, secret) {
+		t.Errorf("token after Refresh = %q (was %q); want a new 22-character secret and the same label", after, before)
 	}
 	if ttl := env.Redis.TTL(m.Name()); ttl != 10*time.Second {
 		t.Errorf("TTL after Refresh = %v; want the whole lease, 10s", ttl)

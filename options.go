@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -74,6 +77,8 @@ type config struct {
 	commandTimeout time.Duration
 	replicas       int           // replicas that must acknowledge an acquisition; 0: none
 	replicaWait    time.Duration // how long they have
+	observer       Observer      // nil: none
+	label          string        // the holder label (WithHolderLabel)
 }
 
 func defaults() config {
@@ -84,6 +89,7 @@ func defaults() config {
 		clock:   clock.New(),
 		logger:  slog.New(slog.DiscardHandler),
 		prefix:  DefaultPrefix,
+		label:   defaultLabel(),
 
 		commandTimeout: DefaultCommandTimeout,
 	}
@@ -198,6 +204,29 @@ func WithReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicas, c.replicaWait = n, timeout }
 }
 
+// WithHolderLabel sets the label that Client.Inspect and ulock status show
+// for this process's holds and waiters, so that an operator can tell who
+// holds a lock; "" shows none. It travels inside the hold's token (see
+// Holder), so it costs no round trip, but it is readable by anyone who can
+// read Redis: put no secret in it. At most MaxLabel bytes. Default: the
+// host name and the process ID, "web-3:4127".
+func WithHolderLabel(s string) Option {
+	return func(c *config) { c.label = s }
+}
+
+// MaxLabel bounds the length of a holder label.
+const MaxLabel = 64
+
+// defaultLabel is the host name and the process ID, read once.
+var defaultLabel = sync.OnceValue(func() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	pid := ":" + strconv.Itoa(os.Getpid())
+	return host[:min(len(host), MaxLabel-len(pid))] + pid
+})
+
 // build applies opts over the defaults and checks the result.
 func build(opts []Option) (config, error) {
 	cfg := defaults()
@@ -235,6 +264,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
 	case c.replicas < 0 || c.replicas > 0 && c.replicaWait <= 0:
 		return fmt.Errorf("%w: replicas must not be negative, and their timeout must be positive, got %d and %v", ErrInvalidArgument, c.replicas, c.replicaWait)
+	case len(c.label) > MaxLabel:
+		return fmt.Errorf("%w: holder label must be at most %d bytes, got %d", ErrInvalidArgument, MaxLabel, len(c.label))
 	case c.commandTimeout < 0:
 		return fmt.Errorf("%w: command timeout must not be negative, got %v", ErrInvalidArgument, c.commandTimeout)
 	case c.every < 0 || c.every > 0 && (c.every < minTick || c.every >= c.lease):

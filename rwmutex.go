@@ -65,7 +65,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 	}
 	channel := wakeChannel(prefix, key, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), claim: &claim{
-		kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
+		lock: KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
 				return []any{"", ""}
@@ -83,7 +83,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 		entry: "x", who: "the same holders",
 	}}
 	rw.reader = &claim{
-		kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
+		lock: KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
 				return []any{""}
@@ -126,7 +126,7 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	_, err := rw.x.lock(ctx)
+	_, err := rw.do(ctx, "Lock", KindRWMutex, rw.x.lock, nil)
 	return err
 }
 
@@ -137,7 +137,7 @@ func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.x.tryLock(ctx)
+	return rw.do(ctx, "TryLock", KindRWMutex, rw.x.tryLock, nil)
 }
 
 // Unlock releases the write lock if Redis still has it, and hands the lock
@@ -158,7 +158,17 @@ func (rw *RWMutex) Do(ctx context.Context, fn func(context.Context) error) error
 	if err := rw.check(ctx, fn); err != nil {
 		return err
 	}
-	return rw.x.do(ctx, fn)
+	_, err := rw.x.do(ctx, "Do", rw.x.lock, fn)
+	return err
+}
+
+// TryDo runs fn as Do does if one attempt, as TryLock makes it, gets the
+// write lock; see Mutex.TryDo.
+func (rw *RWMutex) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := rw.check(ctx, fn); err != nil {
+		return false, err
+	}
+	return rw.x.do(ctx, "TryDo", rw.x.tryLock, fn)
 }
 
 // Refresh proves the writer alive, as Mutex.Refresh does. Read holds are
@@ -199,11 +209,26 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	h, err := rw.acquire(ctx, rw.reader, nil)
+	_, err := rw.do(ctx, "RLock", KindRWMutex, rw.rlock, nil)
+	return err
+}
+
+// rlock acquires a read hold and records it for RUnlock.
+func (rw *RWMutex) rlock(ctx context.Context, o *observing) (*hold, error) {
+	h, err := rw.acquireReader(ctx, o)
 	if err == nil {
 		rw.addReader(h)
 	}
-	return err
+	return h, err
+}
+
+// tryRLock makes one attempt at a read hold and records it for RUnlock.
+func (rw *RWMutex) tryRLock(ctx context.Context, o *observing) (*hold, error) {
+	h, err := rw.tryReader(ctx, o)
+	if h != nil {
+		rw.addReader(h)
+	}
+	return h, err
 }
 
 // TryRLock makes one attempt at a read lock and never waits nor takes
@@ -213,11 +238,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	h, err := rw.try(ctx, rw.reader, nil)
-	if h != nil {
-		rw.addReader(h)
-	}
-	return h != nil, err
+	return rw.do(ctx, "TryRLock", KindRWMutex, rw.tryRLock, nil)
 }
 
 func (rw *RWMutex) addReader(h *hold) {
@@ -254,11 +275,33 @@ func (rw *RWMutex) RDo(ctx context.Context, fn func(context.Context) error) erro
 	if err := rw.check(ctx, fn); err != nil {
 		return err
 	}
-	h, err := rw.acquire(ctx, rw.reader, nil)
-	if err != nil {
-		return err
+	_, err := rw.rdo(ctx, "RDo", rw.acquireReader, fn)
+	return err
+}
+
+// TryRDo runs fn as RDo does if one attempt, as TryRLock makes it, gets a
+// read lock; see Mutex.TryDo.
+func (rw *RWMutex) TryRDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := rw.check(ctx, fn); err != nil {
+		return false, err
 	}
-	return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
+	return rw.rdo(ctx, "TryRDo", rw.tryReader, fn)
+}
+
+// rdo is RDo, or with acquire tryReader TryRDo.
+func (rw *RWMutex) rdo(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
+	return rw.do(ctx, op, KindRWMutex, acquire, func(ctx context.Context, h *hold) error {
+		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
+	})
+}
+
+// acquireReader and tryReader acquire a read hold of RDo's own.
+func (rw *RWMutex) acquireReader(ctx context.Context, o *observing) (*hold, error) {
+	return rw.acquire(ctx, rw.reader, nil, o)
+}
+
+func (rw *RWMutex) tryReader(ctx context.Context, o *observing) (*hold, error) {
+	return rw.try(ctx, rw.reader, nil, o)
 }
 
 // check reports a nil or zero RWMutex, a nil ctx and a nil fn.

@@ -54,7 +54,7 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 	s := &Semaphore{base: b, permits: permits}
 	prefix, key := b.cfg.prefix, b.name
 	s.claim = &claim{
-		kind: permitKind,
+		lock: KindSemaphore, kind: permitKind,
 		keys: []string{
 			sharedKey(prefix, "permits", key), sharedKey(prefix, "fences", key),
 			sharedKey(prefix, "semfence", key), sharedKey(prefix, "semqueue", key),
@@ -101,11 +101,11 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	h, err := s.acquire(ctx, s.claim, nil)
-	if err != nil {
+	var p *Permit
+	if _, err := s.do(ctx, "Acquire", KindSemaphore, s.acquireHold, permit(&p)); err != nil {
 		return nil, err
 	}
-	return &Permit{h: h}, nil
+	return p, nil
 }
 
 // TryAcquire makes one attempt and never waits nor takes over. It returns
@@ -115,11 +115,12 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, false, err
 	}
-	h, err := s.try(ctx, s.claim, nil)
-	if h == nil {
+	var p *Permit
+	ok, err := s.do(ctx, "TryAcquire", KindSemaphore, s.tryHold, permit(&p))
+	if !ok {
 		return nil, false, err
 	}
-	return &Permit{h: h}, true, nil
+	return p, true, nil
 }
 
 // Do runs fn while holding a permit: Acquire, fn, Release, as Mutex.Do
@@ -129,11 +130,41 @@ func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) erro
 	if err := s.check(ctx, fn); err != nil {
 		return err
 	}
-	p, err := s.Acquire(ctx)
-	if err != nil {
-		return err
+	_, err := s.do(ctx, "Do", KindSemaphore, s.acquireHold, s.run(fn))
+	return err
+}
+
+// TryDo runs fn as Do does if one attempt, as TryAcquire makes it, gets a
+// permit; see Mutex.TryDo.
+func (s *Semaphore) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := s.check(ctx, fn); err != nil {
+		return false, err
 	}
-	return p.h.run(ctx, fn, func(ctx context.Context) error { return p.h.release(ctx, true) })
+	return s.do(ctx, "TryDo", KindSemaphore, s.tryHold, s.run(fn))
+}
+
+// acquireHold and tryHold acquire a permit's hold.
+func (s *Semaphore) acquireHold(ctx context.Context, o *observing) (*hold, error) {
+	return s.acquire(ctx, s.claim, nil, o)
+}
+
+func (s *Semaphore) tryHold(ctx context.Context, o *observing) (*hold, error) {
+	return s.try(ctx, s.claim, nil, o)
+}
+
+// permit makes the Permit of a hold in *p.
+func permit(p **Permit) func(context.Context, *hold) error {
+	return func(_ context.Context, h *hold) error {
+		*p = &Permit{h: h}
+		return nil
+	}
+}
+
+// run is the part of Do that follows the acquisition: fn, then Release.
+func (s *Semaphore) run(fn func(context.Context) error) func(context.Context, *hold) error {
+	return func(ctx context.Context, h *hold) error {
+		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
+	}
 }
 
 // check reports a nil or zero Semaphore, a nil ctx and a nil fn.

@@ -27,6 +27,7 @@ import (
 // take-over, with the arguments that follow the five of every attempt
 // (see queueLua).
 type claim struct {
+	lock     Kind // the primitive, for an Observer
 	kind     *holdKind
 	keys     []string
 	channel  string  // where this Client hears of hand-offs to its waiters
@@ -43,8 +44,13 @@ type claim struct {
 // acquire acquires c's hold: in this process first, taking sem, if not
 // nil, and then in Redis. It returns the new hold, or an error wrapping
 // ErrNotObtained when ctx ends, the Client closes or the stale policy
-// fails it, or a Redis error.
-func (b *base) acquire(ctx context.Context, c *claim, sem chan struct{}) (h *hold, err error) {
+// fails it, or a Redis error. It tells o how it went.
+func (b *base) acquire(ctx context.Context, c *claim, sem chan struct{}, o *observing) (h *hold, err error) {
+	defer func() {
+		if h == nil {
+			o.failed(err)
+		}
+	}()
 	if err := b.open(ctx); err != nil {
 		return nil, err
 	}
@@ -54,7 +60,7 @@ func (b *base) acquire(ctx context.Context, c *claim, sem chan struct{}) (h *hol
 		defer obs.Waiting(-1)
 	}
 	if sem != nil {
-		if err := b.enter(ctx, obs, sem); err != nil {
+		if err := b.enter(ctx, obs, sem, o); err != nil {
 			return nil, err
 		}
 		defer func() {
@@ -63,12 +69,18 @@ func (b *base) acquire(ctx context.Context, c *claim, sem chan struct{}) (h *hol
 			}
 		}()
 	}
-	return b.wait(ctx, obs, c)
+	return b.wait(ctx, obs, c, o)
 }
 
 // try makes one attempt at c's hold, and never waits nor takes over. It
 // returns nil and no error when the lock is taken, here (sem) or in Redis.
-func (b *base) try(ctx context.Context, c *claim, sem chan struct{}) (h *hold, err error) {
+// It tells o how it went.
+func (b *base) try(ctx context.Context, c *claim, sem chan struct{}, o *observing) (h *hold, err error) {
+	defer func() {
+		if h == nil {
+			o.failed(err)
+		}
+	}()
 	if err := b.open(ctx); err != nil {
 		return nil, err
 	}
@@ -84,19 +96,19 @@ func (b *base) try(ctx context.Context, c *claim, sem chan struct{}) (h *hold, e
 			}
 		}()
 	}
-	token := newToken()
 	from := b.cfg.clock.Now()
+	token := b.holderToken(from)
 	args := append([]any{token, b.cfg.leaseMillis(), "", "", 0}, c.extra(nil)...)
 	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, token, args)
 	if err != nil || !g.ok {
 		return nil, b.gaveUp(ctx, err)
 	}
-	return b.granted(ctx, c, token, g.fence, from, false)
+	return b.granted(ctx, c, token, g.fence, from, OutcomeAcquired, o)
 }
 
 // wait acquires c's hold in Redis; this is the one wait loop.
-func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold, err error) {
-	w := waiter{b: b, c: c, token: newToken()}
+func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim, o *observing) (h *hold, err error) {
+	w := waiter{b: b, c: c, token: b.holderToken(b.cfg.clock.Now()), o: o}
 	w.listenIfReady()
 	defer func() { w.end(ctx, err == nil) }()
 	p := crowd{each: c.each}
@@ -114,7 +126,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold
 			return nil, b.gaveUp(ctx, err)
 		}
 		if g.ok {
-			return b.granted(ctx, c, w.token, g.fence, from, false)
+			return b.granted(ctx, c, w.token, g.fence, from, OutcomeAcquired, o)
 		}
 		w.blocked(g)
 		now := b.cfg.clock.Now()
@@ -133,7 +145,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold
 			}
 			if g.ok {
 				b.logTakeOver(ctx, c.kind.what, age, g.fence, len(stale))
-				return b.granted(ctx, c, w.token, g.fence, from, false)
+				return b.granted(ctx, c, w.token, g.fence, from, OutcomeTakenOver, o)
 			}
 			// Another waiter took over first, or the blockers changed.
 			w.blocked(g)
@@ -144,15 +156,16 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim) (h *hold
 			return nil, err
 		}
 		if w.handedOver(fence, from) {
-			return b.granted(ctx, c, w.token, fence, from, true)
+			return b.granted(ctx, c, w.token, fence, from, OutcomeHandedOff, o)
 		}
 	}
 }
 
 // granted records and logs a hold of c that Redis granted to token, for
-// a call sent at or after from; handedOff tells a release's hand-off.
-// Under WithReplicas it fails when the replicas do not have the hold.
-func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64, from time.Time, handedOff bool) (*hold, error) {
+// a call sent at or after from; how tells an attempt, a release's
+// hand-off or a take-over, to o. Under WithReplicas it fails when the
+// replicas do not have the hold.
+func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64, from time.Time, how Outcome, o *observing) (*hold, error) {
 	if !c.kind.fenced {
 		fence = 0
 	}
@@ -162,7 +175,9 @@ func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64
 			return nil, err
 		}
 	}
-	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", handedOff))
+	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == OutcomeHandedOff))
+	o.acquired(how, fence)
+	h.observe(o)
 	return h, nil
 }
 
@@ -171,6 +186,7 @@ type waiter struct {
 	b       *base
 	c       *claim
 	token   string
+	o       *observing
 	entry   string    // its queue entry, once it may be in the queue
 	l       *listener // its wake-ups; nil until it first finds the lock taken
 	inQueue bool      // an attempt may have put entry in the queue
@@ -194,6 +210,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 // starts listening for hand-offs, so that a later attempt can join the
 // queue.
 func (w *waiter) blocked(g grant) {
+	w.o.waiting()
 	w.seen = max(w.seen, g.seen)
 	w.attempts++
 	if w.l != nil {
