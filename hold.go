@@ -27,8 +27,8 @@ import (
 type hold struct {
 	b     *base
 	kind  *holdKind
-	keys  []string // the lock's keys, as its scripts take them
-	fence uint64   // 0 for a reader
+	keys  []string  // the lock's keys, as its scripts take them
+	fence uint64    // 0 for a reader
 	since time.Time // when Redis granted it, as far as the holder knows
 	// op holds a value while Refresh, release or verify talks to Redis, so
 	// that they never interleave; unlike a sync.Mutex, waiting for it ends
