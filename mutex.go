@@ -38,7 +38,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 	prefix, key := b.cfg.prefix, b.name
 	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), claim: &claim{
 		lock: KindMutex, kind: mutexKind,
-		keys:    []string{key, fenceKey(prefix, key), queueKey(prefix, key)},
+		keys:    mutexKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
 		extra: func(stale []string) []any {
 			if stale == nil {

@@ -122,3 +122,34 @@ func newToken() string {
 	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
+
+// strs reads a reply of bulk strings.
+func strs(reply any) ([]string, error) {
+	r, ok := reply.([]any)
+	if !ok && reply != nil {
+		return nil, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+	}
+	out := make([]string, 0, len(r))
+	for _, v := range r {
+		b, ok := v.([]byte)
+		if !ok {
+			return nil, fmt.Errorf("%w: %T in a list", ErrUnexpectedReply, v)
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}
+
+// parseScan reads SCAN's reply: the next cursor and the keys.
+func parseScan(reply any) (cursor string, keys []string, err error) {
+	r, ok := reply.([]any)
+	if !ok || len(r) != 2 {
+		return "", nil, fmt.Errorf("%w: SCAN replied %T", ErrUnexpectedReply, reply)
+	}
+	c, ok := r[0].([]byte)
+	if !ok {
+		return "", nil, fmt.Errorf("%w: SCAN cursor %T", ErrUnexpectedReply, r[0])
+	}
+	keys, err = strs(r[1])
+	return string(c), keys, err
+}

@@ -58,11 +58,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 	}
 	rw := &RWMutex{base: b}
 	prefix, key := b.cfg.prefix, b.name
-	keys := []string{
-		sharedKey(prefix, "writer", key), sharedKey(prefix, "readers", key),
-		sharedKey(prefix, "writers", key), sharedKey(prefix, "rwfence", key),
-		sharedKey(prefix, "rwqueue", key),
-	}
+	keys := rwKeysOf(prefix, key)
 	channel := wakeChannel(prefix, key, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), claim: &claim{
 		lock: KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,

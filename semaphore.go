@@ -55,10 +55,7 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 	prefix, key := b.cfg.prefix, b.name
 	s.claim = &claim{
 		lock: KindSemaphore, kind: permitKind,
-		keys: []string{
-			sharedKey(prefix, "permits", key), sharedKey(prefix, "fences", key),
-			sharedKey(prefix, "semfence", key), sharedKey(prefix, "semqueue", key),
-		},
+		keys:    semKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
 		extra: func(stale []string) []any {
 			if stale == nil {

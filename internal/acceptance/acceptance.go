@@ -64,4 +64,6 @@ var tests = []struct {
 	{"Semaphore_leaseScore", semaphoreLeaseScore},
 	{"queueOrder", queueOrder},
 	{"RWMutex_readerBatch", rwMutexReaderBatch},
+	{"inspection", inspection},
+	{"inspect_badInput", inspectBadInput},
 }

@@ -1,0 +1,111 @@
+package uncomplicated
+
+// The scripts of inspection (see inspect.go).
+
+// inspectScript reads a lock of any kind. KEYS are the Mutex's three keys,
+// then the RWMutex's five, then the Semaphore's four, as their own scripts
+// take them; ARGV[1] bounds the holders and waiters read. Replies {time in
+// ms, mutex, rwmutex, semaphore}, where each kind is a list whose first
+// item counts the kind's keys that exist:
+//
+//	mutex:     {exists, {token, pttl}, fence counter, queue}
+//	rwmutex:   {exists, {writer, pttl}, readers, waiting writers, fence counter, queue}
+//	semaphore: {exists, holders, their fences, fence counter, queue}
+//
+// A token is "" when there is none, a counter "" when it is not set.
+// Holders are {token, expiry score} pairs of the live ones; a queue is
+// {token, entry} pairs of the queued waiters still alive. A key of the
+// wrong type reads as missing.
+var inspectScript = newScript(12, timeLua+`
+local t = now()
+local limit = tonumber(ARGV[1])
+local function get(key)
+  local ok, v = pcall(redis.call, 'GET', key)
+  return (ok and v) or ''
+end
+local function token(key)
+  return {get(key), redis.call('PTTL', key)}
+end
+local function holders(set)
+  local ok, v = pcall(redis.call, 'ZRANGEBYSCORE', set, '(' .. ms(t), '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+  return (ok and v) or {}
+end
+local function queue(q)
+  local ok, tokens = pcall(redis.call, 'LRANGE', q, 0, limit - 1)
+  local out = {}
+  for _, tok in ipairs((ok and tokens) or {}) do
+    local entry = get(q .. ':' .. tok)
+    if entry ~= '' then
+      out[#out + 1] = tok
+      out[#out + 1] = entry
+    end
+  end
+  return out
+end
+local function exists(first, last)
+  local n = 0
+  for i = first, last do
+    n = n + redis.call('EXISTS', KEYS[i])
+  end
+  return n
+end
+local permits = holders(KEYS[9])
+local fences = {}
+for i = 1, #permits, 2 do
+  local ok, f = pcall(redis.call, 'HGET', KEYS[10], permits[i])
+  fences[#fences + 1] = (ok and f) or ''
+end
+local waiting = 0
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  waiting = redis.call('ZCOUNT', KEYS[6], '(' .. ms(t), '+inf')
+end
+return {
+  t,
+  {exists(1, 3), token(KEYS[1]), get(KEYS[2]), queue(KEYS[3])},
+  {exists(4, 8), token(KEYS[4]), holders(KEYS[5]), waiting, get(KEYS[7]), queue(KEYS[8])},
+  {exists(9, 12), permits, fences, get(KEYS[11]), queue(KEYS[12])},
+}
+`)
+
+// forceMutexScript removes the holder of a Mutex and hands the lock on
+// (see mutexHandOff). Replies the tokens it removed.
+var forceMutexScript = newScript(3, mutexHandOff+`
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  return {}
+end
+redis.call('DEL', KEYS[1])
+handOff()
+return {cur}
+`)
+
+// forceRWScript removes the writer and the readers of an RWMutex and hands
+// the lock on (see rwHandOff). Replies the tokens it removed.
+var forceRWScript = newScript(5, rwHandOff+`
+local gone = redis.call('ZRANGE', KEYS[2], 0, -1)
+local w = redis.call('GET', KEYS[1])
+if w then
+  table.insert(gone, 1, w)
+end
+if #gone == 0 then
+  return {}
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+handOff(nil)
+return gone
+`)
+
+// forceSemScript removes every permit of a Semaphore and hands them on,
+// as many as its waiters' number of permits lets in (see semHandOff).
+// Replies the tokens it removed.
+var forceSemScript = newScript(4, semHandOff+`
+local gone = redis.call('ZRANGE', KEYS[1], 0, -1)
+if #gone == 0 then
+  return {}
+end
+redis.call('DEL', KEYS[1], KEYS[2])
+local t = now()
+while handOff(t) ~= 1 do
+end
+return gone
+`)
