@@ -28,6 +28,8 @@ type primitive struct {
 	try func(ctx context.Context, c *uncomplicated.Client, name string) (bool, error)
 	// do runs fn under a hold of the lock name of c, as Do does.
 	do func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) error
+	// tryDo runs fn as do does if one attempt gets the lock, as TryDo does.
+	tryDo func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) (bool, error)
 }
 
 // aHold is one hold of a primitive.
@@ -72,6 +74,13 @@ var primitives = []primitive{
 			}
 			return m.Do(ctx, fn)
 		},
+		tryDo: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) (bool, error) {
+			m, err := c.Named(name)
+			if err != nil {
+				return false, err
+			}
+			return m.TryDo(ctx, fn)
+		},
 	},
 	{
 		name: "RWMutex",
@@ -104,6 +113,13 @@ var primitives = []primitive{
 				return err
 			}
 			return rw.Do(ctx, fn)
+		},
+		tryDo: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) (bool, error) {
+			rw, err := c.NamedRW(name)
+			if err != nil {
+				return false, err
+			}
+			return rw.TryDo(ctx, fn)
 		},
 	},
 	{
@@ -142,6 +158,13 @@ var primitives = []primitive{
 				return err
 			}
 			return s.Do(ctx, fn)
+		},
+		tryDo: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) (bool, error) {
+			s, err := c.NamedSemaphore(name, 1)
+			if err != nil {
+				return false, err
+			}
+			return s.TryDo(ctx, fn)
 		},
 	},
 }

@@ -1,0 +1,89 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+// Inspect shows each holder's label, escaped and unescaped on the way, or
+// the host and pid by default, and none for "" or a token of an older
+// version; when it began and how much lease it has left, on the mock clock.
+func TestInspect_labels(t *testing.T) {
+	env := uncomplicatedtest.New(t, uncomplicated.WithLease(time.Minute))
+	ctx := context.Background()
+	host, _ := os.Hostname()
+	cases := []struct {
+		opts []uncomplicated.Option
+		want string
+	}{
+		{nil, host + ":" + strconv.Itoa(os.Getpid())},
+		{[]uncomplicated.Option{uncomplicated.WithHolderLabel("")}, ""},
+		{[]uncomplicated.Option{uncomplicated.WithHolderLabel("café 1:{x} %41.")}, "café 1:{x} %41."},
+		{[]uncomplicated.Option{uncomplicated.WithHolderLabel(strings.Repeat("x", uncomplicated.MaxLabel))}, strings.Repeat("x", uncomplicated.MaxLabel)},
+	}
+	for i, tc := range cases {
+		m := mustNamed(t, env.NewClient(append(tc.opts, uncomplicated.WithLease(time.Minute))...), "labelled"+strconv.Itoa(i))
+		start := env.Clock.Now()
+		mustLock(t, m)
+		env.Advance(10 * time.Second)
+		info, err := env.Client.Inspect(ctx, m.Name())
+		if err != nil || len(info.Holders) != 1 {
+			t.Fatalf("Inspect(%s) = %+v, %v", m.Name(), info, err)
+		}
+		h := info.Holders[0]
+		if h.Label != tc.want || !h.Since.Equal(start.Truncate(time.Millisecond)) || h.LeaseLeft != 50*time.Second || h.Fence != m.Fence() {
+			t.Errorf("holder = %+v; want label %q, since %v, 50s left, fence %d", h, tc.want, start, m.Fence())
+		}
+	}
+	env.Redis.Set("lock:old", "BybxwByeTVOxNCHlXuxt2w")
+	if info, err := env.Client.Inspect(ctx, "lock:old"); err != nil || len(info.Holders) != 1 || info.Holders[0].Label != "" || !info.Holders[0].Since.IsZero() {
+		t.Errorf("Inspect of an older version's token = %+v, %v; want a holder without label or time", info, err)
+	}
+	if _, err := env.Client.Named("x", uncomplicated.WithHolderLabel(strings.Repeat("x", uncomplicated.MaxLabel+1))); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("a label of %d bytes = %v; want ErrInvalidArgument", uncomplicated.MaxLabel+1, err)
+	}
+}
+
+// A hold handed over shows when its waiter began to wait, and from its
+// first Refresh on when it was granted.
+func TestInspect_sinceAfterHandOff(t *testing.T) {
+	env := uncomplicatedtest.New(t, uncomplicated.WithLease(time.Hour))
+	ctx := context.Background()
+	a, b := mustNamed(t, env.Client, "handed"), mustNamed(t, env.NewClient(uncomplicated.WithLease(time.Hour)), "handed")
+	mustLock(t, a)
+	waitFrom := env.Clock.Now()
+	done := lockAsync(ctx, b)
+	env.AwaitWaiters(1)
+	env.Advance(time.Minute)
+	granted := env.Clock.Now()
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+	since := func() time.Time {
+		info, err := env.Client.Inspect(ctx, b.Name())
+		if err != nil || len(info.Holders) != 1 {
+			t.Fatalf("Inspect = %+v, %v", info, err)
+		}
+		return info.Holders[0].Since
+	}
+	if got := since(); !got.Equal(waitFrom.Truncate(time.Millisecond)) {
+		t.Errorf("since before Refresh = %v; want when it began to wait, %v", got, waitFrom)
+	}
+	if err := b.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := since(); !got.Equal(granted.Truncate(time.Millisecond)) {
+		t.Errorf("since after Refresh = %v; want when it was granted, %v", got, granted)
+	}
+}
