@@ -213,6 +213,49 @@ func TestFenceOf_Do(t *testing.T) {
 	}
 }
 
+// TryDo runs fn under the hold when one attempt gets the lock, with its
+// fence in fn's ctx, and releases it; a held lock runs nothing.
+func TestTryDo(t *testing.T) {
+	for _, p := range primitives {
+		t.Run(p.name, func(t *testing.T) {
+			r := newHostileRig(t)
+			ctx := context.Background()
+			for want := uint64(1); want <= 2; want++ {
+				var fence uint64
+				ok, err := p.tryDo(ctx, r.client, "job", func(ctx context.Context) error {
+					fence, _ = uncomplicated.FenceOf(ctx)
+					return errFn
+				})
+				if !ok || !errors.Is(err, errFn) || fence != want {
+					t.Fatalf("TryDo() number %d = %v, %v, fence %d; want true, fn's error, fence %d", want, ok, err, fence, want)
+				}
+			}
+			h := p.take(t, r.client, "job")
+			defer func() { _ = h.release(ctx) }()
+			ok, err := p.tryDo(ctx, r.client, "job", func(context.Context) error {
+				t.Error("fn ran while the lock was held")
+				return nil
+			})
+			if ok || err != nil {
+				t.Errorf("TryDo() on a held lock = %v, %v; want false, nil", ok, err)
+			}
+		})
+	}
+	rw := mustNamedRW(t, newHostileRig(t).client, "report")
+	var fenced bool
+	if ok, err := rw.TryRDo(context.Background(), func(ctx context.Context) error { _, fenced = uncomplicated.FenceOf(ctx); return nil }); !ok || err != nil || fenced {
+		t.Errorf("TryRDo() = %v, %v, fenced %v; want true, nil, no fence", ok, err, fenced)
+	}
+	if ok, err := rw.TryLock(context.Background()); !ok || err != nil {
+		t.Fatalf("TryLock() = %v, %v", ok, err)
+	}
+	if ok, err := rw.TryRDo(context.Background(), func(context.Context) error { return nil }); ok || err != nil {
+		t.Errorf("TryRDo() under a writer = %v, %v; want false, nil", ok, err)
+	}
+}
+
+var errFn = errors.New("fn failed")
+
 // A read hold has no fence: inside RDo, FenceOf tells none, even when RDo
 // runs inside the fn of another lock's Do.
 func TestFenceOf_RDo(t *testing.T) {
