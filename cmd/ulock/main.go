@@ -1,48 +1,28 @@
-// Command ulock shows uncomplicated at work.
+// Command ulock is the operator's command line of package uncomplicated:
+// it runs a command while holding a lock in Redis (flock(1) for a fleet),
+// shows what locks there are and who holds them, breaks a stuck one, and
+// runs a demo that needs no Redis.
 //
-//	go run ./cmd/ulock demo [-policy takeover|fail] [flags]
+//	ulock run [flags] NAME -- COMMAND [ARG...]
+//	ulock status [--json] NAME...
+//	ulock list [--json] [--match GLOB] [--limit N]
+//	ulock release --force NAME
+//	ulock demo
+//	ulock help [COMMAND]
 //
-// The demo runs workers that contend for a few orders' locks; one of them
-// hangs while holding a lock and is found stale by the others. Without
-// REDIS_URL it runs on an embedded in-memory Redis; with REDIS_URL (such as
-// redis://localhost:6379/0) it uses that server.
+// This build reaches Redis through redigo: redis:// and rediss:// URLs. For
+// Redis Cluster and Sentinel, use the go-redis build,
+// github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock. "ulock
+// help" documents every command, flag, exit code and output format.
 package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
-	"os/signal"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulockcli"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
-}
-
-const usage = `usage: ulock <command> [flags]
-
-commands:
-  demo    workers contend for orders' locks; one hangs and is found stale
-          (run "ulock demo -h" for its flags)
-`
-
-// run is main with its inputs and outputs passed in; it returns the exit
-// code.
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "demo":
-		return runDemo(ctx, args[1:], stdout, stderr)
-	case "-h", "-help", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	fmt.Fprintf(stderr, "ulock: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	os.Exit(ulockcli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr, ulockcli.Redigo()))
 }

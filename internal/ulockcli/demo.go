@@ -1,14 +1,15 @@
-package main
+package ulockcli
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/url"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
 	"time"
@@ -19,10 +20,17 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 )
 
+// ulock demo: workers contend for a few orders' locks; one hangs while
+// holding a lock and is found stale by the others.
+
 // Order is what the demo's workers lock.
 type Order struct{ N int }
 
 func (o Order) ID() int { return o.N }
+
+// LockType names the orders' locks ulock-demo:demo.Order:N, wherever this
+// code lives.
+func (Order) LockType() string { return "demo.Order" }
 
 // demoConfig is what the demo's flags set.
 type demoConfig struct {
@@ -36,24 +44,24 @@ type demoConfig struct {
 	seed    uint64
 }
 
-func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
-	fs := flag.NewFlagSet("ulock demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	policy := fs.String("policy", "takeover", "what waiters do about the hung worker: takeover or fail")
-	cfg := demoConfig{}
-	fs.IntVar(&cfg.workers, "workers", 4, "number of workers")
-	fs.IntVar(&cfg.orders, "orders", 3, "number of orders they share")
-	fs.IntVar(&cfg.jobs, "jobs", 4, "jobs per worker")
-	fs.DurationVar(&cfg.timeout, "timeout", 1500*time.Millisecond, "patience: how long one holder token may sit before it is stale")
-	fs.DurationVar(&cfg.lease, "lease", 10*time.Second, "the locks' time to live in Redis")
-	fs.DurationVar(&cfg.work, "work", 200*time.Millisecond, "mean time a job holds its lock")
-	fs.Uint64Var(&cfg.seed, "seed", 1, "seed of the workers' job times")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: ulock demo [flags]\n\nWithout REDIS_URL the demo runs on an embedded in-memory Redis.\n\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return cfg, err
+// parseDemo reads the demo's flags; done reports that it printed the help
+// or a mistake, and the exit code.
+func (s *session) parseDemo(args []string) (cfg demoConfig, done bool, code int) {
+	fs := newFlags("demo")
+	policy := fs.String("policy", "takeover", "")
+	fs.IntVar(&cfg.workers, "workers", 4, "")
+	fs.IntVar(&cfg.orders, "orders", 3, "")
+	fs.IntVar(&cfg.jobs, "jobs", 4, "")
+	fs.DurationVar(&cfg.timeout, "timeout", 1500*time.Millisecond, "")
+	fs.DurationVar(&cfg.lease, "lease", 10*time.Second, "")
+	fs.DurationVar(&cfg.work, "work", 200*time.Millisecond, "")
+	fs.Uint64Var(&cfg.seed, "seed", 1, "")
+	extra, _, done, code := s.parse(fs, args)
+	switch {
+	case done:
+		return cfg, true, code
+	case len(extra) > 0:
+		return cfg, true, s.usage(fmt.Sprintf("demo takes no arguments, got %q", extra))
 	}
 	switch strings.ToLower(*policy) {
 	case "takeover":
@@ -61,42 +69,40 @@ func parseDemo(args []string, stderr io.Writer) (demoConfig, error) {
 	case "fail":
 		cfg.policy = uncomplicated.Fail
 	default:
-		return cfg, fmt.Errorf("-policy must be takeover or fail, not %q", *policy)
+		return cfg, true, s.usage(fmt.Sprintf("-policy must be takeover or fail, not %q", *policy))
 	}
 	if cfg.workers < 2 || cfg.orders < 1 || cfg.jobs < 1 {
-		return cfg, errors.New("-workers must be at least 2, -orders and -jobs at least 1")
+		return cfg, true, s.usage("-workers must be at least 2, -orders and -jobs at least 1")
 	}
-	return cfg, nil
+	return cfg, false, 0
 }
 
-func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, err := parseDemo(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+// demo runs the demo: on REDIS_URL's Redis, deleting its keys afterwards,
+// or without REDIS_URL on an embedded in-memory Redis. SIGINT ends it.
+func (s *session) demo(ctx context.Context, args []string) int {
+	cfg, done, code := s.parseDemo(args)
+	if done {
+		return code
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "ulock demo: %v\n", err)
-		return 2
-	}
-	url := os.Getenv("REDIS_URL")
-	pool, where, stop, err := demoRedis(url)
-	if err != nil {
-		fmt.Fprintf(stderr, "ulock demo: %v\n", err)
-		return 1
-	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
+	url := os.Getenv("REDIS_URL")
+	pool, where, closeRedis, err := demoRedis(url)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer closeRedis()
 	if url != "" { // the user's Redis: leave nothing behind
 		defer func() {
 			if err := deleteKeys(pool, demoPrefix); err != nil {
-				fmt.Fprintf(stderr, "ulock demo: deleting its keys: %v\n", err)
+				s.say("deleting its keys: %v", err)
 			}
 		}()
 	}
-	if err := demo(ctx, cfg, pool, where, stdout); err != nil {
-		fmt.Fprintf(stderr, "ulock demo: %v\n", err)
-		return 1
+	if err := demo(ctx, cfg, pool, where, s.stdout); err != nil {
+		return s.fail(err)
 	}
-	return 0
+	return exitOK
 }
 
 // demoPrefix is the first part of the names of the demo's locks.
@@ -117,9 +123,9 @@ func demoRedis(url string) (pool *redis.Pool, where string, stop func(), err err
 		}
 		if err != nil {
 			pool.Close()
-			return nil, "", nil, fmt.Errorf("REDIS_URL %s: %w", url, err)
+			return nil, "", nil, fmt.Errorf("REDIS_URL %s: %w", redacted(url), err)
 		}
-		return pool, "Redis at " + url, func() { pool.Close() }, nil
+		return pool, "Redis at " + redacted(url), func() { pool.Close() }, nil
 	}
 	srv, err := miniredis.Run()
 	if err != nil {
@@ -308,13 +314,6 @@ func (s *fencedStore) report(out io.Writer, took time.Duration) {
 		s.accepted, s.rejected, s.gaveUps, plural(s.gaveUps, "job", "jobs"), took.Round(time.Millisecond))
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // timeline prints what happens, with the time since the start.
 type timeline struct {
 	out   io.Writer
@@ -369,4 +368,12 @@ func (h *logLines) Handle(_ context.Context, r slog.Record) error {
 	}
 	h.tl.say(fields["worker"], "%-13s %s%s", strings.TrimPrefix(r.Message, "lock "), fields["lock"], extra)
 	return nil
+}
+
+// redacted is rawURL with its password, if any, replaced by "xxxxx".
+func redacted(rawURL string) string {
+	if u, err := url.Parse(rawURL); err == nil {
+		return u.Redacted()
+	}
+	return "(not a URL)"
 }

@@ -1,0 +1,286 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tests of ulock run: each runs ulock processes, whose COMMANDs are small
+// shell scripts.
+
+func TestRun_exclusive(t *testing.T) {
+	e := newEnv(t)
+	log := e.path("log")
+	script := `echo "start $$ $(date +%s%N)" >> "$0"; sleep 0.1; echo "end $$ $(date +%s%N)" >> "$0"`
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 3 {
+				if r := e.ulock(t, "run", "job", "--", "sh", "-c", script, log); r.code != 0 {
+					t.Errorf("ulock run: exit %d, stderr %q", r.code, r.stderr)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines [][]string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		lines = append(lines, strings.Fields(sc.Text()))
+	}
+	if len(lines) != 12 {
+		t.Fatalf("%d lines in the log; want 12:\n%v", len(lines), lines)
+	}
+	// Each start is followed by the end of the same run, and the next
+	// start comes after that end: the intervals are disjoint.
+	var lastEnd int64
+	for i := 0; i < len(lines); i += 2 {
+		s, e := lines[i], lines[i+1]
+		if s[0] != "start" || e[0] != "end" || s[1] != e[1] {
+			t.Fatalf("lines %d and %d = %q, %q; want the start and the end of one run", i, i+1, s, e)
+		}
+		begin, _ := strconv.ParseInt(s[2], 10, 64)
+		end, _ := strconv.ParseInt(e[2], 10, 64)
+		if begin < lastEnd || end < begin {
+			t.Errorf("run %d: [%d, %d] overlaps the previous one, which ended at %d", i/2, begin, end, lastEnd)
+		}
+		lastEnd = end
+	}
+}
+
+func TestRun_exitStatus(t *testing.T) {
+	e := newEnv(t)
+	notExec := e.path("not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		command []string
+		code    int
+		stderr  string
+	}{
+		{"exit 0", []string{"true"}, 0, ""},
+		{"exit 3", []string{"sh", "-c", "exit 3"}, 3, ""},
+		{"SIGKILL", []string{"sh", "-c", "kill -KILL $$"}, 128 + 9, ""},
+		{"SIGTERM", []string{"sh", "-c", "kill -TERM $$"}, 128 + 15, ""},
+		{"not found", []string{"ulock-no-such-command"}, 127, "executable file not found"},
+		{"not executable", []string{notExec}, 126, "permission denied"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.ulock(t, append([]string{"run", "job", "--"}, tc.command...)...)
+			if tc.stderr != "" {
+				wantOneLine(t, r, tc.code, tc.stderr)
+			} else if r.code != tc.code || r.stderr != "" {
+				t.Errorf("exit %d, stderr %q; want %d and nothing", r.code, r.stderr, tc.code)
+			}
+			if info := e.inspect(t, "job"); info.Held() {
+				t.Errorf("after ulock run: %+v; want the lock released", info)
+			}
+		})
+	}
+}
+
+func TestRun_environment(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		kind  string
+		fence string
+	}{
+		{"mutex", "1"}, {"mutex", "2"}, {"rwmutex-write", "1"}, {"rwmutex-read", "unset"}, {"semaphore:2", "1"},
+	}
+	for _, tc := range cases {
+		name := strings.ReplaceAll(tc.kind, ":", "-")
+		p := start(t, []string{"ULOCK_FENCE=inherited"}, "run", "--redis=redis://"+e.srv.Addr+"/0", "--prefix", e.prefix,
+			"--kind", tc.kind, name, "--", "sh", "-c", `echo "$ULOCK_NAME ${ULOCK_FENCE-unset}"`)
+		r := p.wait(t)
+		if want := e.prefix + ":" + name + " " + tc.fence + "\n"; r.code != 0 || r.stdout != want {
+			t.Errorf("--kind %s: exit %d, stdout %q; want 0, %q", tc.kind, r.code, r.stdout, want)
+		}
+	}
+}
+
+func TestRun_busy(t *testing.T) {
+	e := newEnv(t)
+	e.hold(t, "job", "t-holder")
+	marker := e.path("ran")
+	busy := "busy: " + e.prefix + ":job held by t-holder for "
+
+	r := e.ulock(t, "run", "--wait", "0", "job", "--", "touch", marker)
+	wantOneLine(t, r, 75, busy)
+	if r.took > 3*time.Second {
+		t.Errorf("--wait 0 took %v; want one attempt", r.took)
+	}
+	wantOneLine(t, e.ulock(t, "run", "job", "--wait=0", "--conflict-exit-code", "9", "--", "touch", marker), 9, busy)
+
+	r = e.ulock(t, "run", "--wait", "300ms", "job", "--", "touch", marker)
+	wantOneLine(t, r, 75, busy, "gave up after --wait 300ms")
+	if r.took < 300*time.Millisecond || r.took > 5*time.Second {
+		t.Errorf("--wait 300ms took %v", r.took)
+	}
+	wantOneLine(t, e.ulock(t, "run", "--timeout", "300ms", "job", "--", "touch", marker), 75,
+		"stale: "+e.prefix+":job held by t-holder", "stale: one holder token for 3")
+	if exists(marker) {
+		t.Error("COMMAND ran without the lock")
+	}
+}
+
+// alive reports whether the process pid runs: it exists and is not a
+// zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, after, _ := strings.Cut(string(stat), ") ")
+	return !strings.HasPrefix(after, "Z")
+}
+
+func TestRun_takeOverAfterKill(t *testing.T) {
+	e := newEnv(t)
+	first := e.path("first")
+	p := e.start(t, "run", "--timeout", "1s", "--lease", "1m", "job", "--",
+		"sh", "-c", `echo "$$ $ULOCK_FENCE" > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 30`, first)
+	await(t, "the first COMMAND runs", func() bool { return exists(first) })
+	fields := strings.Fields(read(first))
+	pid, _ := strconv.Atoi(fields[0])
+	fence, _ := strconv.ParseUint(fields[1], 10, 64)
+	takeOver := []string{"run", "--policy", "takeover", "--timeout", "1s", "--lease", "1m", "job"}
+	// While the first ulock lives, it renews its hold every third of its
+	// timeout, so the take-over policy leaves it alone.
+	wantOneLine(t, e.ulock(t, append(takeOver, "--wait", "2s", "--", "true")...), 75, "busy")
+	if err := p.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	if runtime.GOOS == "linux" { // Pdeathsig
+		await(t, "the killed ulock's COMMAND dies", func() bool { return !alive(pid) })
+	}
+
+	r := e.ulock(t, append(takeOver, "--", "sh", "-c", "echo $ULOCK_FENCE")...)
+	got, _ := strconv.ParseUint(strings.TrimSpace(r.stdout), 10, 64)
+	if r.code != 0 || got <= fence {
+		t.Errorf("the take-over: exit %d, fence %q, stderr %q; want 0 and a fence above %d", r.code, r.stdout, r.stderr, fence)
+	}
+	// The first hold's lease has 59 s left: the waiter took it over after
+	// its patience, a second, not after the lease.
+	if r.took < 900*time.Millisecond || r.took > 5*time.Second {
+		t.Errorf("the take-over took %v; want about 1s", r.took)
+	}
+}
+
+// trapping is a COMMAND that writes the signal it gets to the file $0,
+// then exits 5; it writes $0.ready once it has set its traps.
+const trapping = `for sig in INT TERM HUP; do trap "echo $sig > \"\$0\"; exit 5" $sig; done
+touch "$0.ready"; while :; do sleep 0.05; done`
+
+func TestRun_lost(t *testing.T) {
+	cases := []struct {
+		name    string
+		command string
+		marker  string
+	}{
+		{"COMMAND exits on SIGTERM", trapping, "TERM"},
+		{"COMMAND ignores SIGTERM", `trap "" TERM; touch "$0.ready"; while :; do sleep 0.05; done`, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			marker := e.path("marker")
+			// --lease 3s: ulock refreshes it every second.
+			p := e.start(t, "run", "--lease", "3s", "--grace", "300ms", "job", "--", "sh", "-c", tc.command, marker)
+			await(t, "COMMAND runs", func() bool { return exists(marker + ".ready") })
+			e.srv.Do(t, "DEL", e.prefix+":job")
+			deleted := time.Now()
+			r := p.wait(t)
+			wantOneLine(t, r, 76, "lost "+e.prefix+":job while COMMAND ran; COMMAND got SIGTERM")
+			if got := read(marker); got != tc.marker {
+				t.Errorf("COMMAND wrote %q; want %q", got, tc.marker)
+			}
+			if took := time.Since(deleted); took > 3*time.Second {
+				t.Errorf("ulock exited %v after the lock was lost; want within about a second", took)
+			}
+		})
+	}
+}
+
+func TestRun_signalsPassedOn(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		t.Run(unix(sig), func(t *testing.T) {
+			e := newEnv(t)
+			marker := e.path("marker")
+			p := e.start(t, "run", "job", "--", "sh", "-c", trapping, marker)
+			await(t, "COMMAND runs", func() bool { return exists(marker + ".ready") })
+			p.signal(t, sig)
+			r := p.wait(t)
+			if r.code != 5 || r.stderr != "" {
+				t.Errorf("exit %d, stderr %q; want COMMAND's 5, and nothing", r.code, r.stderr)
+			}
+			if got, want := read(marker), strings.TrimPrefix(strings.ToUpper(unix(sig)), "SIG"); got != want {
+				t.Errorf("COMMAND got %q; want %q", got, want)
+			}
+			if info := e.inspect(t, "job"); info.Held() {
+				t.Errorf("after ulock run: %+v; want the lock released", info)
+			}
+		})
+	}
+}
+
+// unix is the name of sig: "SIGINT".
+func unix(sig syscall.Signal) string {
+	return map[syscall.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}[sig]
+}
+
+func TestRun_signalWhileWaiting(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(unix(sig), func(t *testing.T) {
+			e := newEnv(t)
+			e.hold(t, "job", "t-holder")
+			marker := e.path("ran")
+			p := e.start(t, "run", "--label", "t-waiting", "job", "--", "touch", marker)
+			await(t, "ulock waits in the queue", func() bool {
+				ws := e.inspect(t, "job").Waiters
+				return len(ws) == 1 && ws[0].Label == "t-waiting"
+			})
+			p.signal(t, sig)
+			r := p.wait(t)
+			wantOneLine(t, r, 128+int(sig), "gave up waiting for "+e.prefix+":job: got "+unix(sig))
+			if exists(marker) {
+				t.Error("COMMAND ran")
+			}
+		})
+	}
+}
+
+func TestRun_waitThenRun(t *testing.T) {
+	e := newEnv(t)
+	m := e.hold(t, "job", "t-holder")
+	p := e.start(t, "run", "--wait", "10s", "--label", "t-waiting", "job", "--", "sh", "-c", "echo $ULOCK_FENCE")
+	await(t, "ulock waits in the queue", func() bool { return len(e.inspect(t, "job").Waiters) == 1 })
+	if err := m.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := p.wait(t)
+	if r.code != 0 || r.stdout != "2\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and fence 2", r.code, r.stdout, r.stderr)
+	}
+	if r.took > 5*time.Second {
+		t.Errorf("it took %v; want the hand-off at once", r.took)
+	}
+}

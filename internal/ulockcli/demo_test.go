@@ -1,0 +1,82 @@
+package ulockcli_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+// quick makes the demo take about a second.
+var quick = []string{"-timeout", "300ms", "-work", "40ms"}
+
+func runDemoT(t *testing.T, args ...string) string {
+	t.Helper()
+	r := ulock(t, append([]string{"demo"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("ulock demo %v: exit %d, stderr:\n%s\nstdout:\n%s", args, r.code, r.stderr, r.stdout)
+	}
+	return r.stdout
+}
+
+func wantLines(t *testing.T, out string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(out, w) {
+			t.Errorf("output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestDemo_takeOver(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	out := runDemoT(t, quick...)
+	wantLines(t, out, "embedded in-memory Redis", "hangs for", "taken over", "store REJECTED the write of order 2: fence 1",
+		"lost order 2's lock: uncomplicated: lock lost", "1 rejected by their fence")
+}
+
+func TestDemo_fail(t *testing.T) {
+	t.Setenv("REDIS_URL", "")
+	out := runDemoT(t, append(quick, "-policy", "fail")...)
+	wantLines(t, out, "stale policy Fail", "gave up on order 2", "stale: one holder token for 30", "0 rejected by their fence")
+	if strings.Contains(out, "taken over") {
+		t.Errorf("Fail policy took a lock over:\n%s", out)
+	}
+	n := strings.Count(out, "gave up on order")
+	want := fmt.Sprintf("; %d jobs gave up on a stale lock;", n)
+	if n == 1 {
+		want = "; 1 job gave up on a stale lock;"
+	}
+	wantLines(t, out, want)
+}
+
+func TestDemo_realRedis(t *testing.T) {
+	srv := redistest.Shared(t)
+	t.Setenv("REDIS_URL", "redis://"+srv.Addr+"/0")
+	out := runDemoT(t, quick...)
+	wantLines(t, out, "Redis at redis://"+srv.Addr, "taken over", "store REJECTED", "; 0 jobs gave up")
+	conn, err := srv.Pool(t).GetContext(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if keys, err := redis.Strings(conn.Do("KEYS", "ulock-demo:*")); err != nil || len(keys) > 0 {
+		t.Errorf("keys left on the user's Redis = %q, %v; want none", keys, err)
+	}
+}
+
+func TestDemo_usage(t *testing.T) {
+	cases := []struct {
+		args []string
+		code int
+	}{{[]string{"-policy", "maybe"}, 2}, {[]string{"-workers", "1"}, 2}, {[]string{"extra"}, 2}, {[]string{"-h"}, 0}}
+	for _, tc := range cases {
+		if r := ulock(t, append([]string{"demo"}, tc.args...)...); r.code != tc.code {
+			t.Errorf("ulock demo %q = %d; want %d", tc.args, r.code, tc.code)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package ulockcli
+
+import (
+	"context"
+	"fmt"
+)
+
+// ulock help: the documentation of every command, flag, exit code and
+// output format.
+
+// help is ulock help: the overview, or the help of one command.
+func (s *session) help(_ context.Context, args []string) int {
+	switch len(args) {
+	case 0:
+		fmt.Fprint(s.stdout, overview)
+		return exitOK
+	case 1:
+		if _, ok := helpTopics[args[0]]; ok {
+			return s.helpOf(args[0])
+		}
+		return s.usage(fmt.Sprintf("no help on %q; ulock's commands are run, status, list, release, demo and help", args[0]))
+	}
+	return s.usage("help takes one COMMAND at most")
+}
+
+// helpOf prints the help of topic, a command, to stdout.
+func (s *session) helpOf(topic string) int {
+	fmt.Fprint(s.stdout, helpTopics[topic])
+	return exitOK
+}
+
+const overview = `ulock: locks in Redis for a fleet, from the command line (package uncomplicated)
+
+usage:
+  ulock run [flags] NAME -- COMMAND [ARG...]      run COMMAND while holding lock NAME
+  ulock status [--json] [flags] NAME...           what each lock is and who holds it
+  ulock list [--json] [--match GLOB] [--limit N]  every lock under the prefix
+  ulock release --force [flags] NAME              break a stuck lock
+  ulock demo [flags]                              workers share orders' locks; one hangs
+  ulock help [COMMAND]                            this, or all about COMMAND
+
+Flags of run, status, list and release; they may come before or after NAME:
+  --redis URL    the Redis: redis://[[user]:password@]host[:port][/db], or
+                 rediss:// for TLS. Default: $REDIS_URL, else
+                 redis://localhost:6379/0. The go-redis build of ulock also
+                 speaks redis+cluster:// (Redis Cluster; more nodes as
+                 ?addr=host:port&addr=...) and redis+sentinel:// (the
+                 sentinels' address, ?master_name=NAME required, and the
+                 master's credentials as ?username=&password=), each with
+                 a rediss+ twin; install it with
+                 go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest
+  --prefix P     the first part of every lock name (default "lock"), as
+                 uncomplicated.WithPrefix sets it
+
+NAME is a lock's plain name, as Client.Named takes it: "nightly-report" is
+the lock lock:nightly-report. status and release also take a lock's full
+name, as list prints it, when it begins with the prefix and a colon: so
+lock:orders.Order:42 addresses the lock of an object.
+
+Exit codes:
+  0      success; for run, COMMAND exited 0
+  1      a runtime failure: Redis unreachable or failing (calls to Redis
+         give up after 10 s)
+  2      a mistake in the command line: an unknown command or flag, a bad
+         value, a missing NAME or COMMAND; release without --force
+  75     run: the lock was not obtained: busy when --wait ended (or at once
+         with --wait 0), or stale under --policy fail (--conflict-exit-code)
+  76     run: the lock was lost while COMMAND ran (--lost-exit-code)
+  126    run: COMMAND could not be executed
+  127    run: COMMAND was not found
+  128+N  run: ulock got signal N while it waited; or COMMAND was killed by
+         signal N (130 for SIGINT, 143 for SIGTERM)
+  other  run: COMMAND's own exit status
+Errors are one line on stderr.
+
+Run 'ulock help COMMAND' for a command's flags and output.
+`
+
+// helpTopics are the helps of the commands, by name.
+var helpTopics = map[string]string{
+	"run": `usage: ulock run [flags] NAME -- COMMAND [ARG...]
+
+Waits for the lock NAME, then runs COMMAND while holding it, and releases it
+when COMMAND exits: flock(1) for a fleet of machines that share one Redis.
+Everything after -- is COMMAND; flags may come before or after NAME.
+
+COMMAND inherits ulock's stdin, stdout and stderr, and its environment with:
+  ULOCK_NAME   the lock's full name (lock:NAME)
+  ULOCK_FENCE  the hold's fence: higher than every earlier hold's. Pass it to
+               the store COMMAND writes to, and have the store refuse a write
+               whose fence is not above the highest it has seen. Unset for
+               --kind rwmutex-read: read locks have no fence.
+
+Flags:
+  --kind K        mutex (default); rwmutex-write or rwmutex-read, one writer or
+                  many readers of an RWMutex; semaphore:N, one of at most N
+                  holders of a Semaphore
+  --wait D        give up waiting after D (such as 30s) and exit 75; --wait 0
+                  makes one attempt, as flock -n. Default: wait as long as it
+                  takes
+  --timeout D     patience: a holder that has not renewed its hold for D
+                  counts as stuck (default 5m0s). Give every run of a lock
+                  the same --timeout: ulock renews its hold every third of
+                  it, so a waiter with a shorter one can find it stuck
+  --policy P      what to do about a stuck holder: fail (default), exit 75;
+                  or takeover, replace it under a higher fence
+  --lease D       how long the hold lasts in Redis unless renewed (default
+                  twice --timeout; 0: never expires). While COMMAND runs,
+                  ulock renews it every third of D or of --timeout, which
+                  is shorter
+  --ticks N       a waiter tries again after a random time below
+                  min(timeout/N, 1s) (default 100)
+  --label S       who holds it, as status shows (default host:pid)
+  --grace D       when the lock is lost, COMMAND gets SIGTERM, and SIGKILL D
+                  later (default 10s)
+  --conflict-exit-code N  exit code when the lock was not obtained (default 75)
+  --lost-exit-code N      exit code when it was lost meanwhile (default 76)
+  --redis URL, --prefix P  see 'ulock help'
+
+Signals: SIGINT, SIGTERM and SIGHUP to ulock go on to COMMAND; ulock releases
+the lock once COMMAND exits. (Ctrl-C at a terminal reaches COMMAND directly
+too, as it is in ulock's process group.) While ulock still waits, such a
+signal ends the wait, and ulock exits 128+N. On Linux, COMMAND gets SIGTERM
+if ulock itself dies (kill -9), as it then no longer holds the lock.
+
+Exit status: COMMAND's, or 128+N when a signal N killed it, 127 when it was
+not found, 126 when it could not be executed. 75 (--conflict-exit-code):
+the lock was not obtained, with one line on stderr, "busy: NAME held by
+LABEL for D" or "stale: ...". 76 (--lost-exit-code): the lock was lost
+while COMMAND ran (its lease ran out with Redis unreachable, or someone
+broke or took it over); COMMAND got SIGTERM at once. With --lease 0 a loss
+is known only when COMMAND exits. 1: Redis failed; 2: a usage mistake.
+
+Examples:
+  ulock run nightly-report -- ./report.sh --since yesterday
+  ulock run --wait 0 backup -- pg_dump -f /backups/db.sql app    # skip if running
+  ulock run --kind semaphore:3 --wait 10m exports -- ./export.sh  # 3 at a time
+`,
+
+	"status": `usage: ulock status [--json] [flags] NAME...
+
+Shows what Redis has of each lock NAME: its kind, whether it is held, by whom,
+for how long, the lease left, the fence counter, the waiters, and the readers
+or permits in use. It costs Redis one script per lock. A lock that Redis has
+nothing of is shown free, with kind "" (- in the table) and fence 0.
+
+Flags:
+  --json          one JSON object per lock and line (JSON Lines), as below
+  --redis URL, --prefix P  see 'ulock help'
+
+Table columns:
+  NAME        the full name
+  KIND        mutex, rwmutex, semaphore; - when Redis has nothing of it
+  STATE       free or held
+  HOLDER      the first holder's label, and "+N" more holders
+  HELD FOR    how long the first holder has held it; ? when unknown
+  LEASE LEFT  the first holder's lease left; none when it has no lease
+  FENCE       the fence counter: the last fence handed out; the next holder's
+              is higher. It outlives the lock's last release
+  WAITERS     waiters queued, and for an RWMutex how many are writers
+  IN USE      RWMutex: writer, or N readers; Semaphore: N of PERMITS (PERMITS
+              only when a waiter tells it); Mutex: -
+
+JSON fields (every field is always present):
+  name                 string   the full name
+  kind                 string   "mutex", "rwmutex", "semaphore", or ""
+  state                string   "free" or "held"
+  fence                number   the fence counter, as FENCE above
+  holders              array    the holders, the oldest first, up to 100:
+    role               string   "holder" (Mutex), "writer" or "reader"
+                                (RWMutex), "permit" (Semaphore)
+    label              string   its --label or WithHolderLabel; "" for none
+    since              string   when it began, RFC 3339 by its own clock; null
+                                when unknown
+    held_for_seconds   number   from since to at; null when since is
+    lease_left_seconds number   the lease left at at; null: no lease
+    fence              number   its fence; 0 for a reader
+  waiters              array    the queued waiters, the oldest first, up to 100:
+    role, label, since          as for holders
+    waited_seconds     number   from since to at; null when since is null
+  waiting_writers      number   RWMutex: writers waiting; 0 otherwise
+  permits              number   Semaphore: its permits, as its waiters tell
+                                them; null when unknown or not a Semaphore
+  at                   string   when Redis read the lock, by Redis's clock
+
+Times to the millisecond; durations in seconds, to the millisecond.
+`,
+
+	"list": `usage: ulock list [--json] [--match GLOB] [--limit N] [flags]
+
+Shows every lock under the prefix, as 'ulock status' shows a lock (see
+'ulock help status' for the table and the JSON fields). A lock counts while
+Redis has anything of it, its fence counter included, which stays after its
+last release. It costs Redis a SCAN of the whole keyspace, 1000 keys per
+call (of every master of a Cluster), never KEYS, and a script per lock.
+
+Flags:
+  --match GLOB    only the locks whose full names match GLOB (* ? [a-z], as
+                  Go's path.Match); the prefix and a colon go in front of a
+                  GLOB without them: --match 'orders.Order:*'
+  --limit N       at most N locks (default 1000); when more match, a line on
+                  stderr says so
+  --json          JSON Lines, as status --json
+  --redis URL, --prefix P  see 'ulock help'
+`,
+
+	"release": `usage: ulock release --force [flags] NAME
+
+Breaks the lock NAME: removes its holders (the holder, the writer or the
+readers, or the permits) and hands it to its waiters as a release would,
+under a new fence. Prints what it removed (roles, labels, fences), or that
+the lock was free. Exit 0 in both cases.
+
+Breaking a lock is for a holder that is surely gone or stuck: a holder that
+is only slow goes on running beside the next holder until it next renews
+its lease and finds the lock lost (then 'ulock run' sends its COMMAND
+SIGTERM and exits 76). Fences let a store refuse its late writes. Without
+--force, release refuses, changes nothing and exits 2.
+
+Flags:
+  --force         break the lock
+  --redis URL, --prefix P  see 'ulock help'
+`,
+
+	"demo": `usage: ulock demo [flags]
+
+Workers share a few orders' locks; one hangs while holding a lock and is
+found stale by the others, who take it over (or, with -policy fail, give
+up); a fenced store refuses the hung worker's late write. Without REDIS_URL
+it runs on an embedded in-memory Redis; with REDIS_URL it uses that server
+and deletes its keys (ulock-demo:*) afterwards.
+
+Flags:
+  -policy P       takeover (default) or fail
+  -workers N      number of workers (default 4)
+  -orders N       number of orders they share (default 3)
+  -jobs N         jobs per worker (default 4)
+  -timeout D      patience (default 1.5s)
+  -lease D        the locks' lease (default 10s)
+  -work D         mean time a job holds its lock (default 200ms)
+  -seed N         seed of the workers' job times (default 1)
+`,
+
+	"help": `usage: ulock help [COMMAND]
+
+Shows the commands, the common flags and the exit codes, or all about
+COMMAND: run, status, list, release, demo. 'ulock COMMAND --help' does too.
+`,
+}

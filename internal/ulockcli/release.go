@@ -1,0 +1,84 @@
+package ulockcli
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+)
+
+// ulock release --force: break a stuck lock.
+
+// release is ulock release: with --force it breaks the lock that args
+// name and shows what it removed; without, it refuses.
+func (s *session) release(ctx context.Context, args []string) int {
+	fs := newFlags("release")
+	var r redisFlags
+	r.add(fs)
+	force := fs.Bool("force", false, "")
+	names, rest, done, code := s.parse(fs, args)
+	if done {
+		return code
+	}
+	names = append(names, rest...)
+	switch {
+	case len(names) == 0:
+		return s.usage("missing NAME")
+	case len(names) > 1:
+		return s.usage(fmt.Sprintf("one NAME at a time, got %q", names))
+	case !*force:
+		return s.usage(fmt.Sprintf("refusing to break %s without --force: its holder may still be running, "+
+			"and the next holder would run beside it (see 'ulock status %s')", names[0], names[0]))
+	}
+	c, stop, err := s.connect(r.url, r.prefix)
+	if err != nil {
+		return s.fail(err)
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
+	defer cancel()
+	full, err := fullName(c, r.prefix, names[0])
+	if err != nil {
+		return s.fail(err)
+	}
+	was, err := c.ForceRelease(ctx, full)
+	if err != nil {
+		return s.fail(err)
+	}
+	if err := broke(s, was); err != nil {
+		return s.fail(err)
+	}
+	return exitOK
+}
+
+// broke prints what ForceRelease removed: the lock as it was, and a line
+// per holder removed.
+func broke(s *session, was uncomplicated.LockInfo) error {
+	if !was.Held() {
+		_, err := fmt.Fprintf(s.stdout, "%s was free: nothing removed\n", was.Name)
+		return err
+	}
+	fmt.Fprintf(s.stdout, "released %s (%s, fence counter %d): removed %d %s\n",
+		was.Name, was.Kind, was.Fence, len(was.Holders), plural(len(was.Holders), "holder", "holders"))
+	tw := tabwriter.NewWriter(s.stdout, 0, 4, 2, ' ', 0)
+	for _, h := range was.Holders {
+		cells := []string{"", h.Role, cmp.Or(h.Label, "(no label)"), "fence -", "held for ?"}
+		if h.Fence > 0 {
+			cells[3] = fmt.Sprintf("fence %d", h.Fence)
+		}
+		if d, ok := heldFor(was, h); ok {
+			cells[4] = "held for " + short(d)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if n := len(was.Waiters); n > 0 {
+		fmt.Fprintf(s.stdout, "%d %s queued: the next holder gets a fence above %d\n", n, plural(n, "waiter", "waiters"), was.Fence)
+	}
+	return nil
+}

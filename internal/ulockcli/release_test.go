@@ -1,0 +1,63 @@
+package ulockcli_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+)
+
+func TestRelease_refused(t *testing.T) {
+	f := newFixture(t, "m")
+	before := f.inspect(t, "m")
+	wantOneLine(t, f.ulock(t, "release", "m"), 2, "refusing to break m without --force")
+	after := f.inspect(t, "m")
+	if !after.Held() || after.Holders[0].Label != "t-mutex" || after.Fence != before.Fence || len(after.Waiters) != 1 {
+		t.Errorf("after release without --force: %+v; want it as before, %+v", after, before)
+	}
+}
+
+func TestRelease_force(t *testing.T) {
+	f := newFixture(t)
+	p := f.prefix + ":"
+	r := f.ulock(t, "release", "--force", "m")
+	if r.code != 0 || r.stderr != "" {
+		t.Fatalf("release --force: exit %d, stderr %q", r.code, r.stderr)
+	}
+	for _, want := range []string{"released " + p + "m (mutex, fence counter 1): removed 1 holder\n", "holder  t-mutex  fence 1  held for ", "1 waiter queued"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("release --force printed\n%s\nwant it to hold %q", r.stdout, want)
+		}
+	}
+	select {
+	case w := <-f.waited:
+		if w.err != nil || w.fence <= 1 {
+			t.Errorf("the waiter got fence %d, error %v; want a fence above 1", w.fence, w.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter did not get the lock within 5s of release --force")
+	}
+	if err := f.m.Unlock(context.Background()); !errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Errorf("the broken holder's Unlock() = %v; want ErrNotHeld", err)
+	}
+
+	r = f.ulock(t, "release", p+"rw", "--force") // a full name, the flag after it
+	for _, want := range []string{"(rwmutex, fence counter 0): removed 2 holders", "reader  t-reader1  fence -", "reader  t-reader2"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("release --force rw printed\n%s\nwant it to hold %q", r.stdout, want)
+		}
+	}
+	if info := f.inspect(t, "rw"); info.Held() {
+		t.Errorf("rw after release --force: %+v; want free", info)
+	}
+	r = f.ulock(t, "release", "--force", "sem")
+	if !strings.Contains(r.stdout, "removed 2 holders") || strings.Count(r.stdout, "permit  t-permit") != 2 {
+		t.Errorf("release --force sem printed\n%s\nwant two permits of t-permit", r.stdout)
+	}
+	if r := f.ulock(t, "release", "--force", "none"); r.code != 0 || r.stdout != p+"none was free: nothing removed\n" {
+		t.Errorf("release --force of a free lock: exit %d, stdout %q", r.code, r.stdout)
+	}
+}

@@ -1,0 +1,189 @@
+package ulockcli_test
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulockcli"
+)
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// result is how one run of ulock ended.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+// ulock runs ulockcli.Main, the core build's, with args.
+func ulock(t *testing.T, args ...string) result {
+	t.Helper()
+	var out, errs bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	code := ulockcli.Main(ctx, args, &out, &errs, ulockcli.Redigo())
+	return result{code, out.String(), errs.String()}
+}
+
+// redisFlag is the --redis flag of srv.
+func redisFlag(srv *redistest.Server) string { return "--redis=redis://" + srv.Addr + "/0" }
+
+// wantOneLine fails t unless r ended with code and one line on stderr that
+// holds each of wants.
+func wantOneLine(t *testing.T, r result, code int, wants ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Errorf("exit %d; want %d; stderr: %q", r.code, code, r.stderr)
+	}
+	if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
+		t.Errorf("stderr = %q; want one line", r.stderr)
+	}
+	for _, w := range wants {
+		if !strings.Contains(r.stderr, w) {
+			t.Errorf("stderr = %q; want it to hold %q", r.stderr, w)
+		}
+	}
+}
+
+func TestMain_usage(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command given"},
+		{[]string{"nope"}, `unknown command "nope"`},
+		{[]string{"run"}, "missing NAME"},
+		{[]string{"run", "job"}, "missing -- before COMMAND"},
+		{[]string{"run", "job", "--"}, "missing COMMAND after --"},
+		{[]string{"run", "job", "extra", "--", "true"}, "one NAME"},
+		{[]string{"run", "-x", "job", "--", "true"}, "flag provided but not defined: -x"},
+		{[]string{"run", "job", "--wait", "soon", "--", "true"}, `invalid value "soon"`},
+		{[]string{"run", "--kind", "spinlock", "job", "--", "true"}, "--kind must be"},
+		{[]string{"run", "--kind", "semaphore:x", "job", "--", "true"}, "N must be a whole number"},
+		{[]string{"run", "--kind", "semaphore:0", "job", "--", "true"}, "permits"},
+		{[]string{"run", "--policy", "maybe", "job", "--", "true"}, "--policy must be takeover or fail"},
+		{[]string{"run", "--wait", "-1s", "job", "--", "true"}, "--wait must not be negative"},
+		{[]string{"run", "--lease", "1ms", "job", "--", "true"}, "--lease and --timeout must be at least 3ms"},
+		{[]string{"run", "--timeout", "2ms", "job", "--", "true"}, "--lease and --timeout must be at least 3ms"},
+		{[]string{"run", "--timeout", "0", "job", "--", "true"}, "timeout must be positive"},
+		{[]string{"run", "--conflict-exit-code", "256", "job", "--", "true"}, "exit codes must be 0 to 255"},
+		{[]string{"run", "--label", strings.Repeat("x", 65), "job", "--", "true"}, "holder label"},
+		{[]string{"status"}, "missing NAME"},
+		{[]string{"status", "--prefix", "{x}", "job"}, "prefix"},
+		{[]string{"list", "job"}, "list takes no NAME"},
+		{[]string{"list", "--limit", "0"}, "--limit must be at least 1"},
+		{[]string{"release"}, "missing NAME"},
+		{[]string{"release", "--force", "a", "b"}, "one NAME at a time"},
+		{[]string{"release", "job"}, "refusing to break job without --force"},
+		{[]string{"help", "nope"}, `no help on "nope"`},
+		{[]string{"status", "--redis", "redis+cluster://127.0.0.1:1", "job"}, "go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest"},
+		{[]string{"status", "--redis", "rediss+sentinel://127.0.0.1:1?master_name=m", "job"}, "go-redis build"},
+		{[]string{"status", "--redis", "http://u:secret@127.0.0.1:1", "job"}, `unknown scheme "http"`},
+		{[]string{"status", "--redis", "redis://u:secret@127.0.0.1:x", "job"}, "invalid port"},
+		{[]string{"status", "--redis", "redis:///0", "job"}, "no host"},
+	}
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			r := ulock(t, tc.args...)
+			wantOneLine(t, r, 2, tc.want, "run 'ulock help")
+			if strings.Contains(r.stderr, "secret") {
+				t.Errorf("stderr = %q; it shows the password", r.stderr)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout = %q; want nothing", r.stdout)
+			}
+		})
+	}
+}
+
+func TestMain_help(t *testing.T) {
+	flags := map[string][]string{
+		"run": {"--kind", "--wait", "--timeout", "--policy", "--lease", "--ticks", "--label", "--grace",
+			"--conflict-exit-code", "--lost-exit-code", "--redis", "--prefix"},
+		"status":  {"--json", "--redis", "--prefix"},
+		"list":    {"--json", "--match", "--limit", "--redis", "--prefix"},
+		"release": {"--force", "--redis", "--prefix"},
+		"demo":    {"-policy", "-workers", "-orders", "-jobs", "-timeout", "-lease", "-work", "-seed"},
+		"help":    nil,
+	}
+	overview := ulock(t, "help")
+	if overview.code != 0 || !strings.Contains(overview.stdout, "Exit codes:") {
+		t.Fatalf("ulock help: exit %d, stdout:\n%s", overview.code, overview.stdout)
+	}
+	for _, args := range [][]string{{"--help"}, {"-h"}} {
+		if r := ulock(t, args...); r.code != 0 || r.stdout != overview.stdout {
+			t.Errorf("ulock %s: exit %d; want 0 and the overview", args[0], r.code)
+		}
+	}
+	for cmd, names := range flags {
+		help := ulock(t, "help", cmd)
+		if help.code != 0 || !strings.HasPrefix(help.stdout, "usage: ulock "+cmd) {
+			t.Errorf("ulock help %s: exit %d, stdout:\n%s", cmd, help.code, help.stdout)
+		}
+		if !strings.Contains(overview.stdout, "ulock "+cmd) {
+			t.Errorf("ulock help does not list %s", cmd)
+		}
+		if cmd != "help" {
+			if r := ulock(t, cmd, "--help"); r.code != 0 || r.stdout != help.stdout {
+				t.Errorf("ulock %s --help: exit %d, stdout %q; want 0 and ulock help %s", cmd, r.code, r.stdout, cmd)
+			}
+		}
+		for _, name := range names {
+			if !strings.Contains(help.stdout, name+" ") {
+				t.Errorf("ulock help %s does not document %s", cmd, name)
+			}
+			// Documented flags are defined: the parser knows them, whatever
+			// it then thinks of their missing value or NAME.
+			if cmd != "demo" && cmd != "help" {
+				if r := ulock(t, cmd, name); strings.Contains(r.stderr, "not defined") {
+					t.Errorf("ulock %s %s: %s", cmd, name, r.stderr)
+				}
+			}
+		}
+	}
+}
+
+// closedPort returns the address of a loopback port that nothing listens
+// on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return addr
+}
+
+func TestMain_unreachable(t *testing.T) {
+	url := "--redis=redis://" + closedPort(t) + "/0"
+	for _, args := range [][]string{
+		{"status", url, "job"},
+		{"list", url},
+		{"release", "--force", url, "job"},
+		{"run", url, "job", "--", "true"},
+	} {
+		start := time.Now()
+		r := ulock(t, args...)
+		wantOneLine(t, r, 1, "connect")
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("ulock %s took %v; want a prompt failure", args[0], took)
+		}
+	}
+}
+
+func TestMain_panic(t *testing.T) {
+	var out, errs bytes.Buffer
+	boom := ulockcli.Dialers{"redis": func(string, ...uncomplicated.Option) (*uncomplicated.Client, func(), error) {
+		panic("boom\nat line 2")
+	}}
+	code := ulockcli.Main(context.Background(), []string{"status", "job"}, &out, &errs, boom)
+	wantOneLine(t, result{code, out.String(), errs.String()}, 1, "internal error: boom; at line 2")
+}
