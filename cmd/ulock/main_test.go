@@ -1,103 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
 // The tests run the ulock binary, built once by TestMain, as real
 // processes against a real redis-server.
 
-var (
-	bin        string   // the ulock binary
-	buildFlags []string // of go build, besides -o
-)
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "ulock-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "ulock")
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building ulock: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	redistest.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// A proc is a running ulock.
-type proc struct {
-	cmd            *exec.Cmd
-	stdout, stderr bytes.Buffer
-	started        time.Time
-	done           chan struct{} // closed when it has exited
-}
-
-// result is how a ulock ended.
-type result struct {
-	code           int // its exit code; -1 when a signal killed it
-	stdout, stderr string
-	took           time.Duration
-}
-
-// start starts ulock with args, and env added to the test's environment;
-// it is killed at the test's end if it still runs.
-func start(t *testing.T, env []string, args ...string) *proc {
-	t.Helper()
-	p := &proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
-	// A -race build sleeps a second at exit unless told not to.
-	p.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	p.started = time.Now()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() { _ = p.cmd.Process.Kill(); <-p.done })
-	return p
-}
-
-// wait waits, at most 20 s, for p to exit.
-func (p *proc) wait(t *testing.T) result {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		t.Errorf("ulock %q still ran after 20s; killed it; stderr:\n%s", p.cmd.Args[1:], &p.stderr)
-	}
-	return result{p.cmd.ProcessState.ExitCode(), p.stdout.String(), p.stderr.String(), time.Since(p.started)}
-}
-
-// signal sends sig to p.
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
-	t.Helper()
-	if err := p.cmd.Process.Signal(sig); err != nil {
-		t.Fatal(err)
-	}
-}
+func TestMain(m *testing.M) { ulocktest.Main(m) }
 
 // An env is a Redis, a lock prefix of the test's own, and ulock runs
 // against them.
@@ -116,15 +38,15 @@ func newEnv(t *testing.T) *env {
 
 // start starts ulock with args on the env's Redis and prefix; they come
 // before the args, so that "--" and COMMAND stay last.
-func (e *env) start(t *testing.T, args ...string) *proc {
+func (e *env) start(t *testing.T, args ...string) *ulocktest.Proc {
 	t.Helper()
-	return start(t, nil, append([]string{args[0], "--redis=redis://" + e.srv.Addr + "/0", "--prefix", e.prefix}, args[1:]...)...)
+	return ulocktest.Start(t, nil, append([]string{args[0], "--redis=redis://" + e.srv.Addr + "/0", "--prefix", e.prefix}, args[1:]...)...)
 }
 
 // ulock runs ulock with args on the env's Redis and prefix.
-func (e *env) ulock(t *testing.T, args ...string) result {
+func (e *env) ulock(t *testing.T, args ...string) ulocktest.Result {
 	t.Helper()
-	return e.start(t, args...).wait(t)
+	return e.start(t, args...).Wait(t)
 }
 
 // client returns a Client of the env's with label, closed at the test's
@@ -188,23 +110,6 @@ func read(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
-// wantOneLine fails t unless r ended with code and one line on stderr that
-// holds each of wants.
-func wantOneLine(t *testing.T, r result, code int, wants ...string) {
-	t.Helper()
-	if r.code != code {
-		t.Errorf("exit %d; want %d; stderr: %q", r.code, code, r.stderr)
-	}
-	if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
-		t.Errorf("stderr = %q; want one line", r.stderr)
-	}
-	for _, w := range wants {
-		if !strings.Contains(r.stderr, w) {
-			t.Errorf("stderr = %q; want it to hold %q", r.stderr, w)
-		}
-	}
-}
-
 func TestUlock_usage(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -216,15 +121,15 @@ func TestUlock_usage(t *testing.T) {
 		{[]string{"run", "--wait", "x", "job", "--", "true"}, `invalid value "x" for flag -wait`},
 	}
 	for _, tc := range cases {
-		r := start(t, nil, tc.args...).wait(t)
-		wantOneLine(t, r, 2, tc.want, "run 'ulock help")
+		r := ulocktest.Run(t, nil, tc.args...)
+		ulocktest.WantOneLine(t, r, 2, tc.want, "run 'ulock help")
 	}
 }
 
 func TestUlock_clusterURL(t *testing.T) {
 	for _, url := range []string{"redis+cluster://127.0.0.1:7000", "rediss+sentinel://127.0.0.1:26379?master_name=m"} {
-		r := start(t, nil, "status", "--redis", url, "job").wait(t)
-		wantOneLine(t, r, 2, "go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest",
+		r := ulocktest.Run(t, nil, "status", "--redis", url, "job")
+		ulocktest.WantOneLine(t, r, 2, "go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest",
 			"go run ./goredis/cmd/ulock")
 	}
 }
@@ -237,25 +142,25 @@ func TestUlock_unreachable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	for _, args := range [][]string{{"status", "job"}, {"list"}, {"release", "--force", "job"}, {"run", "job", "--", "true"}} {
-		r := start(t, []string{"REDIS_URL=redis://" + addr}, args...).wait(t)
-		wantOneLine(t, r, 1, "connection refused")
-		if r.took > 5*time.Second {
-			t.Errorf("ulock %s took %v; want a prompt failure", args[0], r.took)
+		r := ulocktest.Run(t, []string{"REDIS_URL=redis://" + addr}, args...)
+		ulocktest.WantOneLine(t, r, 1, "connection refused")
+		if r.Took > 5*time.Second {
+			t.Errorf("ulock %s took %v; want a prompt failure", args[0], r.Took)
 		}
 	}
 }
 
 func TestUlock_demo(t *testing.T) {
-	r := start(t, []string{"REDIS_URL="}, "demo", "-timeout", "300ms", "-work", "40ms").wait(t)
-	if r.code != 0 || !strings.Contains(r.stdout, "embedded in-memory Redis") || !strings.Contains(r.stdout, "taken over") {
-		t.Errorf("ulock demo: exit %d, stdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	r := ulocktest.Run(t, []string{"REDIS_URL="}, "demo", "-timeout", "300ms", "-work", "40ms")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "embedded in-memory Redis") || !strings.Contains(r.Stdout, "taken over") {
+		t.Errorf("ulock demo: exit %d, stdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
 
 func TestUlock_help(t *testing.T) {
-	r := start(t, nil, "help", "run").wait(t)
-	if r.code != 0 || !strings.Contains(r.stdout, "ULOCK_FENCE") {
-		t.Errorf("ulock help run: exit %d, stdout:\n%s", r.code, r.stdout)
+	r := ulocktest.Run(t, nil, "help", "run")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "ULOCK_FENCE") {
+		t.Errorf("ulock help run: exit %d, stdout:\n%s", r.Code, r.Stdout)
 	}
 }
 
@@ -264,11 +169,11 @@ func TestStatus_binary(t *testing.T) {
 	m := e.hold(t, "job", "t-holder")
 	r := e.ulock(t, "status", "--json", "job")
 	want := `"name":"` + e.prefix + `:job","kind":"mutex","state":"held","fence":1,"holders":[{"role":"holder","label":"t-holder"`
-	if r.code != 0 || !strings.Contains(r.stdout, want) {
-		t.Errorf("status --json: exit %d, stdout %q; want it to hold %q", r.code, r.stdout, want)
+	if r.Code != 0 || !strings.Contains(r.Stdout, want) {
+		t.Errorf("status --json: exit %d, stdout %q; want it to hold %q", r.Code, r.Stdout, want)
 	}
-	if r := e.ulock(t, "release", "--force", "job"); r.code != 0 || !strings.Contains(r.stdout, "t-holder") {
-		t.Errorf("release --force: exit %d, stdout %q", r.code, r.stdout)
+	if r := e.ulock(t, "release", "--force", "job"); r.Code != 0 || !strings.Contains(r.Stdout, "t-holder") {
+		t.Errorf("release --force: exit %d, stdout %q", r.Code, r.Stdout)
 	}
 	if err := m.Unlock(context.Background()); !errors.Is(err, uncomplicated.ErrNotHeld) {
 		t.Errorf("Unlock() after release --force = %v; want ErrNotHeld", err)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
 // Tests of ulock run: each runs ulock processes, whose COMMANDs are small
@@ -26,8 +28,8 @@ func TestRun_exclusive(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 3 {
-				if r := e.ulock(t, "run", "job", "--", "sh", "-c", script, log); r.code != 0 {
-					t.Errorf("ulock run: exit %d, stderr %q", r.code, r.stderr)
+				if r := e.ulock(t, "run", "job", "--", "sh", "-c", script, log); r.Code != 0 {
+					t.Errorf("ulock run: exit %d, stderr %q", r.Code, r.Stderr)
 				}
 			}
 		}()
@@ -86,9 +88,9 @@ func TestRun_exitStatus(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := e.ulock(t, append([]string{"run", "job", "--"}, tc.command...)...)
 			if tc.stderr != "" {
-				wantOneLine(t, r, tc.code, tc.stderr)
-			} else if r.code != tc.code || r.stderr != "" {
-				t.Errorf("exit %d, stderr %q; want %d and nothing", r.code, r.stderr, tc.code)
+				ulocktest.WantOneLine(t, r, tc.code, tc.stderr)
+			} else if r.Code != tc.code || r.Stderr != "" {
+				t.Errorf("exit %d, stderr %q; want %d and nothing", r.Code, r.Stderr, tc.code)
 			}
 			if info := e.inspect(t, "job"); info.Held() {
 				t.Errorf("after ulock run: %+v; want the lock released", info)
@@ -107,11 +109,11 @@ func TestRun_environment(t *testing.T) {
 	}
 	for _, tc := range cases {
 		name := strings.ReplaceAll(tc.kind, ":", "-")
-		p := start(t, []string{"ULOCK_FENCE=inherited"}, "run", "--redis=redis://"+e.srv.Addr+"/0", "--prefix", e.prefix,
+		p := ulocktest.Start(t, []string{"ULOCK_FENCE=inherited"}, "run", "--redis=redis://"+e.srv.Addr+"/0", "--prefix", e.prefix,
 			"--kind", tc.kind, name, "--", "sh", "-c", `echo "$ULOCK_NAME ${ULOCK_FENCE-unset}"`)
-		r := p.wait(t)
-		if want := e.prefix + ":" + name + " " + tc.fence + "\n"; r.code != 0 || r.stdout != want {
-			t.Errorf("--kind %s: exit %d, stdout %q; want 0, %q", tc.kind, r.code, r.stdout, want)
+		r := p.Wait(t)
+		if want := e.prefix + ":" + name + " " + tc.fence + "\n"; r.Code != 0 || r.Stdout != want {
+			t.Errorf("--kind %s: exit %d, stdout %q; want 0, %q", tc.kind, r.Code, r.Stdout, want)
 		}
 	}
 }
@@ -123,18 +125,18 @@ func TestRun_busy(t *testing.T) {
 	busy := "busy: " + e.prefix + ":job held by t-holder for "
 
 	r := e.ulock(t, "run", "--wait", "0", "job", "--", "touch", marker)
-	wantOneLine(t, r, 75, busy)
-	if r.took > 3*time.Second {
-		t.Errorf("--wait 0 took %v; want one attempt", r.took)
+	ulocktest.WantOneLine(t, r, 75, busy)
+	if r.Took > 3*time.Second {
+		t.Errorf("--wait 0 took %v; want one attempt", r.Took)
 	}
-	wantOneLine(t, e.ulock(t, "run", "job", "--wait=0", "--conflict-exit-code", "9", "--", "touch", marker), 9, busy)
+	ulocktest.WantOneLine(t, e.ulock(t, "run", "job", "--wait=0", "--conflict-exit-code", "9", "--", "touch", marker), 9, busy)
 
 	r = e.ulock(t, "run", "--wait", "300ms", "job", "--", "touch", marker)
-	wantOneLine(t, r, 75, busy, "gave up after --wait 300ms")
-	if r.took < 300*time.Millisecond || r.took > 5*time.Second {
-		t.Errorf("--wait 300ms took %v", r.took)
+	ulocktest.WantOneLine(t, r, 75, busy, "gave up after --wait 300ms")
+	if r.Took < 300*time.Millisecond || r.Took > 5*time.Second {
+		t.Errorf("--wait 300ms took %v", r.Took)
 	}
-	wantOneLine(t, e.ulock(t, "run", "--timeout", "300ms", "job", "--", "touch", marker), 75,
+	ulocktest.WantOneLine(t, e.ulock(t, "run", "--timeout", "300ms", "job", "--", "touch", marker), 75,
 		"stale: "+e.prefix+":job held by t-holder", "stale: one holder token for 3")
 	if exists(marker) {
 		t.Error("COMMAND ran without the lock")
@@ -164,24 +166,21 @@ func TestRun_takeOverAfterKill(t *testing.T) {
 	takeOver := []string{"run", "--policy", "takeover", "--timeout", "1s", "--lease", "1m", "job"}
 	// While the first ulock lives, it renews its hold every third of its
 	// timeout, so the take-over policy leaves it alone.
-	wantOneLine(t, e.ulock(t, append(takeOver, "--wait", "2s", "--", "true")...), 75, "busy")
-	if err := p.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-p.done
+	ulocktest.WantOneLine(t, e.ulock(t, append(takeOver, "--wait", "2s", "--", "true")...), 75, "busy")
+	p.Kill(t)
 	if runtime.GOOS == "linux" { // Pdeathsig
 		await(t, "the killed ulock's COMMAND dies", func() bool { return !alive(pid) })
 	}
 
 	r := e.ulock(t, append(takeOver, "--", "sh", "-c", "echo $ULOCK_FENCE")...)
-	got, _ := strconv.ParseUint(strings.TrimSpace(r.stdout), 10, 64)
-	if r.code != 0 || got <= fence {
-		t.Errorf("the take-over: exit %d, fence %q, stderr %q; want 0 and a fence above %d", r.code, r.stdout, r.stderr, fence)
+	got, _ := strconv.ParseUint(strings.TrimSpace(r.Stdout), 10, 64)
+	if r.Code != 0 || got <= fence {
+		t.Errorf("the take-over: exit %d, fence %q, stderr %q; want 0 and a fence above %d", r.Code, r.Stdout, r.Stderr, fence)
 	}
 	// The first hold's lease has 59 s left: the waiter took it over after
 	// its patience, a second, not after the lease.
-	if r.took < 900*time.Millisecond || r.took > 5*time.Second {
-		t.Errorf("the take-over took %v; want about 1s", r.took)
+	if r.Took < 900*time.Millisecond || r.Took > 5*time.Second {
+		t.Errorf("the take-over took %v; want about 1s", r.Took)
 	}
 }
 
@@ -208,8 +207,8 @@ func TestRun_lost(t *testing.T) {
 			await(t, "COMMAND runs", func() bool { return exists(marker + ".ready") })
 			e.srv.Do(t, "DEL", e.prefix+":job")
 			deleted := time.Now()
-			r := p.wait(t)
-			wantOneLine(t, r, 76, "lost "+e.prefix+":job while COMMAND ran; COMMAND got SIGTERM")
+			r := p.Wait(t)
+			ulocktest.WantOneLine(t, r, 76, "lost "+e.prefix+":job while COMMAND ran; COMMAND got SIGTERM")
 			if got := read(marker); got != tc.marker {
 				t.Errorf("COMMAND wrote %q; want %q", got, tc.marker)
 			}
@@ -227,10 +226,10 @@ func TestRun_signalsPassedOn(t *testing.T) {
 			marker := e.path("marker")
 			p := e.start(t, "run", "job", "--", "sh", "-c", trapping, marker)
 			await(t, "COMMAND runs", func() bool { return exists(marker + ".ready") })
-			p.signal(t, sig)
-			r := p.wait(t)
-			if r.code != 5 || r.stderr != "" {
-				t.Errorf("exit %d, stderr %q; want COMMAND's 5, and nothing", r.code, r.stderr)
+			p.Signal(t, sig)
+			r := p.Wait(t)
+			if r.Code != 5 || r.Stderr != "" {
+				t.Errorf("exit %d, stderr %q; want COMMAND's 5, and nothing", r.Code, r.Stderr)
 			}
 			if got, want := read(marker), strings.TrimPrefix(strings.ToUpper(unix(sig)), "SIG"); got != want {
 				t.Errorf("COMMAND got %q; want %q", got, want)
@@ -258,9 +257,9 @@ func TestRun_signalWhileWaiting(t *testing.T) {
 				ws := e.inspect(t, "job").Waiters
 				return len(ws) == 1 && ws[0].Label == "t-waiting"
 			})
-			p.signal(t, sig)
-			r := p.wait(t)
-			wantOneLine(t, r, 128+int(sig), "gave up waiting for "+e.prefix+":job: got "+unix(sig))
+			p.Signal(t, sig)
+			r := p.Wait(t)
+			ulocktest.WantOneLine(t, r, 128+int(sig), "gave up waiting for "+e.prefix+":job: got "+unix(sig))
 			if exists(marker) {
 				t.Error("COMMAND ran")
 			}
@@ -276,11 +275,11 @@ func TestRun_waitThenRun(t *testing.T) {
 	if err := m.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	r := p.wait(t)
-	if r.code != 0 || r.stdout != "2\n" {
-		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and fence 2", r.code, r.stdout, r.stderr)
+	r := p.Wait(t)
+	if r.Code != 0 || r.Stdout != "2\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and fence 2", r.Code, r.Stdout, r.Stderr)
 	}
-	if r.took > 5*time.Second {
-		t.Errorf("it took %v; want the hand-off at once", r.took)
+	if r.Took > 5*time.Second {
+		t.Errorf("it took %v; want the hand-off at once", r.Took)
 	}
 }

@@ -17,10 +17,10 @@ var quick = []string{"-timeout", "300ms", "-work", "40ms"}
 func runDemoT(t *testing.T, args ...string) string {
 	t.Helper()
 	r := ulock(t, append([]string{"demo"}, args...)...)
-	if r.code != 0 {
-		t.Fatalf("ulock demo %v: exit %d, stderr:\n%s\nstdout:\n%s", args, r.code, r.stderr, r.stdout)
+	if r.Code != 0 {
+		t.Fatalf("ulock demo %v: exit %d, stderr:\n%s\nstdout:\n%s", args, r.Code, r.Stderr, r.Stdout)
 	}
-	return r.stdout
+	return r.Stdout
 }
 
 func wantLines(t *testing.T, out string, wants ...string) {
@@ -75,8 +75,8 @@ func TestDemo_usage(t *testing.T) {
 		code int
 	}{{[]string{"-policy", "maybe"}, 2}, {[]string{"-workers", "1"}, 2}, {[]string{"extra"}, 2}, {[]string{"-h"}, 0}}
 	for _, tc := range cases {
-		if r := ulock(t, append([]string{"demo"}, tc.args...)...); r.code != tc.code {
-			t.Errorf("ulock demo %q = %d; want %d", tc.args, r.code, tc.code)
+		if r := ulock(t, append([]string{"demo"}, tc.args...)...); r.Code != tc.code {
+			t.Errorf("ulock demo %q = %d; want %d", tc.args, r.Code, tc.code)
 		}
 	}
 }

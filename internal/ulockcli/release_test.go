@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
 func TestRelease_refused(t *testing.T) {
 	f := newFixture(t, "m")
 	before := f.inspect(t, "m")
-	wantOneLine(t, f.ulock(t, "release", "m"), 2, "refusing to break m without --force")
+	ulocktest.WantOneLine(t, f.ulock(t, "release", "m"), 2, "refusing to break m without --force")
 	after := f.inspect(t, "m")
 	if !after.Held() || after.Holders[0].Label != "t-mutex" || after.Fence != before.Fence || len(after.Waiters) != 1 {
 		t.Errorf("after release without --force: %+v; want it as before, %+v", after, before)
@@ -24,12 +25,12 @@ func TestRelease_force(t *testing.T) {
 	f := newFixture(t)
 	p := f.prefix + ":"
 	r := f.ulock(t, "release", "--force", "m")
-	if r.code != 0 || r.stderr != "" {
-		t.Fatalf("release --force: exit %d, stderr %q", r.code, r.stderr)
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("release --force: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	for _, want := range []string{"released " + p + "m (mutex, fence counter 1): removed 1 holder\n", "holder  t-mutex  fence 1  held for ", "1 waiter queued"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("release --force printed\n%s\nwant it to hold %q", r.stdout, want)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("release --force printed\n%s\nwant it to hold %q", r.Stdout, want)
 		}
 	}
 	select {
@@ -46,18 +47,18 @@ func TestRelease_force(t *testing.T) {
 
 	r = f.ulock(t, "release", p+"rw", "--force") // a full name, the flag after it
 	for _, want := range []string{"(rwmutex, fence counter 0): removed 2 holders", "reader  t-reader1  fence -", "reader  t-reader2"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("release --force rw printed\n%s\nwant it to hold %q", r.stdout, want)
+		if !strings.Contains(r.Stdout, want) {
+			t.Errorf("release --force rw printed\n%s\nwant it to hold %q", r.Stdout, want)
 		}
 	}
 	if info := f.inspect(t, "rw"); info.Held() {
 		t.Errorf("rw after release --force: %+v; want free", info)
 	}
 	r = f.ulock(t, "release", "--force", "sem")
-	if !strings.Contains(r.stdout, "removed 2 holders") || strings.Count(r.stdout, "permit  t-permit") != 2 {
-		t.Errorf("release --force sem printed\n%s\nwant two permits of t-permit", r.stdout)
+	if !strings.Contains(r.Stdout, "removed 2 holders") || strings.Count(r.Stdout, "permit  t-permit") != 2 {
+		t.Errorf("release --force sem printed\n%s\nwant two permits of t-permit", r.Stdout)
 	}
-	if r := f.ulock(t, "release", "--force", "none"); r.code != 0 || r.stdout != p+"none was free: nothing removed\n" {
-		t.Errorf("release --force of a free lock: exit %d, stdout %q", r.code, r.stdout)
+	if r := f.ulock(t, "release", "--force", "none"); r.Code != 0 || r.Stdout != p+"none was free: nothing removed\n" {
+		t.Errorf("release --force of a free lock: exit %d, stdout %q", r.Code, r.Stdout)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
 // A fixture is a Redis with locks of every kind under a prefix of the
@@ -138,7 +139,7 @@ func (f *fixture) inspect(t *testing.T, name string) uncomplicated.LockInfo {
 }
 
 // ulock runs ulock on the fixture's Redis and prefix.
-func (f *fixture) ulock(t *testing.T, args ...string) result {
+func (f *fixture) ulock(t *testing.T, args ...string) ulocktest.Result {
 	t.Helper()
 	return ulock(t, append(args, redisFlag(f.srv), "--prefix", f.prefix)...)
 }
@@ -221,12 +222,12 @@ func TestStatus_json(t *testing.T) {
 	p := f.prefix + ":"
 	// A plain name, a full name as list prints it, and a lock of nothing.
 	r := f.ulock(t, "status", "m", "--json", p+"rw", "sem", "forever", "none")
-	if r.code != 0 || r.stderr != "" {
-		t.Fatalf("status: exit %d, stderr %q", r.code, r.stderr)
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("status: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	locks := parseLines(t, r.stdout)
+	locks := parseLines(t, r.Stdout)
 	if len(locks) != 5 {
-		t.Fatalf("status printed %d locks; want 5:\n%s", len(locks), r.stdout)
+		t.Fatalf("status printed %d locks; want 5:\n%s", len(locks), r.Stdout)
 	}
 
 	m := locks[p+"m"]
@@ -307,10 +308,10 @@ func table(t *testing.T, out string) map[string]map[string]string {
 func TestStatus_table(t *testing.T) {
 	f := newFixture(t)
 	r := f.ulock(t, "status", "m", "rw", "sem", "forever", "none")
-	if r.code != 0 || r.stderr != "" {
-		t.Fatalf("status: exit %d, stderr %q", r.code, r.stderr)
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("status: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	rows := table(t, r.stdout)
+	rows := table(t, r.Stdout)
 	p := f.prefix + ":"
 	want := map[string]map[string]string{
 		p + "m":       {"KIND": "mutex", "STATE": "held", "HOLDER": "t-mutex", "FENCE": "1", "WAITERS": "1", "IN USE": "-"},
@@ -322,7 +323,7 @@ func TestStatus_table(t *testing.T) {
 	for name, cells := range want {
 		for col, cell := range cells {
 			if got := rows[name][col]; got != cell {
-				t.Errorf("%s %s = %q; want %q\n%s", name, col, got, cell, r.stdout)
+				t.Errorf("%s %s = %q; want %q\n%s", name, col, got, cell, r.Stdout)
 			}
 		}
 	}
@@ -341,25 +342,25 @@ func TestList(t *testing.T) {
 	f := newFixture(t)
 	p := f.prefix + ":"
 	r := f.ulock(t, "list", "--json")
-	if r.code != 0 || r.stderr != "" {
-		t.Fatalf("list: exit %d, stderr %q", r.code, r.stderr)
+	if r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("list: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	got := slices.Sorted(maps.Keys(parseLines(t, r.stdout)))
+	got := slices.Sorted(maps.Keys(parseLines(t, r.Stdout)))
 	if want := []string{p + "forever", p + "m", p + "rw", p + "sem"}; !slices.Equal(got, want) {
 		t.Errorf("list --json named %q; want %q", got, want)
 	}
-	if rows := table(t, f.ulock(t, "list").stdout); len(rows) != 4 || rows[p+"sem"]["IN USE"] != "2 of 2" {
+	if rows := table(t, f.ulock(t, "list").Stdout); len(rows) != 4 || rows[p+"sem"]["IN USE"] != "2 of 2" {
 		t.Errorf("list's table = %v; want the 4 locks", rows)
 	}
 	for _, match := range []string{"r*", p + "r?"} {
-		if got := slices.Collect(maps.Keys(parseLines(t, f.ulock(t, "list", "--json", "--match", match).stdout))); !slices.Equal(got, []string{p + "rw"}) {
+		if got := slices.Collect(maps.Keys(parseLines(t, f.ulock(t, "list", "--json", "--match", match).Stdout))); !slices.Equal(got, []string{p + "rw"}) {
 			t.Errorf("list --match %s named %q; want %s", match, got, p+"rw")
 		}
 	}
 	r = f.ulock(t, "list", "--limit", "1", "--json")
-	if n := strings.Count(r.stdout, "\n"); r.code != 0 || n != 1 {
-		t.Errorf("list --limit 1: exit %d, %d lines; want 0, 1", r.code, n)
+	if n := strings.Count(r.Stdout, "\n"); r.Code != 0 || n != 1 {
+		t.Errorf("list --limit 1: exit %d, %d lines; want 0, 1", r.Code, n)
 	}
-	wantOneLine(t, r, 0, "showing the first 1 locks; more match")
-	wantOneLine(t, ulock(t, "list", redisFlag(f.srv), "--prefix", f.prefix+"-none"), 0, "no locks match "+f.prefix+"-none:*")
+	ulocktest.WantOneLine(t, r, 0, "showing the first 1 locks; more match")
+	ulocktest.WantOneLine(t, ulock(t, "list", redisFlag(f.srv), "--prefix", f.prefix+"-none"), 0, "no locks match "+f.prefix+"-none:*")
 }

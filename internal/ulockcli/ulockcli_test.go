@@ -11,45 +11,24 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulockcli"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// result is how one run of ulock ended.
-type result struct {
-	code           int
-	stdout, stderr string
-}
-
 // ulock runs ulockcli.Main, the core build's, with args.
-func ulock(t *testing.T, args ...string) result {
+func ulock(t *testing.T, args ...string) ulocktest.Result {
 	t.Helper()
 	var out, errs bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	start := time.Now()
 	code := ulockcli.Main(ctx, args, &out, &errs, ulockcli.Redigo())
-	return result{code, out.String(), errs.String()}
+	return ulocktest.Result{Code: code, Stdout: out.String(), Stderr: errs.String(), Took: time.Since(start)}
 }
 
 // redisFlag is the --redis flag of srv.
 func redisFlag(srv *redistest.Server) string { return "--redis=redis://" + srv.Addr + "/0" }
-
-// wantOneLine fails t unless r ended with code and one line on stderr that
-// holds each of wants.
-func wantOneLine(t *testing.T, r result, code int, wants ...string) {
-	t.Helper()
-	if r.code != code {
-		t.Errorf("exit %d; want %d; stderr: %q", r.code, code, r.stderr)
-	}
-	if strings.Count(r.stderr, "\n") != 1 || !strings.HasSuffix(r.stderr, "\n") {
-		t.Errorf("stderr = %q; want one line", r.stderr)
-	}
-	for _, w := range wants {
-		if !strings.Contains(r.stderr, w) {
-			t.Errorf("stderr = %q; want it to hold %q", r.stderr, w)
-		}
-	}
-}
 
 func TestMain_usage(t *testing.T) {
 	cases := []struct {
@@ -91,12 +70,12 @@ func TestMain_usage(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			r := ulock(t, tc.args...)
-			wantOneLine(t, r, 2, tc.want, "run 'ulock help")
-			if strings.Contains(r.stderr, "secret") {
-				t.Errorf("stderr = %q; it shows the password", r.stderr)
+			ulocktest.WantOneLine(t, r, 2, tc.want, "run 'ulock help")
+			if strings.Contains(r.Stderr, "secret") {
+				t.Errorf("stderr = %q; it shows the password", r.Stderr)
 			}
-			if r.stdout != "" {
-				t.Errorf("stdout = %q; want nothing", r.stdout)
+			if r.Stdout != "" {
+				t.Errorf("stdout = %q; want nothing", r.Stdout)
 			}
 		})
 	}
@@ -113,36 +92,36 @@ func TestMain_help(t *testing.T) {
 		"help":    nil,
 	}
 	overview := ulock(t, "help")
-	if overview.code != 0 || !strings.Contains(overview.stdout, "Exit codes:") {
-		t.Fatalf("ulock help: exit %d, stdout:\n%s", overview.code, overview.stdout)
+	if overview.Code != 0 || !strings.Contains(overview.Stdout, "Exit codes:") {
+		t.Fatalf("ulock help: exit %d, stdout:\n%s", overview.Code, overview.Stdout)
 	}
 	for _, args := range [][]string{{"--help"}, {"-h"}} {
-		if r := ulock(t, args...); r.code != 0 || r.stdout != overview.stdout {
-			t.Errorf("ulock %s: exit %d; want 0 and the overview", args[0], r.code)
+		if r := ulock(t, args...); r.Code != 0 || r.Stdout != overview.Stdout {
+			t.Errorf("ulock %s: exit %d; want 0 and the overview", args[0], r.Code)
 		}
 	}
 	for cmd, names := range flags {
 		help := ulock(t, "help", cmd)
-		if help.code != 0 || !strings.HasPrefix(help.stdout, "usage: ulock "+cmd) {
-			t.Errorf("ulock help %s: exit %d, stdout:\n%s", cmd, help.code, help.stdout)
+		if help.Code != 0 || !strings.HasPrefix(help.Stdout, "usage: ulock "+cmd) {
+			t.Errorf("ulock help %s: exit %d, stdout:\n%s", cmd, help.Code, help.Stdout)
 		}
-		if !strings.Contains(overview.stdout, "ulock "+cmd) {
+		if !strings.Contains(overview.Stdout, "ulock "+cmd) {
 			t.Errorf("ulock help does not list %s", cmd)
 		}
 		if cmd != "help" {
-			if r := ulock(t, cmd, "--help"); r.code != 0 || r.stdout != help.stdout {
-				t.Errorf("ulock %s --help: exit %d, stdout %q; want 0 and ulock help %s", cmd, r.code, r.stdout, cmd)
+			if r := ulock(t, cmd, "--help"); r.Code != 0 || r.Stdout != help.Stdout {
+				t.Errorf("ulock %s --help: exit %d, stdout %q; want 0 and ulock help %s", cmd, r.Code, r.Stdout, cmd)
 			}
 		}
 		for _, name := range names {
-			if !strings.Contains(help.stdout, name+" ") {
+			if !strings.Contains(help.Stdout, name+" ") {
 				t.Errorf("ulock help %s does not document %s", cmd, name)
 			}
 			// Documented flags are defined: the parser knows them, whatever
 			// it then thinks of their missing value or NAME.
 			if cmd != "demo" && cmd != "help" {
-				if r := ulock(t, cmd, name); strings.Contains(r.stderr, "not defined") {
-					t.Errorf("ulock %s %s: %s", cmd, name, r.stderr)
+				if r := ulock(t, cmd, name); strings.Contains(r.Stderr, "not defined") {
+					t.Errorf("ulock %s %s: %s", cmd, name, r.Stderr)
 				}
 			}
 		}
@@ -172,7 +151,7 @@ func TestMain_unreachable(t *testing.T) {
 	} {
 		start := time.Now()
 		r := ulock(t, args...)
-		wantOneLine(t, r, 1, "connect")
+		ulocktest.WantOneLine(t, r, 1, "connect")
 		if took := time.Since(start); took > 5*time.Second {
 			t.Errorf("ulock %s took %v; want a prompt failure", args[0], took)
 		}
@@ -185,5 +164,5 @@ func TestMain_panic(t *testing.T) {
 		panic("boom\nat line 2")
 	}}
 	code := ulockcli.Main(context.Background(), []string{"status", "job"}, &out, &errs, boom)
-	wantOneLine(t, result{code, out.String(), errs.String()}, 1, "internal error: boom; at line 2")
+	ulocktest.WantOneLine(t, ulocktest.Result{Code: code, Stdout: out.String(), Stderr: errs.String()}, 1, "internal error: boom; at line 2")
 }

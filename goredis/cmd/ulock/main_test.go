@@ -1,12 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,57 +12,21 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
 // The tests run the go-redis build of ulock, built once by TestMain, as
 // real processes against one redis-server, a Cluster and Sentinel.
 
-var (
-	bin        string   // the ulock binary
-	buildFlags []string // of go build, besides -o
-)
-
 func TestMain(m *testing.M) {
 	redis.SetLogger(quiet{}) // the tests' own go-redis clients, as ulock's
-	dir, err := os.MkdirTemp("", "ulock-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = filepath.Join(dir, "ulock")
-	build := exec.Command("go", append(append([]string{"build"}, buildFlags...), "-o", bin, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building ulock: %v\n%s", err, out)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	code := m.Run()
-	redistest.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// result is how a ulock ended.
-type result struct {
-	code           int
-	stdout, stderr string
+	ulocktest.Main(m)
 }
 
 // ulock runs ulock with args, for at most 20 s.
-func ulock(t *testing.T, args ...string) result {
+func ulock(t *testing.T, args ...string) ulocktest.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	// A -race build sleeps a second at exit unless told not to.
-	cmd.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	_ = cmd.Run()
-	if ctx.Err() != nil {
-		t.Errorf("ulock %q ran for 20s; killed it", args)
-	}
-	return result{cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()}
+	return ulocktest.Run(t, nil, args...)
 }
 
 // A deployment is a Redis that ulock reaches by a URL, and a go-redis
@@ -121,22 +80,22 @@ func TestUlock_deployments(t *testing.T) {
 
 			r := ulock(t, append([]string{"status", "--json", "job"}, flags...)...)
 			want := `"name":"` + prefix + `:job","kind":"mutex","state":"held","fence":1,"holders":[{"role":"holder","label":"t-` + tc.name + `"`
-			if r.code != 0 || !strings.Contains(r.stdout, want) {
-				t.Errorf("status --json: exit %d, stdout %q, stderr %q; want it to hold %q", r.code, r.stdout, r.stderr, want)
+			if r.Code != 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("status --json: exit %d, stdout %q, stderr %q; want it to hold %q", r.Code, r.Stdout, r.Stderr, want)
 			}
-			if r := ulock(t, append([]string{"list"}, flags...)...); r.code != 0 || !strings.Contains(r.stdout, prefix+":job") {
-				t.Errorf("list: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			if r := ulock(t, append([]string{"list"}, flags...)...); r.Code != 0 || !strings.Contains(r.Stdout, prefix+":job") {
+				t.Errorf("list: exit %d, stdout %q, stderr %q", r.Code, r.Stdout, r.Stderr)
 			}
 			r = ulock(t, append(append([]string{"run", "--wait", "0", "job"}, flags...), "--", "true")...)
-			if r.code != 75 || !strings.Contains(r.stderr, "held by t-"+tc.name) {
-				t.Errorf("run --wait 0: exit %d, stderr %q; want 75, busy", r.code, r.stderr)
+			if r.Code != 75 || !strings.Contains(r.Stderr, "held by t-"+tc.name) {
+				t.Errorf("run --wait 0: exit %d, stderr %q; want 75, busy", r.Code, r.Stderr)
 			}
 			if err := m.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
 			r = ulock(t, append(append([]string{"run", "job"}, flags...), "--", "sh", "-c", "echo $ULOCK_FENCE")...)
-			if fence, _ := strconv.Atoi(strings.TrimSpace(r.stdout)); r.code != 0 || fence != 2 {
-				t.Errorf("run: exit %d, stdout %q, stderr %q; want 0 and fence 2", r.code, r.stdout, r.stderr)
+			if fence, _ := strconv.Atoi(strings.TrimSpace(r.Stdout)); r.Code != 0 || fence != 2 {
+				t.Errorf("run: exit %d, stdout %q, stderr %q; want 0 and fence 2", r.Code, r.Stdout, r.Stderr)
 			}
 		})
 	}
@@ -145,8 +104,8 @@ func TestUlock_deployments(t *testing.T) {
 func TestUlock_unreachable(t *testing.T) {
 	for _, args := range [][]string{{"status", "job"}, {"run", "--wait", "0", "job", "--", "true"}, {"run", "job", "--", "true"}} {
 		r := ulock(t, append(args[:1:1], append([]string{"--redis", "redis://127.0.0.1:1"}, args[1:]...)...)...)
-		if r.code != 1 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, "connection refused") {
-			t.Errorf("ulock %q: exit %d, stderr %q; want 1 and one line", args, r.code, r.stderr)
+		if r.Code != 1 || strings.Count(r.Stderr, "\n") != 1 || !strings.Contains(r.Stderr, "connection refused") {
+			t.Errorf("ulock %q: exit %d, stderr %q; want 1 and one line", args, r.Code, r.Stderr)
 		}
 	}
 }
@@ -159,8 +118,8 @@ func TestUlock_badURL(t *testing.T) {
 		{"unix:///tmp/redis.sock", `unknown scheme "unix"`},
 	} {
 		r := ulock(t, "status", "--redis", tc.url, "job")
-		if r.code != 2 || strings.Count(r.stderr, "\n") != 1 || !strings.Contains(r.stderr, tc.want) {
-			t.Errorf("status --redis %s: exit %d, stderr %q; want 2 and one line with %q", tc.url, r.code, r.stderr, tc.want)
+		if r.Code != 2 || strings.Count(r.Stderr, "\n") != 1 || !strings.Contains(r.Stderr, tc.want) {
+			t.Errorf("status --redis %s: exit %d, stderr %q; want 2 and one line with %q", tc.url, r.Code, r.Stderr, tc.want)
 		}
 	}
 }

@@ -1,6 +1,0 @@
-//go:build race
-
-package main
-
-// Under -race the ulock binary the tests run is built with it too.
-func init() { buildFlags = append(buildFlags, "-race") }
