@@ -72,10 +72,11 @@ const maxTokens = 4
 
 // newHold records a hold that Redis granted to token, for a call sent at
 // or after from, and lets the Client's restart watch check it.
-func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time) *hold {
+// Its Observation, o, may be nil, and set later with observe.
+func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, o *observing) *hold {
 	h := &hold{
 		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.clock.Now(),
-		op: make(chan struct{}, 1), tokens: []string{token}, from: from,
+		op: make(chan struct{}, 1), tokens: []string{token}, from: from, obs: o,
 	}
 	b.c.watch(h)
 	return h
@@ -184,7 +185,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		return h.b.notHeld(h.kind.what + " already released")
 	}
 	h.b.c.unwatch(h)
-	h.observer().released(h.since)
+	defer h.observer().released(h.since) // after Lost, if the release finds the hold lost
 	args := append([]string{""}, tokens...)
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx

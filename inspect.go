@@ -70,8 +70,9 @@ type Holder struct {
 	Role  string // RoleHolder, RoleWriter, RoleReader or RolePermit
 	Label string // its Client's WithHolderLabel; "" when it gave none
 	// Since is when the hold began, or the waiter began to wait, by its
-	// holder's clock. A hold handed over to a waiter shows when the wait
-	// began until the hold's first Refresh. Zero when unknown.
+	// holder's clock. A hold that its holder waited for (a hand-off, a
+	// take-over, an attempt after the first) shows when the wait began,
+	// until the hold's first Refresh. Zero when unknown.
 	Since time.Time
 	// LeaseLeft is, for a holder, how long its lease lasts from At, by
 	// Redis's clock; NoLease when it has none.
@@ -214,17 +215,25 @@ func (c *Client) inspect(ctx context.Context, cfg config, name string) (inspecti
 	return in, nil
 }
 
-// removed returns the holders whose tokens are gone, as the inspection saw
-// them, or as their tokens tell when it did not see them.
+// removed returns the holders whose tokens a force script replied, as the
+// inspection saw them, or as their tokens tell when it did not see them.
+// An RWMutex's reply starts with its writer's token, "" for none.
 func (in *inspection) removed(gone []string) []Holder {
 	var hs []Holder
-	for _, tok := range gone {
-		if i := slices.Index(in.tokens, tok); i >= 0 {
-			hs = append(hs, in.info.Holders[i])
+	for i, tok := range gone {
+		if tok == "" {
 			continue
 		}
+		if j := slices.Index(in.tokens, tok); j >= 0 {
+			hs = append(hs, in.info.Holders[j])
+			continue
+		}
+		role := roleOf(in.info.Kind, entryExclusive)
+		if in.info.Kind == KindRWMutex && i > 0 {
+			role = RoleReader
+		}
 		label, since := publicPart(tok)
-		hs = append(hs, Holder{Role: roleOf(in.info.Kind, "x"), Label: label, Since: since, LeaseLeft: NoLease})
+		hs = append(hs, Holder{Role: role, Label: label, Since: since, LeaseLeft: NoLease})
 	}
 	return hs
 }
@@ -234,10 +243,14 @@ func (in *inspection) removed(gone []string) []Holder {
 // stopped at limit.
 func (c *Client) scanNames(ctx context.Context, cfg config, match string, limit int) (names []string, more bool, err error) {
 	seen := map[string]bool{}
-	for _, route := range c.scanRoutes(ctx) {
+	routes, err := c.scanRoutes(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, route := range routes {
 		cursor := "0"
 		for {
-			reply, err := c.driver.do(ctx, cfg.commandTimeout, route, "SCAN", cursor, "MATCH", cfg.prefix+":*", "COUNT", 1000)
+			reply, err := c.driver.do(ctx, cfg.commandTimeout, route, "SCAN", cursor, "MATCH", globQuote(cfg.prefix)+":*", "COUNT", 1000)
 			if err != nil {
 				return nil, false, fmt.Errorf("uncomplicated: SCAN: %w", err)
 			}
@@ -268,11 +281,16 @@ func (c *Client) scanNames(ctx context.Context, cfg config, match string, limit 
 }
 
 // scanRoutes returns, for each master of a Cluster, a key that the driver
-// routes to it; for one Redis, one nil route.
-func (c *Client) scanRoutes(ctx context.Context) [][]string {
-	slots := c.slotMap(ctx)
+// routes to it; for one Redis, one nil route. It fails when Redis cannot
+// say whether it is a Cluster (CLUSTER SLOTS), rather than scan one node
+// of many.
+func (c *Client) scanRoutes(ctx context.Context) ([][]string, error) {
+	slots, err := c.slotMap(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("uncomplicated: reading the Cluster's slots (CLUSTER SLOTS): %w", err)
+	}
 	if slots == nil {
-		return [][]string{nil}
+		return [][]string{nil}, nil
 	}
 	masters := map[string]bool{}
 	for _, addr := range slots {
@@ -288,7 +306,20 @@ func (c *Client) scanRoutes(ctx context.Context) [][]string {
 			routes = append(routes, []string{key})
 		}
 	}
-	return routes
+	return routes, nil
+}
+
+// globQuote quotes the characters of s that a SCAN MATCH pattern would
+// read as a pattern.
+func globQuote(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // lockOfKey returns the name of the lock that key belongs to: the name in
@@ -305,47 +336,65 @@ func lockOfKey(prefix, key string) (string, bool) {
 	return name, ok && strings.HasPrefix(name, prefix+":")
 }
 
-// parseInspection reads inspectScript's reply about the lock name.
+// parseInspection reads inspectScript's reply about the lock name. A name
+// that locks of several kinds have used shows the kind that has holders,
+// else the one with waiters, else the first of mutex, rwmutex and
+// semaphore that Redis has a key of (a fence counter stays for ever).
 func parseInspection(name string, reply any) (inspection, error) {
-	in := inspection{info: LockInfo{Name: name}}
 	r, ok := reply.([]any)
 	if !ok || len(r) != 4 {
-		return in, fmt.Errorf("%w: inspection %T", ErrUnexpectedReply, reply)
+		return inspection{info: LockInfo{Name: name}}, fmt.Errorf("%w: inspection %T", ErrUnexpectedReply, reply)
 	}
 	now, _ := r[0].(int64)
-	in.info.At = time.UnixMilli(now)
-	var kinds [3][]any
-	chosen := -1
-	for i := range kinds {
-		kinds[i], _ = r[i+1].([]any)
-		if len(kinds[i]) < 4 {
-			return in, fmt.Errorf("%w: inspection part %T", ErrUnexpectedReply, r[i+1])
+	var found []inspection
+	sizes := [...]int{4, 6, 5} // of each kind's part (see inspectScript)
+	for i, kind := range []Kind{KindMutex, KindRWMutex, KindSemaphore} {
+		part, _ := r[i+1].([]any)
+		if len(part) != sizes[i] {
+			return inspection{info: LockInfo{Name: name}}, fmt.Errorf("%w: inspection of a %s: %T", ErrUnexpectedReply, kind, r[i+1])
 		}
-		if n, _ := kinds[i][0].(int64); n > 0 && chosen < 0 {
-			chosen = i
+		if n, _ := part[0].(int64); n == 0 {
+			continue
+		}
+		in, err := parseKind(name, kind, now, part)
+		if err != nil {
+			return in, err
+		}
+		found = append(found, in)
+	}
+	for _, pick := range []func(inspection) bool{
+		func(in inspection) bool { return len(in.info.Holders) > 0 },
+		func(in inspection) bool { return len(in.info.Waiters) > 0 },
+		func(inspection) bool { return true },
+	} {
+		if i := slices.IndexFunc(found, pick); i >= 0 {
+			return found[i], nil
 		}
 	}
+	return inspection{info: LockInfo{Name: name, At: time.UnixMilli(now)}}, nil
+}
+
+// parseKind reads the part of inspectScript's reply about the lock's keys
+// of kind.
+func parseKind(name string, kind Kind, now int64, part []any) (inspection, error) {
+	in := inspection{info: LockInfo{Name: name, Kind: kind, At: time.UnixMilli(now)}}
 	p := inspectParser{in: &in, now: now}
-	switch chosen {
-	case 0:
-		in.info.Kind = KindMutex
-		p.token(kinds[0][1], RoleHolder)
-		p.fence(kinds[0][2])
-		p.queue(kinds[0][3])
-	case 1:
-		in.info.Kind = KindRWMutex
-		k := kinds[1]
-		p.token(k[1], RoleWriter)
-		p.holders(k[2], nil, RoleReader)
-		waiting, _ := k[3].(int64)
+	switch kind {
+	case KindMutex:
+		p.token(part[1], RoleHolder)
+		p.fence(part[2])
+		p.queue(part[3])
+	case KindRWMutex:
+		p.token(part[1], RoleWriter)
+		p.holders(part[2], nil, RoleReader)
+		waiting, _ := part[3].(int64)
 		in.info.WaitingWriters = int(waiting)
-		p.fence(k[4])
-		p.queue(k[5])
-	case 2:
-		in.info.Kind = KindSemaphore
-		p.holders(kinds[2][1], kinds[2][2], RolePermit)
-		p.fence(kinds[2][3])
-		p.queue(kinds[2][4])
+		p.fence(part[4])
+		p.queue(part[5])
+	case KindSemaphore:
+		p.holders(part[1], part[2], RolePermit)
+		p.fence(part[3])
+		p.queue(part[4])
 	}
 	in.sort()
 	return in, p.err
@@ -476,7 +525,7 @@ func roleOf(k Kind, kind string) string {
 		return RoleHolder
 	case k == KindSemaphore:
 		return RolePermit
-	case kind == "s":
+	case kind == entryShared:
 		return RoleReader
 	}
 	return RoleWriter

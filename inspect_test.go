@@ -20,11 +20,12 @@ func TestInspect_labels(t *testing.T) {
 	env := uncomplicatedtest.New(t, uncomplicated.WithLease(time.Minute))
 	ctx := context.Background()
 	host, _ := os.Hostname()
+	pid := ":" + strconv.Itoa(os.Getpid())
 	cases := []struct {
 		opts []uncomplicated.Option
 		want string
 	}{
-		{nil, host + ":" + strconv.Itoa(os.Getpid())},
+		{nil, host[:min(len(host), uncomplicated.MaxLabel-len(pid))] + pid},
 		{[]uncomplicated.Option{uncomplicated.WithHolderLabel("")}, ""},
 		{[]uncomplicated.Option{uncomplicated.WithHolderLabel("café 1:{x} %41.")}, "café 1:{x} %41."},
 		{[]uncomplicated.Option{uncomplicated.WithHolderLabel(strings.Repeat("x", uncomplicated.MaxLabel))}, strings.Repeat("x", uncomplicated.MaxLabel)},
@@ -85,5 +86,58 @@ func TestInspect_sinceAfterHandOff(t *testing.T) {
 	}
 	if got := since(); !got.Equal(granted.Truncate(time.Millisecond)) {
 		t.Errorf("since after Refresh = %v; want when it was granted, %v", got, granted)
+	}
+}
+
+// ForceRelease removes only live holders: readers and permits whose lease
+// ended are not reported as removed.
+func TestForceRelease_expiredHolders(t *testing.T) {
+	env := uncomplicatedtest.New(t, uncomplicated.WithLease(time.Second))
+	ctx := context.Background()
+	rw := mustNamedRW(t, env.Client, "rw")
+	if err := rw.RLock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s, err := env.Client.NamedSemaphore("sem", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	env.Advance(2 * time.Second)
+	for _, name := range []string{rw.Name(), s.Name()} {
+		if info, err := env.Client.Inspect(ctx, name); err != nil || info.Held() {
+			t.Errorf("Inspect(%s) after the lease = %+v, %v; want free", name, info, err)
+		}
+		if gone, err := env.Client.ForceRelease(ctx, name); err != nil || gone.Held() {
+			t.Errorf("ForceRelease(%s) after the lease = %+v, %v; want nothing removed", name, gone, err)
+		}
+	}
+}
+
+// A name that a Mutex used (its fence counter stays) and an RWMutex now
+// holds shows, and is released, as the RWMutex.
+func TestInspect_kindInUse(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	ctx := context.Background()
+	m := mustNamed(t, env.Client, "both")
+	mustLock(t, m)
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rw := mustNamedRW(t, env.Client, "both")
+	if err := rw.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	info, err := env.Client.Inspect(ctx, m.Name())
+	if err != nil || info.Kind != uncomplicated.KindRWMutex || len(info.Holders) != 1 || info.Holders[0].Role != uncomplicated.RoleWriter {
+		t.Fatalf("Inspect = %+v, %v; want the RWMutex's writer", info, err)
+	}
+	if gone, err := env.Client.ForceRelease(ctx, m.Name()); err != nil || len(gone.Holders) != 1 {
+		t.Errorf("ForceRelease = %+v, %v; want the writer removed", gone, err)
+	}
+	if held, err := rw.Held(ctx); held || err != nil {
+		t.Errorf("Held() after ForceRelease = %v, %v; want false", held, err)
 	}
 }

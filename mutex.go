@@ -47,7 +47,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 			w, _ := cutWriter(stale[0])
 			return []any{w}
 		},
-		entry: "x", who: "one holder token",
+		entry: entryExclusive, who: "one holder token",
 	}}
 	return m, nil
 }

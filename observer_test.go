@@ -156,3 +156,21 @@ func TestObserver_handedOff(t *testing.T) {
 		t.Errorf("calls = %q; want the second %q", got, want)
 	}
 }
+
+// A release that finds the hold lost reports the loss first, then the
+// release.
+func TestObserver_lostAtRelease(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	rec := &callRecorder{}
+	m := mustNamed(t, env.NewClient(uncomplicated.WithObserver(rec)), "report")
+	mustLock(t, m)
+	env.Redis.Del(m.Name())
+	env.Advance(time.Second)
+	if err := m.Unlock(context.Background()); !errors.Is(err, uncomplicated.ErrLost) {
+		t.Fatalf("Unlock() = %v; want ErrLost", err)
+	}
+	want := []string{`Lock mutex "" lock:report: Acquired acquired fence 1 after 0s End false Lost Released after 1s`}
+	if got := rec.take(); !slices.Equal(got, want) {
+		t.Errorf("calls = %q; want %q", got, want)
+	}
+}

@@ -128,7 +128,7 @@ func (c *Client) verify(ctx context.Context, hs []*hold) bool {
 // keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or when
 // the map cannot be read, all are on one node, "".
 func (c *Client) nodes(ctx context.Context, hs []*hold) map[string][]*hold {
-	slots := c.slotMap(ctx)
+	slots, _ := c.slotMap(ctx)
 	nodes := map[string][]*hold{}
 	for _, h := range hs {
 		node := ""
@@ -141,14 +141,14 @@ func (c *Client) nodes(ctx context.Context, hs []*hold) map[string][]*hold {
 }
 
 // slotMap returns the address of each slot's master, or nil when Redis is
-// not a Cluster. A Redis that says so ("cluster support disabled") is not
-// asked again.
-func (c *Client) slotMap(ctx context.Context) []string {
+// not a Cluster, or an error when it cannot tell. A Redis that says it is
+// not ("cluster support disabled") is not asked again.
+func (c *Client) slotMap(ctx context.Context) ([]string, error) {
 	c.mu.Lock()
 	single := c.single
 	c.mu.Unlock()
 	if single {
-		return nil
+		return nil, nil
 	}
 	reply, err := c.driver.do(ctx, c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
 	var se *serverError
@@ -156,10 +156,11 @@ func (c *Client) slotMap(ctx context.Context) []string {
 		c.mu.Lock()
 		c.single = true
 		c.mu.Unlock()
+		return nil, nil
 	}
 	ranges, _ := reply.([]any)
 	if err != nil || len(ranges) == 0 {
-		return nil
+		return nil, err
 	}
 	slots := make([]string, hashslot.Count)
 	for _, r := range ranges {
@@ -181,7 +182,7 @@ func (c *Client) slotMap(ctx context.Context) []string {
 			slots[i] = addr
 		}
 	}
-	return slots
+	return slots, nil
 }
 
 // runID returns the run_id of the node that owns key, or "" when Redis

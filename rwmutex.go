@@ -76,7 +76,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 			}
 			return args
 		},
-		entry: "x", who: "the same holders",
+		entry: entryExclusive, who: "the same holders",
 	}}
 	rw.reader = &claim{
 		lock: KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
@@ -87,7 +87,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 			w, _ := cutWriter(stale[0])
 			return []any{w}
 		},
-		entry: "s", who: "the same holders",
+		entry: entryShared, who: "the same holders",
 	}
 	return rw, nil
 }

@@ -68,7 +68,7 @@ return {
 `)
 
 // forceMutexScript removes the holder of a Mutex and hands the lock on
-// (see mutexHandOff). Replies the tokens it removed.
+// (see mutexHandOff). Replies the token it removed, or nothing.
 var forceMutexScript = newScript(3, mutexHandOff+`
 local cur = redis.call('GET', KEYS[1])
 if not cur then
@@ -79,32 +79,34 @@ handOff()
 return {cur}
 `)
 
-// forceRWScript removes the writer and the readers of an RWMutex and hands
-// the lock on (see rwHandOff). Replies the tokens it removed.
+// forceRWScript removes the writer and the live readers of an RWMutex and
+// hands the lock on (see rwHandOff). Replies the writer's token, "" when
+// there was none, and then the readers'.
 var forceRWScript = newScript(5, rwHandOff+`
+local t = now()
+prune(KEYS[2], nil, t)
 local gone = redis.call('ZRANGE', KEYS[2], 0, -1)
-local w = redis.call('GET', KEYS[1])
-if w then
-  table.insert(gone, 1, w)
-end
-if #gone == 0 then
+table.insert(gone, 1, redis.call('GET', KEYS[1]) or '')
+if #gone == 1 and gone[1] == '' then
   return {}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-handOff(nil)
+handOff(t)
 return gone
 `)
 
-// forceSemScript removes every permit of a Semaphore and hands them on,
-// as many as its waiters' number of permits lets in (see semHandOff).
-// Replies the tokens it removed.
+// forceSemScript removes the live permits of a Semaphore and hands them
+// on, as many as its waiters' number of permits lets in (see semHandOff);
+// each hand-off takes a queue entry, so the loop ends. Replies the tokens
+// it removed.
 var forceSemScript = newScript(4, semHandOff+`
+local t = now()
+prune(KEYS[1], KEYS[2], t)
 local gone = redis.call('ZRANGE', KEYS[1], 0, -1)
 if #gone == 0 then
   return {}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-local t = now()
 while handOff(t) ~= 1 do
 end
 return gone

@@ -22,6 +22,14 @@ import (
 // the ticks go on all the same, so that a waiter never depends on
 // wake-ups.
 
+// The kinds of queue entry (see queueLua) of a waiter for the lock itself
+// (a Mutex's, an RWMutex's writer) and of an RWMutex's reader; a
+// Semaphore's waiter's is its number of permits.
+const (
+	entryExclusive = "x"
+	entryShared    = "s"
+)
+
 // A claim is what differs between the locks' acquisitions: the kind of
 // hold, the lock's keys and channel, and the scripts of an attempt and a
 // take-over, with the arguments that follow the five of every attempt
@@ -36,7 +44,7 @@ type claim struct {
 	// extra returns the arguments after the five of every attempt: none
 	// blocking (nil stale) or the stale blockers to take over from.
 	extra func(stale []string) []any
-	entry string // the kind of the waiter's queue entry (see queueLua)
+	entry string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
 	each  bool   // each holder has its own patience (see crowd)
 	who   string // what a stale error blames: "one holder token", "the same holders"
 }
@@ -169,11 +177,14 @@ func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64
 	if !c.kind.fenced {
 		fence = 0
 	}
-	h := b.newHold(c.kind, c.keys, token, fence, from)
-	if b.cfg.replicas > 0 {
-		if err := h.replicate(ctx); err != nil {
-			return nil, err
-		}
+	if b.cfg.replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
+		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == OutcomeHandedOff))
+		o.acquired(how, fence)
+		return b.newHold(c.kind, c.keys, token, fence, from, o), nil
+	}
+	h := b.newHold(c.kind, c.keys, token, fence, from, nil)
+	if err := h.replicate(ctx); err != nil { // a hold given back is never reported
+		return nil, err
 	}
 	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == OutcomeHandedOff))
 	o.acquired(how, fence)

@@ -66,4 +66,5 @@ var tests = []struct {
 	{"RWMutex_readerBatch", rwMutexReaderBatch},
 	{"inspection", inspection},
 	{"inspect_badInput", inspectBadInput},
+	{"inspect_listEveryNode", inspectListEveryNode},
 }

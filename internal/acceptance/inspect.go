@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -164,11 +165,7 @@ func checkInspected(t *testing.T, info uncomplicated.LockInfo, kind uncomplicate
 // mustNamed returns the full name of the lock named name on c.
 func mustNamed(t *testing.T, c *uncomplicated.Client, name string) string {
 	t.Helper()
-	m, err := c.Named(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.Name()
+	return mustNamedMutex(t, c, name).Name()
 }
 
 // inspectBadInput: names that are not the full name of a lock under the
@@ -196,4 +193,56 @@ func inspectBadInput(t *testing.T, d Deployment) {
 	if err != nil || gone.Held() {
 		t.Errorf("ForceRelease of an unused lock = %+v, %v; want nothing removed", gone, err)
 	}
+}
+
+// inspectListEveryNode: List finds every lock of its prefix, on every
+// master of a Cluster, and no other prefix's, even one it is a pattern
+// of; a limit cuts the list short and says so.
+func inspectListEveryNode(t *testing.T, d Deployment) {
+	r := newRig(t, d)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	a := r.client()
+	b := r.client(uncomplicated.WithPrefix(r.prefix + "[x]*"))
+	const n = 12
+	for i := range n {
+		m, err := a.Named(fmt.Sprint("listed-", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := m.TryLock(ctx); !ok || err != nil {
+			t.Fatalf("TryLock(%s) = %v, %v", m.Name(), ok, err)
+		}
+	}
+	if ok, err := mustNamedMutex(t, b, "other").TryLock(ctx); !ok || err != nil {
+		t.Fatalf("TryLock = %v, %v", ok, err)
+	}
+	locks, more, err := a.List(ctx, "", 0)
+	if err != nil || more || len(locks) != n {
+		t.Fatalf("List = %d locks, %v, %v; want %d", len(locks), more, err, n)
+	}
+	for _, l := range locks {
+		if !l.Held() || l.Kind != uncomplicated.KindMutex {
+			t.Errorf("listed %+v; want a held mutex", l)
+		}
+	}
+	if locks, more, err := b.List(ctx, "", 0); err != nil || more || len(locks) != 1 {
+		t.Errorf("List under the prefix %q = %d locks, %v, %v; want its 1", r.prefix+"[x]*", len(locks), more, err)
+	}
+	if locks, more, err := a.List(ctx, "", 5); err != nil || !more || len(locks) != 5 {
+		t.Errorf("List with limit 5 = %d locks, %v, %v; want 5 and more", len(locks), more, err)
+	}
+	if locks, _, err := a.List(ctx, r.prefix+":listed-1*", 0); err != nil || len(locks) != 3 {
+		t.Errorf("List matching listed-1* = %d locks, %v; want 3", len(locks), err)
+	}
+}
+
+// mustNamedMutex returns the Mutex named name on c.
+func mustNamedMutex(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.Mutex {
+	t.Helper()
+	m, err := c.Named(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
