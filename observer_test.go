@@ -98,11 +98,15 @@ func TestObserver_outcomes(t *testing.T) {
 				t.Fatalf("waiter under Fail = %v; want ErrStale", err)
 			}
 			taking := env.NewClient(append(opts, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))...)
+			inFn, leave := make(chan struct{}), make(chan struct{})
 			go func() {
-				done <- p.do(ctx, taking, "report", func(context.Context) error { env.Advance(time.Second); return nil })
+				done <- p.do(ctx, taking, "report", func(context.Context) error { close(inFn); <-leave; return nil })
 			}()
 			env.AwaitWaiters(1)
 			env.Advance(patience)
+			recv(t, inFn)
+			env.Advance(time.Second) // held for a second
+			close(leave)
 			if err := recv(t, done); err != nil {
 				t.Fatalf("Do() under TakeOver = %v", err)
 			}
