@@ -13,7 +13,8 @@
 // This build reaches Redis through redigo: redis:// and rediss:// URLs. For
 // Redis Cluster and Sentinel, use the go-redis build,
 // github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock. "ulock
-// help" documents every command, flag, exit code and output format.
+// help" documents every command, flag, exit code and output format, as
+// docs/ulock.md does.
 package main
 
 import (

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -36,11 +38,16 @@ func newEnv(t *testing.T) *env {
 	return &env{srv: redistest.Shared(t), prefix: prefix, dir: t.TempDir()}
 }
 
-// start starts ulock with args on the env's Redis and prefix; they come
-// before the args, so that "--" and COMMAND stay last.
+// start starts ulock with args on the env's Redis and prefix.
 func (e *env) start(t *testing.T, args ...string) *ulocktest.Proc {
 	t.Helper()
-	return ulocktest.Start(t, nil, append([]string{args[0], "--redis=redis://" + e.srv.Addr + "/0", "--prefix", e.prefix}, args[1:]...)...)
+	return ulocktest.Start(t, nil, e.args(args)...)
+}
+
+// args returns args with the flags of the env's Redis and prefix after
+// the command, args[0], so that "--" and COMMAND stay last.
+func (e *env) args(args []string) []string {
+	return append([]string{args[0], "--redis=redis://" + e.srv.Addr + "/0", "--prefix", e.prefix}, args[1:]...)
 }
 
 // ulock runs ulock with args on the env's Redis and prefix.
@@ -129,8 +136,8 @@ func TestUlock_usage(t *testing.T) {
 func TestUlock_clusterURL(t *testing.T) {
 	for _, url := range []string{"redis+cluster://127.0.0.1:7000", "rediss+sentinel://127.0.0.1:26379?master_name=m"} {
 		r := ulocktest.Run(t, nil, "status", "--redis", url, "job")
-		ulocktest.WantOneLine(t, r, 2, "go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest",
-			"go run ./goredis/cmd/ulock")
+		ulocktest.WantOneLine(t, r, 2, "in the repository: cd goredis && go run ./cmd/ulock; "+
+			"once the modules are tagged: go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest")
 	}
 }
 
@@ -146,6 +153,95 @@ func TestUlock_unreachable(t *testing.T) {
 		ulocktest.WantOneLine(t, r, 1, "connection refused")
 		if r.Took > 5*time.Second {
 			t.Errorf("ulock %s took %v; want a prompt failure", args[0], r.Took)
+		}
+	}
+}
+
+// hungRedis listens on a loopback port as a Redis that accepts
+// connections and reads what comes but never answers. It returns the
+// port's address, and a channel on which a value comes after something
+// came from a client.
+func hungRedis(t *testing.T) (addr string, asked <-chan struct{}) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan struct{}, 1)
+	var wg sync.WaitGroup
+	var mu sync.Mutex // guards conns
+	var conns []net.Conn
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				buf := make([]byte, 4096)
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+					select {
+					case ch <- struct{}{}:
+					default:
+					}
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String(), ch
+}
+
+// TestUlock_interrupted checks that a signal stops status, list and
+// release while they wait for Redis, with one line and exit 128+N, rather
+// than killing them.
+func TestUlock_interrupted(t *testing.T) {
+	addr, asked := hungRedis(t)
+	cases := []struct {
+		args []string
+		sig  syscall.Signal
+		want string
+	}{
+		{[]string{"status", "job"}, syscall.SIGINT, "ulock status: interrupted by SIGINT\n"},
+		{[]string{"list"}, syscall.SIGTERM, "ulock list: interrupted by SIGTERM\n"},
+		{[]string{"release", "--force", "job"}, syscall.SIGINT,
+			"ulock release: interrupted by SIGINT; lock:job may or may not be broken: see 'ulock status lock:job'\n"},
+	}
+	for _, tc := range cases {
+		select { // what the last case sent
+		case <-asked:
+		default:
+		}
+		p := ulocktest.Start(t, []string{"REDIS_URL=redis://" + addr}, tc.args...)
+		select {
+		case <-asked:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("ulock %s sent Redis nothing within 5s", tc.args[0])
+		}
+		p.Signal(t, tc.sig)
+		r := p.Wait(t)
+		if r.Code != 128+int(tc.sig) || r.Stderr != tc.want || r.Stdout != "" {
+			t.Errorf("ulock %s, %v: exit %d, stderr %q, stdout %q; want %d and %q", tc.args[0], tc.sig, r.Code, r.Stderr, r.Stdout, 128+int(tc.sig), tc.want)
+		}
+		if r.Took > 5*time.Second {
+			t.Errorf("ulock %s took %v; want it to stop on the signal, before its call's 10s", tc.args[0], r.Took)
 		}
 	}
 }

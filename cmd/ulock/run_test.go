@@ -185,8 +185,10 @@ func TestRun_takeOverAfterKill(t *testing.T) {
 }
 
 // trapping is a COMMAND that writes the signal it gets to the file $0,
-// then exits 5; it writes $0.ready once it has set its traps.
-const trapping = `for sig in INT TERM HUP; do trap "echo $sig > \"\$0\"; exit 5" $sig; done
+// then exits 5; it writes $0.ready once it has set its traps. Its touch
+// and sleep are in its process group, and so get the signal too and die
+// of it: its stderr is /dev/null so that sh does not say so ("Hangup").
+const trapping = `exec 2>/dev/null; for sig in INT TERM HUP; do trap "echo $sig > \"\$0\"; exit 5" $sig; done
 touch "$0.ready"; while :; do sleep 0.05; done`
 
 func TestRun_lost(t *testing.T) {
@@ -282,4 +284,124 @@ func TestRun_waitThenRun(t *testing.T) {
 	if r.Took > 5*time.Second {
 		t.Errorf("it took %v; want the hand-off at once", r.Took)
 	}
+}
+
+// TestRun_grandchild checks that the processes COMMAND starts end with it
+// when ulock's stdin is not a terminal (/dev/null here): COMMAND leads a
+// process group of its own, which gets the signals that ulock passes on
+// and the SIGTERM and SIGKILL of a lost lock.
+func TestRun_grandchild(t *testing.T) {
+	cases := []struct {
+		name       string
+		background string // the grandchild: what COMMAND starts in the background
+		lost       bool   // the test deletes the lock, rather than sending ulock SIGTERM
+		code       int
+		stderr     string
+	}{
+		{"lock lost", "sleep 30", true, 76, "COMMAND got SIGTERM"},
+		{"lock lost, grandchild ignores SIGTERM", `(trap "" TERM; sleep 30)`, true, 76, "COMMAND got SIGTERM"},
+		{"SIGTERM to ulock", "sleep 30", false, 128 + 15, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			pidFile := e.path("pid")
+			// --lease 3s: ulock refreshes it every second.
+			p := e.start(t, "run", "--lease", "3s", "--grace", "1s", "job", "--",
+				"sh", "-c", tc.background+` & echo $! > "$0.tmp"; mv "$0.tmp" "$0"; wait`, pidFile)
+			await(t, "COMMAND starts the grandchild", func() bool { return exists(pidFile) })
+			pid, err := strconv.Atoi(read(pidFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if alive(pid) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			})
+			if tc.lost {
+				e.srv.Do(t, "DEL", e.prefix+":job")
+			} else {
+				p.Signal(t, syscall.SIGTERM)
+			}
+			r := p.Wait(t)
+			if tc.stderr != "" {
+				ulocktest.WantOneLine(t, r, tc.code, tc.stderr)
+			} else if r.Code != tc.code || r.Stderr != "" {
+				t.Errorf("exit %d, stderr %q; want %d and nothing", r.Code, r.Stderr, tc.code)
+			}
+			await(t, "the grandchild ends", func() bool { return !alive(pid) })
+		})
+	}
+}
+
+// TestRun_processGroup checks which process group COMMAND runs in: a
+// group of its own when ulock's stdin is not a terminal, ulock's own when
+// it is one, so that COMMAND can read the terminal.
+func TestRun_processGroup(t *testing.T) {
+	// COMMAND prints its PID, its process group and ulock's.
+	script := `echo $$ $(cut -d " " -f 5 /proc/$$/stat) $(cut -d " " -f 5 /proc/$PPID/stat)`
+	cases := []struct {
+		name     string
+		terminal bool
+		own      bool
+	}{
+		{"stdin /dev/null", false, true},
+		{"stdin a terminal", true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			var stdin *os.File // /dev/null
+			if tc.terminal {
+				stdin = ulocktest.Terminal(t)
+			}
+			r := ulocktest.StartStdin(t, stdin, nil, e.args([]string{"run", "job", "--", "sh", "-c", script})...).Wait(t)
+			ids := strings.Fields(r.Stdout)
+			if r.Code != 0 || len(ids) != 3 {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and three numbers", r.Code, r.Stdout, r.Stderr)
+			}
+			if own := ids[1] == ids[0]; own != tc.own || own == (ids[1] == ids[2]) {
+				t.Errorf("COMMAND %s is in process group %s, ulock in %s; want a group of its own: %v", ids[0], ids[1], ids[2], tc.own)
+			}
+		})
+	}
+}
+
+// TestRun_lostDefaults checks that with the default --timeout and --lease
+// ulock finds its lock lost within about 5 s: it renews its hold at least
+// every 5 s, not every third of the timeout (100 s).
+func TestRun_lostDefaults(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ready := e.path("ready")
+	p := e.start(t, "run", "--grace", "100ms", "job", "--", "sh", "-c", `touch "$0"; exec sleep 30`, ready)
+	await(t, "COMMAND runs", func() bool { return exists(ready) })
+	// After the first second of the hold, in which the Client checks its
+	// new holds once (the watch for a restarted Redis), only a renewal
+	// finds the lock lost.
+	time.Sleep(1500 * time.Millisecond)
+	e.srv.Do(t, "DEL", e.prefix+":job")
+	deleted := time.Now()
+	r := p.Wait(t)
+	ulocktest.WantOneLine(t, r, 76, "lost "+e.prefix+":job while COMMAND ran; COMMAND got SIGTERM")
+	if took := time.Since(deleted); took > 6*time.Second {
+		t.Errorf("ulock exited %v after the lock was lost; want within about 5s", took)
+	}
+}
+
+// TestRun_plainName checks that run's NAME is a plain name even when it
+// looks like a full one, and that its messages and ULOCK_NAME give the
+// full name: "PREFIX:job" is the lock PREFIX:PREFIX%3Ajob.
+func TestRun_plainName(t *testing.T) {
+	e := newEnv(t)
+	e.hold(t, "job", "t-holder") // PREFIX:job, which run does not lock
+	name := e.prefix + ":job"
+	full := e.prefix + ":" + e.prefix + "%3Ajob"
+	r := e.ulock(t, "run", "--wait", "0", name, "--", "sh", "-c", "echo $ULOCK_NAME")
+	if r.Code != 0 || r.Stdout != full+"\n" {
+		t.Errorf("run %s: exit %d, stdout %q, stderr %q; want 0 and %s", name, r.Code, r.Stdout, r.Stderr, full)
+	}
+	e.hold(t, name, "t-other")
+	ulocktest.WantOneLine(t, e.ulock(t, "run", "--wait", "0", name, "--", "true"), 75, "busy: "+full+" held by t-other")
 }

@@ -28,14 +28,17 @@ type ending struct {
 }
 
 // run runs COMMAND until it exits, with ulock's stdin, passing on the
-// signals that come on sigs, and late first when it is not nil. When ctx
-// ends, which only a lost lock does, run sends COMMAND SIGTERM, and
-// SIGKILL after the grace period.
+// signals that come on sigs, and late first when it is not nil, to COMMAND
+// (see proc). When ctx ends, which only a lost lock does, run sends
+// COMMAND SIGTERM, and SIGKILL after the grace period; it returns once
+// COMMAND and, in its own process group, every process left in that group
+// have exited, or at the SIGKILL.
 func (c *child) run(ctx context.Context, sigs <-chan os.Signal, late os.Signal) ending {
 	cmd := exec.Command(c.argv[0], c.argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
 	cmd.Env = c.env
-	cmd.SysProcAttr = sysProcAttr()
+	group := ownGroup()
+	cmd.SysProcAttr = sysProcAttr(group)
 	// Linux sends the Pdeathsig of sysProcAttr when the thread that started
 	// the child ends, not the process: keep this goroutine, and so its
 	// thread, until COMMAND exits.
@@ -44,32 +47,72 @@ func (c *child) run(ctx context.Context, sigs <-chan os.Signal, late os.Signal) 
 	if err := cmd.Start(); err != nil {
 		return startFailure(err)
 	}
+	p := proc{cmd.Process, group}
 	if late != nil {
-		_ = cmd.Process.Signal(late)
+		p.signal(late)
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }() // ProcessState tells how it ended
 	var end ending
 	lost := ctx.Done()
-	var kill <-chan time.Time
+	var kill, poll <-chan time.Time
+	killed := false // ulock sent SIGKILL: it waits for nothing more
 	for {
 		select {
-		case <-exited:
-			end.code = exitCode(cmd.ProcessState)
-			return end
-		case sig := <-sigs:
-			_ = cmd.Process.Signal(sig)
-		case <-lost:
+		case <-exited: // COMMAND exited: done, unless the lock was lost and some of its group still run
+			exited, end.code = nil, exitCode(cmd.ProcessState)
+			if !end.terminated || killed || !p.groupRuns() {
+				return end
+			}
+			t := time.NewTicker(straggling)
+			defer t.Stop()
+			poll = t.C
+		case <-poll: // the rest of COMMAND's group, after a loss
+			if !p.groupRuns() {
+				return end
+			}
+		case sig := <-sigs: // a signal to ulock: COMMAND's, or its group's
+			p.signal(sig)
+		case <-lost: // the lock was lost: COMMAND must stop
 			lost, end.terminated = nil, true
-			_ = cmd.Process.Signal(syscall.SIGTERM)
+			p.signal(syscall.SIGTERM)
 			t := time.NewTimer(c.grace)
 			defer t.Stop()
 			kill = t.C
-		case <-kill:
-			kill = nil
-			_ = cmd.Process.Kill()
+		case <-kill: // the grace period after the loss has ended
+			kill, killed = nil, true
+			p.signal(syscall.SIGKILL)
+			if exited == nil { // only the rest of the group ran
+				return end
+			}
 		}
 	}
+}
+
+// straggling is how often ulock run looks whether processes of COMMAND's
+// group still run after the lock was lost and COMMAND exited.
+const straggling = 50 * time.Millisecond
+
+// A proc is COMMAND's process as ulock signals it: alone, or with every
+// process of its group when it leads a process group of its own.
+type proc struct {
+	p     *os.Process
+	group bool // it leads a group of its own (see ownGroup)
+}
+
+// signal sends sig to the process, or to its whole group.
+func (p proc) signal(sig os.Signal) {
+	if s, ok := sig.(syscall.Signal); ok && p.group {
+		_ = signalGroup(p.p.Pid, s)
+		return
+	}
+	_ = p.p.Signal(sig)
+}
+
+// groupRuns reports whether any process of the process's own group may
+// still run: false when it has none, or when the group is empty.
+func (p proc) groupRuns() bool {
+	return p.group && !errors.Is(signalGroup(p.p.Pid, 0), syscall.ESRCH)
 }
 
 // exitCode is ulock's exit code for COMMAND that ended as ps tells: its

@@ -59,12 +59,23 @@ const DefaultURL = "redis://localhost:6379/0"
 // goredisSchemes are the schemes that only the go-redis build speaks.
 var goredisSchemes = []string{"redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"}
 
-// goredisInstall tells where the go-redis build is.
-const goredisInstall = "go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest (in the repository: go run ./goredis/cmd/ulock)"
+// goredisInstall tells how to run the go-redis build. It is a module of
+// its own, goredis, whose go.mod points at the core module with a replace
+// directive, which go install refuses; so until the modules are tagged it
+// runs only from the repository's goredis directory.
+const goredisInstall = "in the repository: cd goredis && go run ./cmd/ulock; " +
+	"once the modules are tagged: go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest"
+
+// callTimeout bounds each call that ulock makes to Redis (a connection,
+// then one command or script), in either build: uncomplicated's
+// WithCommandTimeout, which ulock passes to every Client it dials. A
+// command as a whole has no bound, so that list gets through a large
+// keyspace; SIGINT, SIGTERM and SIGHUP end it.
+const callTimeout = 10 * time.Second
 
 // connect returns a Client of the Redis that rawURL names, by the Dialer
-// of its scheme, with its locks under prefix and opts, and the function
-// that closes it.
+// of its scheme, with its locks under prefix, each call bounded by
+// callTimeout, and opts, and the function that closes it.
 func (s *session) connect(rawURL, prefix string, opts ...uncomplicated.Option) (*uncomplicated.Client, func(), error) {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -78,7 +89,8 @@ func (s *session) connect(rawURL, prefix string, opts ...uncomplicated.Option) (
 	case !ok:
 		return nil, nil, usagef("--redis %s: unknown scheme %q; this ulock speaks %s", u.Redacted(), u.Scheme, s.schemes())
 	}
-	c, stop, err := dial(rawURL, append([]uncomplicated.Option{uncomplicated.WithPrefix(prefix)}, opts...)...)
+	c, stop, err := dial(rawURL, append([]uncomplicated.Option{uncomplicated.WithPrefix(prefix),
+		uncomplicated.WithCommandTimeout(callTimeout)}, opts...)...)
 	if err != nil {
 		return nil, nil, usagef("--redis %s: %v", u.Redacted(), err)
 	}

@@ -33,11 +33,6 @@ var errGaveUp = errors.New("ulock: gave up waiting")
 // errWaitEnded is why a wait was given up when --wait ended.
 var errWaitEnded = errors.New("ulock: --wait ended")
 
-// signalled is why a wait was given up when ulock got a signal.
-type signalled struct{ sig os.Signal }
-
-func (s signalled) Error() string { return "ulock: got " + signalName(s.sig) }
-
 // giveUp ends the wait for why, unless COMMAND runs or the wait was given
 // up already; it reports whether it did.
 func (g *gate) giveUp(why error) bool {

@@ -47,20 +47,36 @@ Flags of run, status, list and release; they may come before or after NAME:
                  ?addr=host:port&addr=...) and redis+sentinel:// (the
                  sentinels' address, ?master_name=NAME required, and the
                  master's credentials as ?username=&password=), each with
-                 a rediss+ twin; install it with
-                 go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest
+                 a rediss+ twin. In the repository, run it with
+                   cd goredis && go run ./cmd/ulock
+                 and once the modules are tagged, install it with
+                   go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest
   --prefix P     the first part of every lock name (default "lock"), as
                  uncomplicated.WithPrefix sets it
 
-NAME is a lock's plain name, as Client.Named takes it: "nightly-report" is
-the lock lock:nightly-report. status and release also take a lock's full
-name, as list prints it, when it begins with the prefix and a colon: so
-lock:orders.Order:42 addresses the lock of an object.
+NAME is not the same for every command:
+  run      NAME is always a plain name, as Client.Named takes it: ulock
+           escapes it (every byte but letters, digits, - _ and . becomes
+           % and two hex digits) and puts the prefix and a colon before it. "nightly-report" is
+           the lock lock:nightly-report, and "lock:x" is lock:lock%3Ax,
+           not lock:x; so run cannot lock an object's lock. Its messages
+           and ULOCK_NAME give the full name.
+  status,  NAME is a full name when it begins with the prefix and a colon,
+  release  as list prints it and as run's messages show it (so
+           lock:orders.Order:42 addresses the lock of an object), and
+           otherwise a plain name, as for run.
+
+Redis calls: each call to Redis (a connection, then one command or script)
+gives up after 10 s without an answer, and ulock exits 1. status, list and
+release have no time limit as a whole: list makes a SCAN call per 1000 keys
+and a call per lock, each with its own 10 s. SIGINT (Ctrl-C), SIGTERM or
+SIGHUP stops them, with one line on stderr, and exit 128+N; for run, see
+'ulock help run'.
 
 Exit codes:
   0      success; for run, COMMAND exited 0
-  1      a runtime failure: Redis unreachable or failing (calls to Redis
-         give up after 10 s)
+  1      a runtime failure: Redis unreachable or failing, or a call to
+         Redis unanswered for 10 s
   2      a mistake in the command line: an unknown command or flag, a bad
          value, a missing NAME or COMMAND; release without --force
   75     run: the lock was not obtained: busy when --wait ended (or at once
@@ -68,7 +84,8 @@ Exit codes:
   76     run: the lock was lost while COMMAND ran (--lost-exit-code)
   126    run: COMMAND could not be executed
   127    run: COMMAND was not found
-  128+N  run: ulock got signal N while it waited; or COMMAND was killed by
+  128+N  ulock got signal N: run while it waited, or status, list or
+         release before they were done; or run's COMMAND was killed by
          signal N (130 for SIGINT, 143 for SIGTERM)
   other  run: COMMAND's own exit status
 Errors are one line on stderr.
@@ -85,13 +102,14 @@ when COMMAND exits: flock(1) for a fleet of machines that share one Redis.
 Everything after -- is COMMAND; flags may come before or after NAME.
 
 COMMAND inherits ulock's stdin, stdout and stderr, and its environment with:
-  ULOCK_NAME   the lock's full name (lock:NAME)
+  ULOCK_NAME   the lock's full name: lock:NAME, with NAME escaped (see
+               'ulock help')
   ULOCK_FENCE  the hold's fence: higher than every earlier hold's. Pass it to
                the store COMMAND writes to, and have the store refuse a write
                whose fence is not above the highest it has seen. Unset for
                --kind rwmutex-read: read locks have no fence.
 
-Flags:
+Flags (a duration D as Go writes it: 300ms, 30s, 5m, 1h30m):
   --kind K        mutex (default); rwmutex-write or rwmutex-read, one writer or
                   many readers of an RWMutex; semaphore:N, one of at most N
                   holders of a Semaphore
@@ -100,36 +118,53 @@ Flags:
                   takes
   --timeout D     patience: a holder that has not renewed its hold for D
                   counts as stuck (default 5m0s). Give every run of a lock
-                  the same --timeout: ulock renews its hold every third of
-                  it, so a waiter with a shorter one can find it stuck
+                  the same --timeout: ulock renews its hold at least every
+                  third of it, so a waiter with a shorter one can find it
+                  stuck
   --policy P      what to do about a stuck holder: fail (default), exit 75;
                   or takeover, replace it under a higher fence
   --lease D       how long the hold lasts in Redis unless renewed (default
                   twice --timeout; 0: never expires). While COMMAND runs,
-                  ulock renews it every third of D or of --timeout, which
-                  is shorter
+                  ulock renews it every third of D or of --timeout,
+                  whichever is shorter, and at least every 5 s; a renewal
+                  is also when ulock finds the lock lost
   --ticks N       a waiter tries again after a random time below
                   min(timeout/N, 1s) (default 100)
   --label S       who holds it, as status shows (default host:pid)
   --grace D       when the lock is lost, COMMAND gets SIGTERM, and SIGKILL D
-                  later (default 10s)
+                  later if it still runs (default 10s)
   --conflict-exit-code N  exit code when the lock was not obtained (default 75)
   --lost-exit-code N      exit code when it was lost meanwhile (default 76)
   --redis URL, --prefix P  see 'ulock help'
 
 Signals: SIGINT, SIGTERM and SIGHUP to ulock go on to COMMAND; ulock releases
-the lock once COMMAND exits. (Ctrl-C at a terminal reaches COMMAND directly
-too, as it is in ulock's process group.) While ulock still waits, such a
-signal ends the wait, and ulock exits 128+N. On Linux, COMMAND gets SIGTERM
-if ulock itself dies (kill -9), as it then no longer holds the lock.
+the lock once COMMAND exits. While ulock still waits, such a signal ends the
+wait, and ulock exits 128+N.
+
+Process group: when ulock's stdin is not a terminal (a pipe, a file or
+/dev/null, as under cron, systemd or CI), COMMAND runs in a process group of
+its own, and the signals ulock passes on, and the SIGTERM and SIGKILL of a
+lost lock, go to the whole group: to the processes COMMAND started too.
+After a loss ulock exits once the whole group has exited, or at the
+SIGKILL. When stdin is a terminal (and on systems other than Linux, always)
+COMMAND stays in ulock's process group, so that it can read the terminal,
+and only COMMAND gets them; Ctrl-C at the terminal reaches the whole
+foreground group directly.
+
+If ulock itself dies (kill -9), Linux sends COMMAND SIGTERM, as ulock then
+no longer holds the lock (Pdeathsig). It reaches COMMAND alone, not the
+processes COMMAND started, nor its group. Elsewhere than on Linux, COMMAND
+goes on running.
 
 Exit status: COMMAND's, or 128+N when a signal N killed it, 127 when it was
 not found, 126 when it could not be executed. 75 (--conflict-exit-code):
 the lock was not obtained, with one line on stderr, "busy: NAME held by
 LABEL for D" or "stale: ...". 76 (--lost-exit-code): the lock was lost
 while COMMAND ran (its lease ran out with Redis unreachable, or someone
-broke or took it over); COMMAND got SIGTERM at once. With --lease 0 a loss
-is known only when COMMAND exits. 1: Redis failed; 2: a usage mistake.
+broke or took it over, which ulock finds at its next renewal, within 5 s);
+COMMAND got SIGTERM then. With --lease 0 a loss is known only when COMMAND
+exits. Each message names the lock by its full name. 1: Redis failed; 2: a
+usage mistake.
 
 Examples:
   ulock run nightly-report -- ./report.sh --since yesterday
@@ -146,6 +181,7 @@ nothing of is shown free, with kind "" (- in the table) and fence 0.
 
 Flags:
   --json          one JSON object per lock and line (JSON Lines), as below
+                  (default: the table)
   --redis URL, --prefix P  see 'ulock help'
 
 Table columns:
@@ -192,15 +228,17 @@ Shows every lock under the prefix, as 'ulock status' shows a lock (see
 'ulock help status' for the table and the JSON fields). A lock counts while
 Redis has anything of it, its fence counter included, which stays after its
 last release. It costs Redis a SCAN of the whole keyspace, 1000 keys per
-call (of every master of a Cluster), never KEYS, and a script per lock.
+call (of every master of a Cluster), never KEYS, and a script per lock: each
+call has 10 s, the listing as a whole no time limit (see 'ulock help').
 
 Flags:
   --match GLOB    only the locks whose full names match GLOB (* ? [a-z], as
                   Go's path.Match); the prefix and a colon go in front of a
-                  GLOB without them: --match 'orders.Order:*'
+                  GLOB without them: --match 'orders.Order:*' (default:
+                  every lock)
   --limit N       at most N locks (default 1000); when more match, a line on
                   stderr says so
-  --json          JSON Lines, as status --json
+  --json          JSON Lines, as status --json (default: the table)
   --redis URL, --prefix P  see 'ulock help'
 `,
 
@@ -213,12 +251,14 @@ the lock was free. Exit 0 in both cases.
 
 Breaking a lock is for a holder that is surely gone or stuck: a holder that
 is only slow goes on running beside the next holder until it next renews
-its lease and finds the lock lost (then 'ulock run' sends its COMMAND
-SIGTERM and exits 76). Fences let a store refuse its late writes. Without
---force, release refuses, changes nothing and exits 2.
+its lease and finds the lock lost ('ulock run' renews at least every 5 s,
+and then sends COMMAND SIGTERM and exits 76). Fences let a store refuse its
+late writes. Without --force, release refuses, changes nothing and exits 2.
+Stopped by a signal (Ctrl-C) while it talks to Redis, release exits 128+N,
+and the lock may or may not be broken: see 'ulock status NAME'.
 
 Flags:
-  --force         break the lock
+  --force         break the lock (default: off, and release refuses)
   --redis URL, --prefix P  see 'ulock help'
 `,
 

@@ -38,15 +38,15 @@ func (s *session) release(ctx context.Context, args []string) int {
 		return s.fail(err)
 	}
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
-	defer cancel()
+	ctx, stopSignals := interruptible(ctx)
+	defer stopSignals()
 	full, err := fullName(c, r.prefix, names[0])
 	if err != nil {
 		return s.fail(err)
 	}
 	was, err := c.ForceRelease(ctx, full)
 	if err != nil {
-		return s.fail(err)
+		return s.failIn(ctx, err, fmt.Sprintf("; %s may or may not be broken: see 'ulock status %s'", full, full))
 	}
 	if err := broke(s, was); err != nil {
 		return s.fail(err)

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
@@ -34,9 +33,6 @@ type runFlags struct {
 	grace        time.Duration
 	label        string
 }
-
-// forwarded are the signals that ulock passes on to COMMAND.
-var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // run is ulock run: it parses args, holds the lock while COMMAND runs,
 // and returns the exit code ("ulock help run").
@@ -124,10 +120,16 @@ func (f *runFlags) options(fs *flag.FlagSet) ([]uncomplicated.Option, error) {
 // runs: a third of the lease, so that a Refresh or two may fail without
 // the hold being lost, and at most a third of the timeout, so that waiters
 // with the same --timeout see the holder busy, never stuck, however long
-// the lease.
+// the lease; but at least every maxRefreshPeriod, as a renewal is also
+// when ulock finds its lock lost (broken by release --force, or taken
+// over), and so how long COMMAND may run beside the next holder.
 func refreshPeriod(timeout, lease time.Duration) time.Duration {
-	return min(timeout, lease) / 3
+	return min(timeout/3, lease/3, maxRefreshPeriod)
 }
+
+// maxRefreshPeriod bounds refreshPeriod: with the default --timeout, 5m,
+// a third would leave a broken lock's COMMAND running for up to 100 s.
+const maxRefreshPeriod = 5 * time.Second
 
 // A lockable is the lock of ulock run, whatever its kind: do holds it
 // while fn runs, waiting as long as ctx lets it; try holds it while fn
@@ -185,7 +187,7 @@ type holding struct {
 // passes them on to COMMAND.
 func (s *session) hold(ctx context.Context, l lockable, f *runFlags, argv []string) holding {
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, forwarded...)
+	signal.Notify(sigs, signals...)
 	defer signal.Stop(sigs)
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -276,22 +278,4 @@ func childEnv(name string, fence uint64, fenced bool) []string {
 		env = append(env, "ULOCK_FENCE="+strconv.FormatUint(fence, 10))
 	}
 	return env
-}
-
-// signalName returns the name of sig: "SIGTERM" rather than Go's
-// "terminated".
-func signalName(sig os.Signal) string {
-	names := map[os.Signal]string{syscall.SIGINT: "SIGINT", syscall.SIGTERM: "SIGTERM", syscall.SIGHUP: "SIGHUP"}
-	if name, ok := names[sig]; ok {
-		return name
-	}
-	return sig.String()
-}
-
-// signalNumber returns sig's number, 1 for a signal without one.
-func signalNumber(sig os.Signal) int {
-	if n, ok := sig.(syscall.Signal); ok {
-		return int(n)
-	}
-	return 1
 }

@@ -18,10 +18,6 @@ import (
 // ulock status and ulock list: what locks there are and who holds them,
 // as a table or as JSON Lines. "ulock help status" documents both.
 
-// inspectTimeout bounds the Redis calls of status, list and release, so
-// that an unreachable or hung Redis fails them within seconds.
-const inspectTimeout = 10 * time.Second
-
 // status is ulock status: it shows the locks that args name.
 func (s *session) status(ctx context.Context, args []string) int {
 	fs := newFlags("status")
@@ -41,8 +37,8 @@ func (s *session) status(ctx context.Context, args []string) int {
 		return s.fail(err)
 	}
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
-	defer cancel()
+	ctx, stopSignals := interruptible(ctx)
+	defer stopSignals()
 	var locks []uncomplicated.LockInfo
 	for _, name := range names {
 		full, err := fullName(c, r.prefix, name)
@@ -51,7 +47,7 @@ func (s *session) status(ctx context.Context, args []string) int {
 		}
 		info, err := c.Inspect(ctx, full)
 		if err != nil {
-			return s.fail(err)
+			return s.failIn(ctx, err, "")
 		}
 		locks = append(locks, info)
 	}
@@ -88,11 +84,11 @@ func (s *session) list(ctx context.Context, args []string) int {
 		return s.fail(err)
 	}
 	defer stop()
-	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
-	defer cancel()
+	ctx, stopSignals := interruptible(ctx)
+	defer stopSignals()
 	locks, more, err := c.List(ctx, pattern, *limit)
 	if err != nil {
-		return s.fail(err)
+		return s.failIn(ctx, err, "")
 	}
 	if err := show(s.stdout, locks, *asJSON); err != nil {
 		return s.fail(err)

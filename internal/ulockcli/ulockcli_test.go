@@ -61,7 +61,8 @@ func TestMain_usage(t *testing.T) {
 		{[]string{"release", "--force", "a", "b"}, "one NAME at a time"},
 		{[]string{"release", "job"}, "refusing to break job without --force"},
 		{[]string{"help", "nope"}, `no help on "nope"`},
-		{[]string{"status", "--redis", "redis+cluster://127.0.0.1:1", "job"}, "go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest"},
+		{[]string{"status", "--redis", "redis+cluster://127.0.0.1:1", "job"}, "in the repository: cd goredis && go run ./cmd/ulock; " +
+			"once the modules are tagged: go install github.com/uncomplicated-mutex/uncomplicated/goredis/cmd/ulock@latest"},
 		{[]string{"status", "--redis", "rediss+sentinel://127.0.0.1:1?master_name=m", "job"}, "go-redis build"},
 		{[]string{"status", "--redis", "http://u:secret@127.0.0.1:1", "job"}, `unknown scheme "http"`},
 		{[]string{"status", "--redis", "redis://u:secret@127.0.0.1:x", "job"}, "invalid port"},
@@ -117,6 +118,13 @@ func TestMain_help(t *testing.T) {
 			if !strings.Contains(help.Stdout, name+" ") {
 				t.Errorf("ulock help %s does not document %s", cmd, name)
 			}
+			where := help.Stdout
+			if name == "--redis" || name == "--prefix" {
+				where = overview.Stdout // the commands' helps point there
+			}
+			if entry := flagEntry(where, name); !strings.Contains(strings.ToLower(entry), "default") {
+				t.Errorf("ulock help %s: %s has no default: %q", cmd, name, entry)
+			}
 			// Documented flags are defined: the parser knows them, whatever
 			// it then thinks of their missing value or NAME.
 			if cmd != "demo" && cmd != "help" {
@@ -125,6 +133,48 @@ func TestMain_help(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// flagEntry returns the entry of the flag name in help: its line, which
+// begins with two spaces and name, and the lines below it that are
+// indented further.
+func flagEntry(help, name string) string {
+	var entry []string
+	for _, line := range strings.Split(help, "\n") {
+		switch {
+		case entry == nil && strings.HasPrefix(line, "  "+name+" "):
+			entry = append(entry, line)
+		case entry != nil && strings.HasPrefix(line, "   "):
+			entry = append(entry, line)
+		case entry != nil:
+			return strings.Join(entry, "\n")
+		}
+	}
+	return strings.Join(entry, "\n")
+}
+
+func TestMain_helpExitCodes(t *testing.T) {
+	overview := ulock(t, "help").Stdout
+	for _, code := range []string{"0", "1", "2", "75", "76", "126", "127", "128+N"} {
+		if !strings.Contains(overview, "\n  "+code+" ") {
+			t.Errorf("ulock help does not document exit code %s", code)
+		}
+	}
+}
+
+// TestMain_runName checks what 'ulock help' says of run's NAME against
+// what run does: NAME is a plain name, also when it looks like a full one.
+func TestMain_runName(t *testing.T) {
+	const claim = `"lock:x" is lock:lock%3Ax,`
+	if overview := ulock(t, "help").Stdout; !strings.Contains(overview, "run      NAME is always a plain name") ||
+		!strings.Contains(overview, claim) {
+		t.Errorf("ulock help does not say that run's NAME is always a plain name, with %s", claim)
+	}
+	srv := redistest.Shared(t)
+	r := ulock(t, "run", redisFlag(srv), "lock:x", "--", "sh", "-c", "echo $ULOCK_NAME")
+	if r.Code != 0 || r.Stdout != "lock:lock%3Ax\n" {
+		t.Errorf("run lock:x: exit %d, stdout %q, stderr %q; want 0 and lock:lock%%3Ax", r.Code, r.Stdout, r.Stderr)
 	}
 }
 

@@ -18,12 +18,22 @@ type Proc struct {
 	done           chan struct{} // closed when it has exited
 }
 
-// Start starts ulock with args, and env added to the test's environment;
-// it is killed at the test's end if it still runs. When ulock cannot
-// start, Start stops the test with Fatal.
+// Start starts ulock with args, and env added to the test's environment,
+// its stdin /dev/null; it is killed at the test's end if it still runs.
+// When ulock cannot start, Start stops the test with Fatal.
 func Start(tb testing.TB, env []string, args ...string) *Proc {
 	tb.Helper()
+	return StartStdin(tb, nil, env, args...)
+}
+
+// StartStdin is Start with stdin as ulock's stdin, such as a terminal;
+// nil is /dev/null.
+func StartStdin(tb testing.TB, stdin *os.File, env []string, args ...string) *Proc {
+	tb.Helper()
 	p := &Proc{cmd: exec.Command(bin, args...), done: make(chan struct{})}
+	if stdin != nil {
+		p.cmd.Stdin = stdin
+	}
 	// A -race build sleeps a second at exit unless told not to.
 	p.cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
@@ -73,4 +83,18 @@ func (p *Proc) Kill(tb testing.TB) {
 		tb.Fatal(err)
 	}
 	<-p.done
+}
+
+// Terminal returns a terminal for a ulock's stdin: the master side of a
+// new pseudo-terminal, which answers the terminal ioctls as the slave side
+// does. It is closed at the test's end; without /dev/ptmx the test is
+// skipped.
+func Terminal(tb testing.TB) *os.File {
+	tb.Helper()
+	f, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
+	if err != nil {
+		tb.Skipf("no pseudo-terminal: %v", err)
+	}
+	tb.Cleanup(func() { f.Close() })
+	return f
 }

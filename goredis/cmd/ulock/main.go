@@ -7,7 +7,14 @@
 //	redis+sentinel://[user:password@]host:port/db?master_name=NAME&addr=...
 //
 // and their rediss+ twins for TLS. "ulock help" documents every command,
-// flag, exit code and output format.
+// flag, exit code and output format, as docs/ulock.md does.
+//
+// It is in a module of its own, whose go.mod replaces the core module
+// with the repository's copy: run it there with
+//
+//	cd goredis && go run ./cmd/ulock help
+//
+// go install refuses such a module until the modules are tagged.
 package main
 
 import (
