@@ -106,3 +106,14 @@ func (s *session) schemes() string {
 	slices.Sort(all)
 	return strings.Join(all, ", ")
 }
+
+// inspecting connects as r says, for status, list and release, and
+// returns a ctx that SIGINT, SIGTERM and SIGHUP end; closeAll undoes both.
+func (s *session) inspecting(ctx context.Context, r redisFlags) (context.Context, *uncomplicated.Client, func(), error) {
+	c, stop, err := s.connect(r.url, r.prefix)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, stopSignals := interruptible(ctx)
+	return ctx, c, func() { stopSignals(); stop() }, nil
+}

@@ -33,13 +33,11 @@ func (s *session) release(ctx context.Context, args []string) int {
 		return s.usage(fmt.Sprintf("refusing to break %s without --force: its holder may still be running, "+
 			"and the next holder would run beside it (see 'ulock status %s')", names[0], names[0]))
 	}
-	c, stop, err := s.connect(r.url, r.prefix)
+	ctx, c, closeAll, err := s.inspecting(ctx, r)
 	if err != nil {
 		return s.fail(err)
 	}
-	defer stop()
-	ctx, stopSignals := interruptible(ctx)
-	defer stopSignals()
+	defer closeAll()
 	full, err := fullName(c, r.prefix, names[0])
 	if err != nil {
 		return s.fail(err)

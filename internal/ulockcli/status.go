@@ -32,13 +32,11 @@ func (s *session) status(ctx context.Context, args []string) int {
 	if len(names) == 0 {
 		return s.usage("missing NAME")
 	}
-	c, stop, err := s.connect(r.url, r.prefix)
+	ctx, c, closeAll, err := s.inspecting(ctx, r)
 	if err != nil {
 		return s.fail(err)
 	}
-	defer stop()
-	ctx, stopSignals := interruptible(ctx)
-	defer stopSignals()
+	defer closeAll()
 	var locks []uncomplicated.LockInfo
 	for _, name := range names {
 		full, err := fullName(c, r.prefix, name)
@@ -79,13 +77,11 @@ func (s *session) list(ctx context.Context, args []string) int {
 	if pattern != "" && !strings.HasPrefix(pattern, r.prefix+":") {
 		pattern = r.prefix + ":" + pattern
 	}
-	c, stop, err := s.connect(r.url, r.prefix)
+	ctx, c, closeAll, err := s.inspecting(ctx, r)
 	if err != nil {
 		return s.fail(err)
 	}
-	defer stop()
-	ctx, stopSignals := interruptible(ctx)
-	defer stopSignals()
+	defer closeAll()
 	locks, more, err := c.List(ctx, pattern, *limit)
 	if err != nil {
 		return s.failIn(ctx, err, "")
