@@ -17,6 +17,9 @@ type base struct {
 	cfg  config
 	name string
 	typ  string // the type part of the name; "" for a plain name
+	// label is the holder label, escaped once for every token (see
+	// holderToken).
+	label string
 }
 
 // background runs a release script s on keys with args: it releases what

@@ -127,7 +127,7 @@ func (c *Client) base(opts []Option, name func(prefix string) (string, error)) (
 	if err != nil {
 		return base{}, err
 	}
-	return base{c: c, cfg: cfg, name: key, typ: typePart(cfg.prefix, key)}, nil
+	return base{c: c, cfg: cfg, name: key, typ: typePart(cfg.prefix, key), label: escape(cfg.label)}, nil
 }
 
 // config merges the Client's options with opts and checks the result.

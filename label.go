@@ -16,7 +16,7 @@ import (
 // holderToken returns a new token for a hold, or a waiter, that began at
 // since.
 func (b *base) holderToken(since time.Time) string {
-	return newToken() + "." + strconv.FormatInt(since.UnixMilli(), 36) + "." + escape(b.cfg.label)
+	return newToken() + "." + strconv.FormatInt(since.UnixMilli(), 36) + "." + b.label
 }
 
 // publicPart reads what a token shows of its holder: its label and since,
