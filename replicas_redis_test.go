@@ -84,10 +84,15 @@ func TestRedis_WithReplicas(t *testing.T) {
 		t.Errorf("Unlock after it = %v; want ErrNotHeld", err)
 	}
 
-	// Two replicas are more than there are.
-	two, _ := c.Named("r", uncomplicated.WithReplicas(2, 100*time.Millisecond))
+	// Two replicas are more than there are. An Observer hears an error,
+	// and never of the hold that was given back.
+	rec := &callRecorder{}
+	two, _ := c.Named("r", uncomplicated.WithReplicas(2, 100*time.Millisecond), uncomplicated.WithObserver(rec))
 	if err := two.Lock(ctx); !errors.Is(err, uncomplicated.ErrNotReplicated) {
 		t.Fatalf("Lock asking for 2 replicas of 1 = %v; want ErrNotReplicated", err)
+	}
+	if got := rec.take(); len(got) != 1 || !strings.Contains(got[0], ": NotAcquired error after ") || strings.Contains(got[0], "Released") {
+		t.Errorf("calls = %q; want one NotAcquired error, and no Released", got)
 	}
 	if _, err := c.Named("r", uncomplicated.WithReplicas(-1, time.Second)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		t.Errorf("WithReplicas(-1) = %v; want ErrInvalidArgument", err)
