@@ -17,9 +17,9 @@ type base struct {
 	cfg  config
 	name string
 	typ  string // the type part of the name; "" for a plain name
-	// label is the holder label, escaped once for every token (see
-	// holderToken).
-	label string
+	// tail ends every token of the lock: its timeout and escaped holder
+	// label, made once (see holderToken).
+	tail string
 }
 
 // background runs a release script s on keys with args: it releases what
@@ -32,13 +32,7 @@ type base struct {
 // ctx as Do's release is.
 func (b *base) background(ctx context.Context, s *Script, keys []string, args ...string) {
 	c := b.c
-	c.mu.Lock()
-	closing := c.closing
-	if !closing {
-		c.cleanups.Add(1)
-	}
-	c.mu.Unlock()
-	if closing {
+	if !c.backgroundStarts() {
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
 		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
@@ -53,13 +47,6 @@ func (b *base) background(ctx context.Context, s *Script, keys []string, args ..
 	}()
 }
 
-// outlived reports whether a hold whose lease began at or after from may
-// have ended by now: the lease counted from from has passed, and another
-// holder may have the lock.
-func (b *base) outlived(from time.Time) bool {
-	return b.cfg.lease > 0 && !b.cfg.clock.Now().Before(from.Add(b.cfg.lease))
-}
-
 // redisError wraps a failed call with the lock name; when ctx has ended,
 // the cause is ctx's error rather than what the connection made of it.
 func (b *base) redisError(ctx context.Context, err error) error {
@@ -69,13 +56,25 @@ func (b *base) redisError(ctx context.Context, err error) error {
 	return fmt.Errorf("uncomplicated: %s: %w", b.name, err)
 }
 
-// gaveUp turns the error of an acquisition attempt that ctx cut short into
-// an ErrNotObtained; other errors, and nil, pass.
-func (b *base) gaveUp(ctx context.Context, err error) error {
-	if cerr := b.ctxErr(ctx); err != nil && cerr != nil {
-		return b.notObtained(cerr.Error(), cerr)
+// gaveUp is the error of an acquisition that ended without the lock, for
+// err, what ended it: a call to Redis that failed, or Close, or ctx ending
+// while a call to Redis was under way or, when busy says what held the
+// lock (see waiter.busy), while the waiter slept. It matches
+// ErrNotObtained and its cause: the Redis error, ErrClosed or ctx's
+// error. A nil err stays nil.
+func (b *base) gaveUp(ctx context.Context, err error, busy string) error {
+	cerr := b.ctxErr(ctx)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrClosed):
+		return b.notObtained("client closed", ErrClosed)
+	case cerr != nil && busy != "":
+		return &lockError{msg: ErrNotObtained.Error() + ": " + busy + ": " + cerr.Error(), errs: []error{ErrNotObtained, cerr}}
+	case cerr != nil:
+		return b.notObtained("ctx ended waiting for Redis: "+cerr.Error(), cerr)
 	}
-	return err
+	return b.notObtained(err.Error(), err)
 }
 
 // ctxErr is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed:
@@ -150,6 +149,25 @@ func (b *base) logAcquired(ctx context.Context, what string, fence uint64, attrs
 	}
 }
 
+// logOrphan records the release of a hold of what that the Client had
+// lost track of: its release, or the reply to its acquisition, was lost.
+func (b *base) logOrphan(ctx context.Context, what string) {
+	if b.logs(ctx, slog.LevelWarn) {
+		b.log(ctx, slog.LevelWarn, what+" released: this Client's release or acquisition reply was lost")
+	}
+}
+
+// handedOff tells a clock that follows the waiters (see settle) that a
+// release handed the lock to the waiters of tokens, which are about to
+// wake.
+func (b *base) handedOff(tokens []string) {
+	if obs, ok := b.cfg.clock.(settle.Observer); ok {
+		for _, token := range tokens {
+			obs.HandOff(token)
+		}
+	}
+}
+
 // logReleased records the release of a hold of what.
 func (b *base) logReleased(ctx context.Context, what string, fence uint64, attrs ...slog.Attr) {
 	if b.logs(ctx, slog.LevelDebug) {
@@ -201,9 +219,9 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 	case sem <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return b.notObtained(ctx.Err().Error(), ctx.Err())
+		return b.gaveUp(ctx, ctx.Err(), "busy: "+b.name+" held by another goroutine of this process")
 	case <-b.c.done:
-		return b.notObtained("client closed", ErrClosed)
+		return b.gaveUp(ctx, ErrClosed, "")
 	}
 }
 
@@ -212,13 +230,7 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 func (b *base) flag(ctx context.Context, wait bool, s *Script, keys []string, args ...any) (ok bool, acked int64, err error) {
 	var reply any
 	if wait {
-		d := b.cfg.commandTimeout
-		if d > 0 {
-			d += b.cfg.replicaWait
-		}
-		if reply, acked, err = b.c.driver.evalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
-			b.logFailure(ctx, err)
-		}
+		reply, acked, err = b.evalReplicated(ctx, s, keys, args...)
 	} else {
 		reply, _, err = b.eval(ctx, s, keys, args...)
 	}
@@ -291,6 +303,23 @@ func (b *base) eval(ctx context.Context, s *Script, keys []string, args ...any) 
 		b.logFailure(ctx, err)
 	}
 	return reply, sent, err
+}
+
+// evalReplicated runs s as eval does and then, under WithReplicas, waits
+// for the replicas (WAIT) and reports how many acknowledged.
+func (b *base) evalReplicated(ctx context.Context, s *Script, keys []string, args ...any) (reply any, acked int64, err error) {
+	if b.cfg.replicas == 0 {
+		reply, _, err = b.eval(ctx, s, keys, args...)
+		return reply, 0, err
+	}
+	d := b.cfg.commandTimeout
+	if d > 0 {
+		d += b.cfg.replicaWait
+	}
+	if reply, acked, err = b.c.driver.evalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
+		b.logFailure(ctx, err)
+	}
+	return reply, acked, err
 }
 
 // get reads a string key of the lock; "" when it does not exist.

@@ -27,6 +27,8 @@ type Client struct {
 	serverIDs map[string]string  // by node address: the last run_id the restart watch read
 	single    bool               // Redis said it is not a Cluster
 	cleanups  sync.WaitGroup     // background clean-ups, the listening connection, the restart watch
+
+	tokens owned // the tokens of its waiters and holds, and the holds it released
 }
 
 // NewClient returns a Client using pool, with opts as the defaults of every
@@ -79,6 +81,18 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// backgroundStarts counts a background task, which Close waits for; once
+// Close has begun it counts nothing and reports false.
+func (c *Client) backgroundStarts() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.cleanups.Add(1)
+	return true
+}
+
 // wakeups returns the Client's listening connection, starting it unless
 // started is set; it returns nil when there is none.
 func (c *Client) wakeups(started bool) *wakeups {
@@ -127,7 +141,7 @@ func (c *Client) base(opts []Option, name func(prefix string) (string, error)) (
 	if err != nil {
 		return base{}, err
 	}
-	return base{c: c, cfg: cfg, name: key, typ: typePart(cfg.prefix, key), label: escape(cfg.label)}, nil
+	return base{c: c, cfg: cfg, name: key, typ: typePart(cfg.prefix, key), tail: tokenTail(cfg)}, nil
 }
 
 // config merges the Client's options with opts and checks the result.

@@ -30,7 +30,7 @@ const (
 func stuck(t *testing.T, opts ...uncomplicated.Option) (env *uncomplicatedtest.Env, holder, waiter *uncomplicated.Mutex) {
 	t.Helper()
 	env = uncomplicatedtest.New(t)
-	holder = mustNew(t, env.Client, Order{1}, uncomplicated.WithLease(0))
+	holder = mustNew(t, env.Client, Order{1}, uncomplicated.WithLease(0), uncomplicated.WithTimeout(patience))
 	mustLock(t, holder)
 	other := env.NewClient(uncomplicated.WithTimeout(patience), uncomplicated.WithTicks(ticks))
 	waiter = mustNew(t, other, Order{1}, opts...)
@@ -110,7 +110,7 @@ func TestWait_newTokenResetsPatience(t *testing.T) {
 			// before the waiter's next tick. (An Unlock would hand the
 			// lock to the waiter, which waits in the queue.)
 			env.Redis.Del(holder.Name())
-			mustLock(t, mustNew(t, env.NewClient(), Order{1}, uncomplicated.WithLease(0)))
+			mustLock(t, mustNew(t, env.NewClient(uncomplicated.WithTimeout(patience)), Order{1}, uncomplicated.WithLease(0)))
 		}},
 	}
 	for _, tc := range cases {

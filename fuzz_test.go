@@ -74,7 +74,7 @@ func FuzzLockKeys(f *testing.F) {
 
 // lockKeys are the lock's keys, the lock name first, and its wake-up
 // channel.
-func lockKeys(m *Mutex) []string { return append(slices.Clone(m.x.claim.keys), m.x.claim.channel) }
+func lockKeys(m *Mutex) []string { return append(slices.Clone(m.x.spec.keys), m.x.spec.channel) }
 
 // checkKeys checks that every key of m has m's name as its hash tag.
 func checkKeys(t *testing.T, m *Mutex) {

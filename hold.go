@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
 // A hold is one acquisition of a lock: of a Mutex, of an RWMutex as its
@@ -35,12 +33,20 @@ type hold struct {
 	// with ctx.
 	op chan struct{}
 
-	mu sync.Mutex // guards tokens, lost, from and obs
+	mu sync.Mutex // guards the fields below
 	// tokens are those Redis may hold, newest first: one, or more after a
 	// Refresh whose reply was lost; nil once released.
 	tokens []string
 	lost   *signal   // closed when the hold is found lost; made when asked for
 	from   time.Time // the current lease began at or after this instant
+	// lease is how long the current lease lasts from from: the lock's, or
+	// for a hold that a release handed over, until it is taken, its claim.
+	lease time.Duration
+	// claimed is set while the hold's lease is a hand-off's claim, which
+	// its holder has not yet taken (see claim.go); take is then the pending
+	// take, if any.
+	claimed bool
+	take    *take
 	// obs hears of the hold's loss and release; nil without an Observer,
 	// and until the acquisition succeeds (see granted).
 	obs *observing
@@ -71,12 +77,20 @@ var (
 const maxTokens = 4
 
 // newHold records a hold that Redis granted to token, for a call sent at
-// or after from, and lets the Client's restart watch check it.
-// Its Observation, o, may be nil, and set later with observe.
-func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, o *observing) *hold {
+// or after from, and lets the Client's restart watch check it. With
+// claimed, a release handed it over with a claim, which the hold takes
+// half-way through (see claim.go). Its Observation, o, may be nil, and set
+// later with observe. The token is already the Client's own (see owned).
+func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
 	h := &hold{
 		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.clock.Now(),
-		op: make(chan struct{}, 1), tokens: []string{token}, from: from, obs: o,
+		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.lease, obs: o,
+	}
+	if claimed && b.cfg.claims() {
+		h.mu.Lock()
+		h.claimed, h.lease = true, b.cfg.claim()
+		h.takeAt(from.Add(h.lease / 2))
+		h.mu.Unlock()
 	}
 	b.c.watch(h)
 	return h
@@ -133,6 +147,7 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 		return 0, h.b.notHeld(h.kind.what + " released")
 	}
 	next := h.b.holderToken(h.since)
+	h.b.c.tokens.own(next) // before Redis may have it
 	sent := h.b.cfg.clock.Now()
 	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
 
@@ -142,16 +157,23 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 			h.logLost(ctx, "Refresh found it expired or taken over")
 		}
 	}()
+	// gone are the tokens Redis surely no longer has, disowned once mu is
+	// unlocked. A hold released meanwhile (its release's ctx ended) leaves
+	// next to Redis: an orphan, for a waiter of the Client to release.
+	var gone []string
+	defer func() { h.b.c.tokens.disown(gone...) }()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	current := h.tokens != nil
 	switch {
 	case err != nil:
 		if current { // the script may have run: next may be ours too
-			h.tokens = append([]string{next}, tokens[:min(len(tokens), maxTokens-1)]...)
+			keep := min(len(tokens), maxTokens-1)
+			h.tokens, gone = append([]string{next}, tokens[:keep]...), tokens[keep:]
 		}
 		return 0, err
 	case !ok:
+		gone = []string{next}
 		if current {
 			found = h.signal().fire()
 			h.b.c.unwatch(h)
@@ -159,7 +181,11 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 		return 0, h.b.lostError(h.kind.what + " expired or taken over")
 	}
 	if current {
-		h.tokens, h.from = []string{next}, sent
+		h.tokens, h.from, gone = []string{next}, sent, tokens
+		if h.claimed {
+			h.claimed, h.lease = false, h.b.cfg.lease
+			h.stopTake()
+		}
 	}
 	return acked, nil
 }
@@ -177,6 +203,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	h.mu.Lock()
 	tokens, lost := h.tokens, h.lost
 	h.tokens = nil
+	h.stopTake()
 	h.mu.Unlock()
 	if opErr == nil {
 		defer func() { <-h.op }()
@@ -185,18 +212,23 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		return h.b.notHeld(h.kind.what + " already released")
 	}
 	h.b.c.unwatch(h)
+	defer h.b.c.tokens.disown(tokens...) // a waiter of the Client releases what the release left
 	defer h.observer().released(h.since) // after Lost, if the release finds the hold lost
 	args := append([]string{""}, tokens...)
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
 	}
+	// The Client repeats the release on a new master (see owned), unless
+	// the replicas of WithReplicas have it.
+	remember := release{kind: h.kind, keys: h.keys, tokens: tokens, until: h.b.leaseEnd()}
 	if opErr != nil {
+		h.b.c.tokens.remember(remember)
 		if later {
 			h.b.background(ctx, h.kind.release, h.keys, args...)
 		}
 		return h.b.redisError(ctx, opErr)
 	}
-	reply, _, err := h.b.eval(ctx, h.kind.release, h.keys, anys(args)...)
+	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, anys(args)...)
 	var ok bool
 	var next []string
 	if err == nil {
@@ -204,6 +236,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	}
 	switch {
 	case err != nil:
+		h.b.c.tokens.remember(remember)
 		if later && h.b.ctxErr(ctx) != nil {
 			h.b.background(ctx, h.kind.release, h.keys, args...)
 		}
@@ -211,12 +244,10 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	case !ok:
 		h.lose(ctx, lost, "expired or taken over")
 		return h.b.lostError(h.kind.what + " expired or taken over")
+	case acked < int64(h.b.cfg.replicas) || h.b.cfg.replicas == 0:
+		h.b.c.tokens.remember(remember)
 	}
-	if obs, ok := h.b.cfg.clock.(settle.Observer); ok {
-		for _, token := range next {
-			obs.HandOff(token)
-		}
-	}
+	h.b.handedOff(next)
 	h.b.logReleased(ctx, h.kind.what, h.fence, slog.Bool("handed_off", len(next) > 0))
 	return nil
 }
@@ -312,9 +343,18 @@ func (h *hold) lostSignal() *signal {
 // leaseLeft is how long the current lease surely lasts.
 func (h *hold) leaseLeft() time.Duration {
 	h.mu.Lock()
-	from := h.from
+	from, lease := h.from, h.lease
 	h.mu.Unlock()
-	return from.Add(h.b.cfg.lease).Sub(h.b.cfg.clock.Now())
+	return from.Add(lease).Sub(h.b.cfg.clock.Now())
+}
+
+// leaseEnd is the latest a lease restarted now would end, by the Client's
+// clock; zero without a lease.
+func (b *base) leaseEnd() time.Time {
+	if b.cfg.lease == 0 {
+		return time.Time{}
+	}
+	return b.cfg.clock.Now().Add(b.cfg.lease)
 }
 
 // run is Do for a hold acquired for it: fn, with auto-refresh if
@@ -444,8 +484,8 @@ var closed = func() chan struct{} {
 // sync.Mutex before they ask Redis; it knows its current hold, which its
 // Unlock, Refresh, Held, Lost and Fence are about.
 type exclusive struct {
-	b     *base
-	claim *claim
+	b    *base
+	spec *spec
 	// sem holds a value while a goroutine of this process holds the lock or
 	// is acquiring it.
 	sem chan struct{}
@@ -463,7 +503,7 @@ func (x *exclusive) current() *hold {
 // lock acquires the lock, waiting first in this process, telling o how
 // it went.
 func (x *exclusive) lock(ctx context.Context, o *observing) (*hold, error) {
-	h, err := x.b.acquire(ctx, x.claim, x.sem, o)
+	h, err := x.b.acquire(ctx, x.spec, x.sem, o)
 	if err == nil {
 		x.mu.Lock()
 		x.h = h
@@ -474,7 +514,7 @@ func (x *exclusive) lock(ctx context.Context, o *observing) (*hold, error) {
 
 // tryLock makes one attempt, unless this process holds the lock.
 func (x *exclusive) tryLock(ctx context.Context, o *observing) (*hold, error) {
-	h, err := x.b.try(ctx, x.claim, x.sem, o)
+	h, err := x.b.try(ctx, x.spec, x.sem, o)
 	if h != nil {
 		x.mu.Lock()
 		x.h = h
@@ -539,7 +579,7 @@ func (x *exclusive) fence() uint64 {
 // do is Do, or with acquire x.tryLock TryDo: lock, fn, unlock. It
 // reports whether fn ran.
 func (x *exclusive) do(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
-	return x.b.do(ctx, op, x.claim.lock, acquire, func(ctx context.Context, h *hold) error {
+	return x.b.do(ctx, op, x.spec.lock, acquire, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
 	})
 }

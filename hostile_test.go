@@ -311,13 +311,14 @@ func TestHostile_Unlock_otherGoroutine(t *testing.T) {
 	}
 }
 
-// A 1 ns timeout: a waiter finds any holder stale on its first look, and
-// fails at once under Fail or takes over under TakeOver, without spinning.
+// A 1 ns timeout on both sides: a waiter finds the holder stale on its
+// first look, and fails at once under Fail or takes over under TakeOver,
+// without spinning.
 func TestHostile_tinyTimeout_contended(t *testing.T) {
 	for _, policy := range []uncomplicated.StalePolicy{uncomplicated.Fail, uncomplicated.TakeOver} {
 		t.Run(policy.String(), func(t *testing.T) {
 			r := newHostileRig(t)
-			holder := mustNew(t, r.client, Order{1}, uncomplicated.WithLease(0))
+			holder := mustNew(t, r.client, Order{1}, uncomplicated.WithLease(0), uncomplicated.WithTimeout(1))
 			mustLock(t, holder)
 			other := uncomplicated.NewClient(r.pool) // another process
 			t.Cleanup(func() { _ = other.Close() })

@@ -74,6 +74,10 @@ type Holder struct {
 	// take-over, an attempt after the first) shows when the wait began,
 	// until the hold's first Refresh. Zero when unknown.
 	Since time.Time
+	// Timeout is its WithTimeout: a waiter finds a holder stuck once it
+	// has kept one token for this long, or for the waiter's own timeout if
+	// that is longer. Zero when unknown (a holder of an older version).
+	Timeout time.Duration
 	// LeaseLeft is, for a holder, how long its lease lasts from At, by
 	// Redis's clock; NoLease when it has none.
 	LeaseLeft time.Duration
@@ -232,8 +236,8 @@ func (in *inspection) removed(gone []string) []Holder {
 		if in.info.Kind == KindRWMutex && i > 0 {
 			role = RoleReader
 		}
-		label, since := publicPart(tok)
-		hs = append(hs, Holder{Role: role, Label: label, Since: since, LeaseLeft: NoLease})
+		t := parseToken(tok)
+		hs = append(hs, Holder{Role: role, Label: t.label, Since: t.since, Timeout: t.timeout, LeaseLeft: NoLease})
 	}
 	return hs
 }
@@ -437,12 +441,12 @@ func (p *inspectParser) fail(what string, v any) {
 // add records a holder with token, its lease left in ms (-1: none) and
 // fence.
 func (p *inspectParser) add(token, role string, left int64, fence uint64) {
-	label, since := publicPart(token)
+	t := parseToken(token)
 	lease := NoLease
 	if left >= 0 {
 		lease = time.Duration(left) * time.Millisecond
 	}
-	p.in.info.Holders = append(p.in.info.Holders, Holder{Role: role, Label: label, Since: since, LeaseLeft: lease, Fence: fence})
+	p.in.info.Holders = append(p.in.info.Holders, Holder{Role: role, Label: t.label, Since: t.since, Timeout: t.timeout, LeaseLeft: lease, Fence: fence})
 	p.in.tokens = append(p.in.tokens, token)
 }
 
@@ -512,8 +516,8 @@ func (p *inspectParser) queue(v any) {
 		if n, err := strconv.Atoi(kind); err == nil && p.in.info.Kind == KindSemaphore {
 			p.in.info.Permits = n
 		}
-		label, since := publicPart(r[i])
-		p.in.info.Waiters = append(p.in.info.Waiters, Holder{Role: roleOf(p.in.info.Kind, kind), Label: label, Since: since})
+		t := parseToken(r[i])
+		p.in.info.Waiters = append(p.in.info.Waiters, Holder{Role: roleOf(p.in.info.Kind, kind), Label: t.label, Since: t.since, Timeout: t.timeout})
 	}
 }
 

@@ -6,35 +6,81 @@ import (
 	"time"
 )
 
-// Holder labels. A hold's token is its secret, 22 random characters, and
-// then, after a '.', what Inspect may show: when the hold began by its
-// holder's clock (milliseconds since 1970, base 36) and, after another '.',
-// the holder label, escaped as lock names are. Every script compares
-// whole tokens, so the label costs no command and no round trip, and
-// Inspect drops the secret part before anything leaves the package.
+// Tokens. A hold's token is its secret, 22 random characters, followed by
+// the ID of the Client that made it, 11 characters; then, after a '.',
+// what Inspect and other waiters may read: when the hold began by its
+// holder's clock (milliseconds since 1970, base 36), the holder's timeout
+// (milliseconds, base 36) and the holder label, escaped as lock names
+// are, each after a '.'. Every script compares whole tokens, so none of it
+// costs a command or a round trip. Inspect drops the secret part and the
+// Client ID before anything leaves the package.
+//
+// Tokens of the version before had no Client ID and no timeout
+// ("<secret>.<since>.<label>"), and those of the one before that no
+// public part at all; their holders read as of another Client, with an
+// unknown timeout.
+
+// secretLen and clientIDLen are the lengths of a token's secret and of a
+// Client's ID.
+const (
+	secretLen   = 22
+	clientIDLen = 11
+)
 
 // holderToken returns a new token for a hold, or a waiter, that began at
 // since.
 func (b *base) holderToken(since time.Time) string {
-	return newToken() + "." + strconv.FormatInt(since.UnixMilli(), 36) + "." + b.label
+	return newToken() + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
 }
 
-// publicPart reads what a token shows of its holder: its label and since,
-// the zero time when the token has none (a holder of an older version).
-func publicPart(token string) (label string, since time.Time) {
-	_, public, ok := strings.Cut(token, ".")
+// tokenTail is what follows since in the tokens of a lock with cfg: its
+// timeout and escaped label, each after a '.'.
+func tokenTail(cfg config) string {
+	return "." + strconv.FormatInt(cfg.timeout.Milliseconds(), 36) + "." + escape(cfg.label)
+}
+
+// A tokenInfo is what a token tells of its holder beyond its secret.
+type tokenInfo struct {
+	client  string        // the ID of the Client that made it; "" if unknown
+	label   string        // its holder label, unescaped
+	since   time.Time     // when its hold or wait began; zero if unknown
+	timeout time.Duration // its holder's timeout; 0 if unknown
+}
+
+// parseToken reads what token tells of its holder.
+func parseToken(token string) tokenInfo {
+	secret, public, ok := strings.Cut(token, ".")
 	if !ok {
-		return "", time.Time{}
+		return tokenInfo{}
 	}
-	ms, label, ok := strings.Cut(public, ".")
-	if !ok {
-		return "", time.Time{}
+	var t tokenInfo
+	ms, rest, ok := strings.Cut(public, ".")
+	switch {
+	case !ok:
+		return tokenInfo{}
+	case len(secret) == secretLen: // the version before: <since>.<label>
+		t.label = unescape(rest)
+	case len(secret) == secretLen+clientIDLen:
+		timeout, label, ok := strings.Cut(rest, ".")
+		if !ok {
+			return tokenInfo{}
+		}
+		t.client, t.label = secret[secretLen:], unescape(label)
+		if n, err := strconv.ParseInt(timeout, 36, 64); err == nil && n > 0 && n <= maxTimeoutMillis {
+			t.timeout = time.Duration(n) * time.Millisecond
+		}
+	default:
+		return tokenInfo{}
 	}
 	if n, err := strconv.ParseInt(ms, 36, 64); err == nil {
-		since = time.UnixMilli(n)
+		t.since = time.UnixMilli(n)
 	}
-	return unescape(label), since
+	return t
 }
+
+// maxTimeoutMillis bounds the timeout a token may state: the longest
+// time.Duration, in milliseconds.
+const maxTimeoutMillis = int64(1<<63-1) / int64(time.Millisecond)
 
 // unescape undoes escape; a malformed escape stays as it is.
 func unescape(s string) string {

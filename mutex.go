@@ -36,7 +36,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 	}
 	m := &Mutex{base: b}
 	prefix, key := b.cfg.prefix, b.name
-	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), claim: &claim{
+	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
 		lock: KindMutex, kind: mutexKind,
 		keys:    mutexKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
@@ -47,7 +47,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 			w, _ := cutWriter(stale[0])
 			return []any{w}
 		},
-		entry: entryExclusive, who: "one holder token",
+		writer: mutexKind, entry: entryExclusive, who: "one holder token",
 	}}
 	return m, nil
 }

@@ -159,8 +159,8 @@ func TestMutex_Refresh(t *testing.T) {
 	}
 	after, _ := env.Redis.Get(m.Name())
 	secret, public, _ := strings.Cut(after, ".")
-	if _, was, _ := strings.Cut(before, "."); len(secret) != 22 || public != was || strings.HasPrefix(before, secret) {
-		t.Errorf("token after Refresh = %q (was %q); want a new 22-character secret and the same label", after, before)
+	if _, was, _ := strings.Cut(before, "."); len(secret) != 33 || public != was || before[:22] == secret[:22] || before[22:33] != secret[22:] {
+		t.Errorf("token after Refresh = %q (was %q); want a new 22-character secret, the same Client ID and the same public part", after, before)
 	}
 	if ttl := env.Redis.TTL(m.Name()); ttl != 10*time.Second {
 		t.Errorf("TTL after Refresh = %v; want the whole lease, 10s", ttl)

@@ -288,10 +288,15 @@ func (c *config) leaseMillis() int64 {
 	return ms
 }
 
-// expiryMillis is how long, in ms, a waiter counts as alive after each of
-// its attempts (see queueLua): three ticks and a tenth of a second, so that
-// its next attempt, a random time below a tick later, always comes first,
-// while a waiter that died holds the queue up only briefly.
+// expiry is how long a waiter counts as alive after each of its attempts
+// (see queueLua): three ticks and a tenth of a second, so that its next
+// attempt, a random time below a tick later, always comes first, while a
+// waiter that died holds the queue up only briefly.
+func (c *config) expiry() time.Duration {
+	return 3*c.tick() + 100*time.Millisecond
+}
+
+// expiryMillis is expiry in whole milliseconds, as Redis takes it.
 func (c *config) expiryMillis() int64 {
-	return (3*c.tick() + 100*time.Millisecond).Milliseconds()
+	return c.expiry().Milliseconds()
 }

@@ -23,7 +23,10 @@ import (
 // run_id changes, or the node of a hold is new (a Cluster's failover moves
 // the slots to a replica), it checks each hold there as Held does, so that
 // a hold whose key vanished closes its Lost channel without waiting for
-// the holder's next call.
+// the holder's next call. It also repeats there the releases the Client
+// remembers (see owned): a failover to a replica that had not received a
+// release would otherwise leave the lock held until its lease ends. The
+// watch runs while the Client holds locks or remembers releases.
 
 // restartEvery is how often a Client that holds locks looks for a restart.
 const restartEvery = time.Second
@@ -54,8 +57,9 @@ func (c *Client) unwatch(h *hold) {
 	c.mu.Unlock()
 }
 
-// watchRestarts reads the run_id every restartEvery and checks the holds
-// when it has changed. It ends at Close, or at a tick that finds no hold.
+// watchRestarts reads the run_id every restartEvery and checks the holds,
+// and repeats the releases, when it has changed. It ends at Close, or at
+// a tick that finds no hold and no release to remember.
 func (c *Client) watchRestarts(clk clock.Clock) {
 	defer c.cleanups.Done()
 	for {
@@ -66,8 +70,9 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 			return
 		case <-t.C:
 		}
+		rs := c.tokens.releases(clk.Now())
 		c.mu.Lock()
-		if len(c.holding) == 0 {
+		if len(c.holding) == 0 && len(rs) == 0 {
 			c.watching = false
 			c.mu.Unlock()
 			return
@@ -77,20 +82,22 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 			hs = append(hs, h)
 		}
 		c.mu.Unlock()
-		c.checkRestart(hs)
+		c.checkRestart(hs, rs)
 	}
 }
 
-// checkRestart reads the run_id of each node that holds one of hs and,
-// when it differs from the last one seen there or none was seen yet,
-// checks the holds on that node, until every check succeeds. A Pool that
-// panics counts as an error: no caller could receive the panic.
-func (c *Client) checkRestart(hs []*hold) {
+// checkRestart reads the run_id of each node that holds one of hs, or
+// had the lock of one of rs, and, when it differs from the last one seen
+// there or none was seen yet, checks the holds and repeats the releases on
+// that node, until every check succeeds and Redis has answered every
+// release. A Pool that panics counts as an error: no caller could receive
+// the panic.
+func (c *Client) checkRestart(hs []*hold, rs []release) {
 	defer func() { _ = recover() }()
 	ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
 	defer cancel()
-	for node, hs := range c.nodes(ctx, hs) {
-		id := c.runID(ctx, hs[0].keys[0])
+	for node, on := range c.nodes(ctx, hs, rs) {
+		id := c.runID(ctx, on.key)
 		if id == "" {
 			continue
 		}
@@ -101,9 +108,12 @@ func (c *Client) checkRestart(hs []*hold) {
 			continue
 		}
 		// A new run_id, or the first: the node may have restarted, or
-		// taken over from a master that failed, since the holds began.
-		// The run_id counts as seen once every hold has been checked.
-		if c.verify(ctx, hs) {
+		// taken over from a master that failed, since the holds began or
+		// the releases were sent. The run_id counts as seen once every
+		// hold has been checked and every release answered.
+		done := c.rerelease(ctx, on.releases)
+		c.tokens.forget(done)
+		if c.verify(ctx, on.holds) && len(done) == len(on.releases) {
 			c.mu.Lock()
 			if c.serverIDs == nil {
 				c.serverIDs = map[string]string{}
@@ -124,18 +134,39 @@ func (c *Client) verify(ctx context.Context, hs []*hold) bool {
 	return true
 }
 
-// nodes groups hs by the address of the Cluster node that owns their
-// keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or when
-// the map cannot be read, all are on one node, "".
-func (c *Client) nodes(ctx context.Context, hs []*hold) map[string][]*hold {
+// A node is what the restart watch checks on one node: holds, and
+// releases to repeat, and a key of one of them, which routes INFO there.
+type node struct {
+	key      string
+	holds    []*hold
+	releases []release
+}
+
+// nodes groups hs and rs by the address of the Cluster node that owns
+// their keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or
+// when the map cannot be read, all are on one node, "".
+func (c *Client) nodes(ctx context.Context, hs []*hold, rs []release) map[string]*node {
 	slots, _ := c.slotMap(ctx)
-	nodes := map[string][]*hold{}
-	for _, h := range hs {
-		node := ""
+	nodes := map[string]*node{}
+	on := func(key string) *node {
+		addr := ""
 		if slots != nil {
-			node = slots[hashslot.Of(h.keys[0])]
+			addr = slots[hashslot.Of(key)]
 		}
-		nodes[node] = append(nodes[node], h)
+		n := nodes[addr]
+		if n == nil {
+			n = &node{key: key}
+			nodes[addr] = n
+		}
+		return n
+	}
+	for _, h := range hs {
+		n := on(h.keys[0])
+		n.holds = append(n.holds, h)
+	}
+	for _, r := range rs {
+		n := on(r.keys[0])
+		n.releases = append(n.releases, r)
 	}
 	return nodes
 }

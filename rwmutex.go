@@ -32,7 +32,7 @@ import (
 type RWMutex struct {
 	base
 	x      exclusive // the writer
-	reader *claim
+	reader *spec
 
 	mu      sync.Mutex // guards readers
 	readers []*hold    // the read holds of RLock, most recent last
@@ -60,7 +60,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 	prefix, key := b.cfg.prefix, b.name
 	keys := rwKeysOf(prefix, key)
 	channel := wakeChannel(prefix, key, c.id)
-	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), claim: &claim{
+	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: &spec{
 		lock: KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
@@ -76,9 +76,9 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 			}
 			return args
 		},
-		entry: entryExclusive, who: "the same holders",
+		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
 	}}
-	rw.reader = &claim{
+	rw.reader = &spec{
 		lock: KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
@@ -87,7 +87,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 			w, _ := cutWriter(stale[0])
 			return []any{w}
 		},
-		entry: entryShared, who: "the same holders",
+		writer: writerKind, holder: readerKind, entry: entryShared, who: "the same holders",
 	}
 	return rw, nil
 }

@@ -254,7 +254,7 @@ func TestRWMutex_staleReaders(t *testing.T) {
 func TestRWMutex_takeOverReaders(t *testing.T) {
 	env, waiters := semEnv(t, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
 	ctx := context.Background()
-	a, b := mustRW(t, env.Client, uncomplicated.WithLease(0)), mustRW(t, env.NewClient(), uncomplicated.WithLease(0))
+	a, b := mustRW(t, env.Client, uncomplicated.WithLease(0)), mustRW(t, env.NewClient(uncomplicated.WithTimeout(patience)), uncomplicated.WithLease(0))
 	mustRLock(t, a)
 	mustRLock(t, b)
 	writer := mustRW(t, waiters)

@@ -47,7 +47,9 @@ else
   cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 end
 if cur == ARGV[1] then
-  if ARGV[2] ~= '0' then
+  if ARGV[2] == '0' then
+    redis.call('PERSIST', KEYS[1])
+  else
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
   return {1, tonumber(redis.call('GET', KEYS[2]))}
@@ -74,7 +76,9 @@ return {1, fence}
 var takeOverScript = newScript(3, leaseLua+queueLua+`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
-  if ARGV[2] ~= '0' then
+  if ARGV[2] == '0' then
+    redis.call('PERSIST', KEYS[1])
+  else
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
   return {1, tonumber(redis.call('GET', KEYS[2]))}

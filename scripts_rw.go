@@ -69,7 +69,9 @@ end
 var rwLockScript = newScript(5, timeLua+leaseLua+queueLua+`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
-  if ARGV[2] ~= '0' then
+  if ARGV[2] == '0' then
+    redis.call('PERSIST', KEYS[1])
+  else
     redis.call('PEXPIRE', KEYS[1], ARGV[2])
   end
   return {1, tonumber(redis.call('GET', KEYS[4]))}

@@ -26,7 +26,7 @@ const MaxPermits = 10000
 type Semaphore struct {
 	base
 	permits int
-	claim   *claim
+	spec    *spec
 }
 
 // NewSemaphore returns the Semaphore of obj with permits permits, named as
@@ -53,7 +53,7 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 	}
 	s := &Semaphore{base: b, permits: permits}
 	prefix, key := b.cfg.prefix, b.name
-	s.claim = &claim{
+	s.spec = &spec{
 		lock: KindSemaphore, kind: permitKind,
 		keys:    semKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
@@ -63,7 +63,7 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 			}
 			return []any{permits, stale[0]}
 		},
-		entry: strconv.Itoa(permits), each: true, who: "the same holders",
+		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
 	}
 	return s, nil
 }
@@ -142,11 +142,11 @@ func (s *Semaphore) TryDo(ctx context.Context, fn func(context.Context) error) (
 
 // acquireHold and tryHold acquire a permit's hold.
 func (s *Semaphore) acquireHold(ctx context.Context, o *observing) (*hold, error) {
-	return s.acquire(ctx, s.claim, nil, o)
+	return s.acquire(ctx, s.spec, nil, o)
 }
 
 func (s *Semaphore) tryHold(ctx context.Context, o *observing) (*hold, error) {
-	return s.try(ctx, s.claim, nil, o)
+	return s.try(ctx, s.spec, nil, o)
 }
 
 // permit makes the Permit of a hold in *p.

@@ -47,11 +47,11 @@ type acquired struct {
 	err error
 }
 
-// semEnv is an Env, its waiters' Client with the test's patience, and
-// the holders' Client.
+// semEnv is an Env whose Client, the holders', has the test's patience,
+// and its waiters' Client with that patience and opts.
 func semEnv(t *testing.T, opts ...uncomplicated.Option) (env *uncomplicatedtest.Env, waiters *uncomplicated.Client) {
 	t.Helper()
-	env = uncomplicatedtest.New(t)
+	env = uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience))
 	return env, env.NewClient(append([]uncomplicated.Option{uncomplicated.WithTimeout(patience), uncomplicated.WithTicks(ticks)}, opts...)...)
 }
 

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"math/rand/v2"
-	"slices"
 	"strconv"
 	"time"
 
@@ -30,11 +28,11 @@ const (
 	entryShared    = "s"
 )
 
-// A claim is what differs between the locks' acquisitions: the kind of
+// A spec is what differs between the locks' acquisitions: the kind of
 // hold, the lock's keys and channel, and the scripts of an attempt and a
 // take-over, with the arguments that follow the five of every attempt
 // (see queueLua).
-type claim struct {
+type spec struct {
 	lock     Kind // the primitive, for an Observer
 	kind     *holdKind
 	keys     []string
@@ -44,7 +42,11 @@ type claim struct {
 	// extra returns the arguments after the five of every attempt: none
 	// blocking (nil stale) or the stale blockers to take over from.
 	extra func(stale []string) []any
-	entry string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
+	// writer and holder are the kinds of hold that block it: the writer
+	// (or a Mutex's holder) and the others (readers, permits); nil when
+	// none can.
+	writer, holder *holdKind
+	entry          string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
 	each  bool   // each holder has its own patience (see crowd)
 	who   string // what a stale error blames: "one holder token", "the same holders"
 }
@@ -53,7 +55,7 @@ type claim struct {
 // nil, and then in Redis. It returns the new hold, or an error wrapping
 // ErrNotObtained when ctx ends, the Client closes or the stale policy
 // fails it, or a Redis error. It tells o how it went.
-func (b *base) acquire(ctx context.Context, c *claim, sem chan struct{}, o *observing) (h *hold, err error) {
+func (b *base) acquire(ctx context.Context, c *spec, sem chan struct{}, o *observing) (h *hold, err error) {
 	defer func() {
 		if h == nil {
 			o.failed(err)
@@ -83,7 +85,7 @@ func (b *base) acquire(ctx context.Context, c *claim, sem chan struct{}, o *obse
 // try makes one attempt at c's hold, and never waits nor takes over. It
 // returns nil and no error when the lock is taken, here (sem) or in Redis.
 // It tells o how it went.
-func (b *base) try(ctx context.Context, c *claim, sem chan struct{}, o *observing) (h *hold, err error) {
+func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing) (h *hold, err error) {
 	defer func() {
 		if h == nil {
 			o.failed(err)
@@ -106,50 +108,62 @@ func (b *base) try(ctx context.Context, c *claim, sem chan struct{}, o *observin
 	}
 	from := b.cfg.clock.Now()
 	token := b.holderToken(from)
+	b.c.tokens.own(token)
+	defer func() {
+		if h == nil {
+			b.c.tokens.disown(token)
+		}
+	}()
 	args := append([]any{token, b.cfg.leaseMillis(), "", "", 0}, c.extra(nil)...)
 	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, token, args)
-	if err != nil || !g.ok {
-		return nil, b.gaveUp(ctx, err)
+	if err != nil {
+		return nil, b.gaveUp(ctx, err, "")
+	}
+	if !g.ok {
+		return nil, nil
 	}
 	return b.granted(ctx, c, token, g.fence, from, OutcomeAcquired, o)
 }
 
 // wait acquires c's hold in Redis; this is the one wait loop.
-func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim, o *observing) (h *hold, err error) {
+func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observing) (h *hold, err error) {
 	w := waiter{b: b, c: c, token: b.holderToken(b.cfg.clock.Now()), o: o}
+	b.c.tokens.own(w.token)
 	w.listenIfReady()
 	defer func() { w.end(ctx, err == nil) }()
-	p := crowd{each: c.each}
+	p := patience{each: c.each, own: b.cfg.timeout}
 	for {
 		w.drain()
 		from := b.cfg.clock.Now()
 		g, err := w.attempt(ctx, nil)
 		if loading(err) { // a restarted Redis reading its data: not a failure yet
 			if _, err := w.sleep(ctx, obs, b.cfg.tick()); err != nil {
-				return nil, err
+				return nil, b.gaveUp(ctx, err, w.busy(&p))
 			}
 			continue
 		}
 		if err != nil {
-			return nil, b.gaveUp(ctx, err)
+			return nil, b.gaveUp(ctx, err, "")
 		}
 		if g.ok {
 			return b.granted(ctx, c, w.token, g.fence, from, OutcomeAcquired, o)
 		}
 		w.blocked(g)
+		if w.releaseOrphans(ctx, g) { // try again at once
+			continue
+		}
 		now := b.cfg.clock.Now()
 		if p.watch(g.blockers(), now) {
 			b.logWaiting(ctx, c.kind.what)
 		}
-		stale, age := p.stale(now, b.cfg.timeout)
-		left := b.cfg.timeout - age
+		stale, age, left := p.stale(now)
 		if stale != nil {
 			if b.cfg.policy == Fail {
 				return nil, b.staleError(ctx, c.kind.what, c.who, age)
 			}
 			from = b.cfg.clock.Now()
 			if g, err = w.attempt(ctx, stale); err != nil {
-				return nil, b.gaveUp(ctx, err)
+				return nil, b.gaveUp(ctx, err, "")
 			}
 			if g.ok {
 				b.logTakeOver(ctx, c.kind.what, age, g.fence, len(stale))
@@ -157,11 +171,11 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim, o *obser
 			}
 			// Another waiter took over first, or the blockers changed.
 			w.blocked(g)
-			left = p.overtaken(g.blockers(), now, b.cfg.tick(), b.cfg.timeout)
+			left = p.overtaken(g.blockers(), now, b.cfg.tick())
 		}
 		fence, err := w.sleep(ctx, obs, left)
 		if err != nil {
-			return nil, err
+			return nil, b.gaveUp(ctx, err, w.busy(&p))
 		}
 		if w.handedOver(fence, from) {
 			return b.granted(ctx, c, w.token, fence, from, OutcomeHandedOff, o)
@@ -173,16 +187,16 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *claim, o *obser
 // a call sent at or after from; how tells an attempt, a release's
 // hand-off or a take-over, to o. Under WithReplicas it fails when the
 // replicas do not have the hold.
-func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64, from time.Time, how Outcome, o *observing) (*hold, error) {
+func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64, from time.Time, how Outcome, o *observing) (*hold, error) {
 	if !c.kind.fenced {
 		fence = 0
 	}
 	if b.cfg.replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
 		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == OutcomeHandedOff))
 		o.acquired(how, fence)
-		return b.newHold(c.kind, c.keys, token, fence, from, o), nil
+		return b.newHold(c.kind, c.keys, token, fence, from, how == OutcomeHandedOff, o), nil
 	}
-	h := b.newHold(c.kind, c.keys, token, fence, from, nil)
+	h := b.newHold(c.kind, c.keys, token, fence, from, how == OutcomeHandedOff, nil)
 	if err := h.replicate(ctx); err != nil { // a hold given back is never reported
 		return nil, err
 	}
@@ -195,7 +209,7 @@ func (b *base) granted(ctx context.Context, c *claim, token string, fence uint64
 // A waiter is one acquisition in the wait loop.
 type waiter struct {
 	b       *base
-	c       *claim
+	c       *spec
 	token   string
 	o       *observing
 	entry   string    // its queue entry, once it may be in the queue
@@ -205,6 +219,8 @@ type waiter struct {
 	// attempts counts those that found the lock taken, each of which
 	// may have counted it as waiting (an RWMutex's waiting writers).
 	attempts int
+	blockers []string        // what the last attempt found blocking it
+	orphans  map[string]bool // the orphans it released
 }
 
 // attempt makes one attempt, or with stale blockers a take-over.
@@ -224,6 +240,7 @@ func (w *waiter) blocked(g grant) {
 	w.o.waiting()
 	w.seen = max(w.seen, g.seen)
 	w.attempts++
+	w.blockers = g.blockers()
 	if w.l != nil {
 		return
 	}
@@ -236,19 +253,60 @@ func (w *waiter) blocked(g grant) {
 // hand-off it can trust, and if so takes the waiter out of the queue.
 //
 // A hand-off whose fence is not above what the last attempt saw came
-// before that attempt, which found the lock taken: its lease ended
+// before that attempt, which found the lock taken: its claim ended
 // unheard (the process paused, or the listening connection lagged). One
-// that came after the last attempt ran has a lease that ends no sooner
-// than from + lease; if that has passed, the message came too late to be
-// trusted (the attempt's reply was held up, and the message with it). In
-// both cases the next attempt tells whether the lock is ours, and restarts
-// the lease if it is.
+// that came after the last attempt ran has a claim that ends no sooner
+// than from + claim; if that has passed, the message came too late to be
+// trusted (the waiter was paused, or the attempt's reply was held up, and
+// the message with it). In both cases the next attempt tells whether the
+// lock is ours, and restarts the lease if it is.
 func (w *waiter) handedOver(fence uint64, from time.Time) bool {
-	if fence == 0 || fence <= w.seen || w.b.outlived(from) {
+	if fence == 0 || fence <= w.seen || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim())) {
 		return false
 	}
 	w.inQueue = false
 	return true
+}
+
+// busy describes what the waiter last found holding the lock, for the
+// error of a wait that ctx ended, as "busy: lock:x held by web-1:4121 for
+// 3.2s" (how long by the holder's clock, or as long as the waiter saw it).
+func (w *waiter) busy(p *patience) string {
+	if w.attempts == 0 {
+		return ""
+	}
+	what := "busy: " + w.b.name
+	if len(w.blockers) == 0 {
+		return what + ", with writers waiting first"
+	}
+	first := w.blockers[0]
+	token, ok := cutWriter(first)
+	if !ok {
+		token = first
+	}
+	t, now := parseToken(token), w.b.cfg.clock.Now()
+	if t.label != "" {
+		what += " held by " + t.label
+	} else {
+		what += " held"
+	}
+	if n := len(w.blockers) - 1; n > 0 {
+		what += " +" + strconv.Itoa(n)
+	}
+	held := now.Sub(p.seen[first].since)
+	if !t.since.IsZero() && !t.since.After(now) {
+		held = now.Sub(t.since)
+	}
+	return what + " for " + roundShort(held).String()
+}
+
+// roundShort rounds d for a message: to the millisecond below a second,
+// else to a tenth of a second.
+func roundShort(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
 }
 
 // listenIfReady listens at once if the Client already listens for the
@@ -280,7 +338,7 @@ func (w *waiter) queue() string {
 			return "r"
 		}
 		w.inQueue = true
-		w.entry = w.c.entry + " " + strconv.FormatInt(w.b.cfg.leaseMillis(), 10) + " " + strconv.FormatInt(w.b.cfg.expiryMillis(), 10) + " " + w.c.channel
+		w.entry = w.c.entry + " " + strconv.FormatInt(w.b.cfg.claim().Milliseconds(), 10) + " " + strconv.FormatInt(w.b.cfg.expiryMillis(), 10) + " " + w.c.channel
 		return "q"
 	case w.inQueue:
 		return "x"
@@ -306,6 +364,9 @@ func (w *waiter) queued() string {
 // handed it over. The Client remembers its token, so that a hand-off that
 // reaches it after a failed leave is released too.
 func (w *waiter) end(ctx context.Context, acquired bool) {
+	if !acquired {
+		defer w.b.c.tokens.disown(w.token) // after the leave is under way
+	}
 	if w.l != nil {
 		var gone func(context.Context)
 		if w.inQueue && !acquired {
@@ -332,8 +393,8 @@ func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Durat
 // the waiter's patience, so that staleness is judged exactly at the timeout.
 // It returns early with what l hears (the fence of a hand-off to token),
 // and, with ready, at once when l's subscription is confirmed, or when the
-// listening connection fails while the waiter waits for that; with an
-// error when ctx ends or the Client closes.
+// listening connection fails while the waiter waits for that; with ctx's
+// error when ctx ends, and ErrClosed when the Client closes.
 func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (uint64, error) {
 	d := min(jitter(b.cfg.tick()), left)
 	t := b.cfg.clock.Timer(d)
@@ -360,9 +421,9 @@ func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token 
 	case <-changed: // a failed connection: back to ticks, asleep
 		return 0, nil
 	case <-ctx.Done():
-		return 0, b.notObtained(ctx.Err().Error(), ctx.Err())
+		return 0, ctx.Err()
 	case <-b.c.done:
-		return 0, b.notObtained("client closed", ErrClosed)
+		return 0, ErrClosed
 	}
 }
 
@@ -401,7 +462,8 @@ func (b *base) attempt(ctx context.Context, s *Script, keys []string, kind *hold
 }
 
 // grantOf runs s and reads its grant of a hold of kind; unknown reports
-// a reply lost after the script may have run.
+// a reply lost after the script may have run. Its error is the call's
+// (see gaveUp).
 func (b *base) grantOf(ctx context.Context, s *Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
 	reply, sent, err := b.eval(ctx, s, keys, args...)
 	if err == nil {
@@ -413,91 +475,5 @@ func (b *base) grantOf(ctx context.Context, s *Script, keys []string, kind *hold
 			return g, false, nil
 		}
 	}
-	unknown = mayHaveRun(sent, err)
-	return grant{}, unknown, b.redisError(ctx, err)
-}
-
-// A crowd is the patience of a waiter, which follows its blockers. For a
-// Mutex, and an RWMutex, the blockers are stale when the same set of them
-// has been seen for the whole timeout: any change restarts the patience.
-// For a Semaphore's waiter each holder has its own patience: one that
-// keeps its token for the whole timeout is stale while the others come and
-// go.
-type crowd struct {
-	each  bool                 // each holder has its own patience
-	seen  map[string]time.Time // each blocker, and since when it is seen
-	set   []string             // the blockers, sorted
-	since time.Time            // when set last changed
-}
-
-// watch records the blockers seen at now, and reports whether one of them
-// is new. No blockers (a reader behind waiting writers) counts as busy:
-// the patience restarts.
-func (p *crowd) watch(blockers []string, now time.Time) (news bool) {
-	seen := make(map[string]time.Time, len(blockers))
-	for _, b := range blockers {
-		if t, ok := p.seen[b]; ok {
-			seen[b] = t
-		} else {
-			seen[b] = now
-			news = true
-		}
-	}
-	p.seen = seen
-	if p.each {
-		return news
-	}
-	set := slices.Sorted(maps.Keys(seen))
-	if len(blockers) == 0 || !slices.Equal(set, p.set) || p.since.IsZero() {
-		p.since = now
-	}
-	p.set = set
-	return news
-}
-
-// stale returns the blockers whose patience has run out at now (the whole
-// set, or the holder seen longest), if any, and the age of the patience:
-// how long the set, or that holder, has been seen.
-func (p *crowd) stale(now time.Time, timeout time.Duration) ([]string, time.Duration) {
-	if !p.each {
-		age := now.Sub(p.since)
-		if len(p.seen) == 0 || age < timeout {
-			return nil, age
-		}
-		return p.set, age
-	}
-	oldest, since := "", now
-	for b, t := range p.seen {
-		if oldest == "" || t.Before(since) || t.Equal(since) && b < oldest {
-			oldest, since = b, t
-		}
-	}
-	if age := now.Sub(since); oldest != "" && age >= timeout {
-		return []string{oldest}, age
-	}
-	return nil, now.Sub(since)
-}
-
-// overtaken follows the blockers after a take-over failed at now, and
-// returns how long to wait before judging them again. The holders of a
-// Semaphore still there stay stale: they are tried again after a tick, as
-// another waiter took the one chosen. Otherwise every blocker counts as
-// new, even one the waiter saw before (which only a server that is not
-// Redis replies), and the waiter watches whoever won the take-over for a
-// whole timeout.
-func (p *crowd) overtaken(blockers []string, now time.Time, tick, timeout time.Duration) time.Duration {
-	p.watch(blockers, now)
-	if p.each {
-		return tick
-	}
-	p.restart(now)
-	return timeout
-}
-
-// restart makes every blocker new.
-func (p *crowd) restart(now time.Time) {
-	for b := range p.seen {
-		p.seen[b] = now
-	}
-	p.since = now
+	return grant{}, mayHaveRun(sent, err), err
 }

@@ -18,23 +18,30 @@ func TestObservedClock_state(t *testing.T) {
 		parked  []time.Time // zero: behind another goroutine, no timer
 		settled bool
 		next    time.Time
+		due     []time.Time // the library's own work (a take of a claim)
 	}{
-		{"nobody", 0, nil, true, time.Time{}},
-		{"one running", 1, nil, false, time.Time{}},
-		{"one asleep", 1, []time.Time{later}, true, later},
-		{"two asleep", 2, []time.Time{later, sooner}, true, sooner},
-		{"one asleep, one running", 2, []time.Time{later}, false, later},
-		{"one due", 1, []time.Time{now}, false, now},
-		{"one behind another", 1, []time.Time{{}}, true, time.Time{}},
-		{"behind another and asleep", 2, []time.Time{{}, later}, true, later},
+		{"nobody", 0, nil, true, time.Time{}, nil},
+		{"one running", 1, nil, false, time.Time{}, nil},
+		{"one asleep", 1, []time.Time{later}, true, later, nil},
+		{"two asleep", 2, []time.Time{later, sooner}, true, sooner, nil},
+		{"one asleep, one running", 2, []time.Time{later}, false, later, nil},
+		{"one due", 1, []time.Time{now}, false, now, nil},
+		{"one behind another", 1, []time.Time{{}}, true, time.Time{}, nil},
+		{"behind another and asleep", 2, []time.Time{{}, later}, true, later, nil},
+		{"work due later", 0, nil, true, later, []time.Time{later}},
+		{"work due now", 0, nil, false, now, []time.Time{now}},
+		{"asleep, work due sooner", 1, []time.Time{later}, true, sooner, []time.Time{sooner}},
 	}
 	for _, tc := range cases {
-		c := &observedClock{Mock: mock, waiting: tc.waiting, parked: map[*parking]struct{}{}}
+		c := &observedClock{Mock: mock, waiting: tc.waiting, parked: map[*parking]struct{}{}, due: map[*time.Time]struct{}{}}
 		for _, u := range tc.parked {
 			c.parked[&parking{until: u}] = struct{}{}
 		}
-		settled, parked, next := c.state()
-		if settled != tc.settled || parked != len(tc.parked) || !next.Equal(tc.next) {
+		for _, at := range tc.due {
+			c.Due(at)
+		}
+		settled, parked, next, due := c.state()
+		if settled != tc.settled || parked != len(tc.parked) || !next.Equal(tc.next) || due != (len(tc.due) > 0) {
 			t.Errorf("%s: state() = %v, %d, %v; want %v, %d, %v", tc.name, settled, parked, next, tc.settled, len(tc.parked), tc.next)
 		}
 	}

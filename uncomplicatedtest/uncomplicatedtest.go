@@ -78,7 +78,7 @@ func New(t testing.TB, opts ...uncomplicated.Option) *Env {
 	}
 	t.Cleanup(func() { _ = pool.Close() })
 
-	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mock, parked: map[*parking]struct{}{}, handed: map[string]bool{}}}
+	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mock, parked: map[*parking]struct{}{}, handed: map[string]bool{}, due: map[*time.Time]struct{}{}}}
 	e.Client = e.NewClient(opts...)
 	return e
 }
@@ -119,7 +119,7 @@ func (e *Env) AwaitWaiters(n int) {
 	e.t.Helper()
 	deadline := time.Now().Add(settleLimit)
 	for {
-		ok, parked, _ := e.clock.state()
+		ok, parked, _, _ := e.clock.state()
 		if ok && parked >= n {
 			return
 		}
@@ -135,19 +135,20 @@ func (e *Env) AwaitWaiters(n int) {
 func (e *Env) Waiters() int {
 	e.t.Helper()
 	e.settle()
-	_, parked, _ := e.clock.state()
+	_, parked, _, _ := e.clock.state()
 	return parked
 }
 
 // settle waits until every waiter sleeps on a timer in the future and
-// returns the earliest wake-up, if any.
+// returns the earliest wake-up, if any, of a waiter or of the library's
+// own work.
 func (e *Env) settle() (time.Time, bool) {
 	e.t.Helper()
 	deadline := time.Now().Add(settleLimit)
 	for i := 0; ; i++ {
-		ok, parked, next := e.clock.state()
+		ok, parked, next, due := e.clock.state()
 		if ok {
-			return next, parked > 0
+			return next, parked > 0 || due
 		}
 		if time.Now().After(deadline) {
 			e.t.Fatalf("uncomplicatedtest: waiters still running after %v", settleLimit)
@@ -172,10 +173,11 @@ func (e *Env) set(t time.Time) {
 // Client's waiters and where they sleep.
 type observedClock struct {
 	*clock.Mock
-	mu      sync.Mutex            // guards the fields below
-	waiting int                   // Lock calls under way
-	parked  map[*parking]struct{} // those that wait
-	handed  map[string]bool       // tokens of waiters an Unlock handed the lock to
+	mu      sync.Mutex              // guards the fields below
+	waiting int                     // Lock calls under way
+	parked  map[*parking]struct{}   // those that wait
+	handed  map[string]bool         // tokens of waiters an Unlock handed the lock to
+	due     map[*time.Time]struct{} // when the library's own timers fire
 }
 
 // parking is a waiter's wait: until a time of the clock, or, when until is
@@ -206,6 +208,18 @@ func (c *observedClock) Park(until time.Time, token string) func() {
 	}
 }
 
+func (c *observedClock) Due(at time.Time) func() {
+	p := &at
+	c.mu.Lock()
+	c.due[p] = struct{}{}
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		delete(c.due, p)
+		c.mu.Unlock()
+	}
+}
+
 func (c *observedClock) HandOff(token string) {
 	c.mu.Lock()
 	c.handed[token] = true
@@ -213,12 +227,21 @@ func (c *observedClock) HandOff(token string) {
 }
 
 // state reports whether every waiter sleeps until after now, how many
-// sleep, and the earliest wake-up.
-func (c *observedClock) state() (settled bool, parked int, next time.Time) {
+// sleep, and the earliest wake-up, of a waiter or of the library's own
+// work (due reports whether there is any).
+func (c *observedClock) state() (settled bool, parked int, next time.Time, due bool) {
 	now := c.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	settled = c.waiting == len(c.parked)
+	for at := range c.due {
+		if !at.After(now) {
+			settled = false
+		}
+		if next.IsZero() || at.Before(next) {
+			next = *at
+		}
+	}
 	for p := range c.parked {
 		if c.handed[p.token] { // its wake-up is on its way
 			settled = false
@@ -233,7 +256,7 @@ func (c *observedClock) state() (settled bool, parked int, next time.Time) {
 			next = p.until
 		}
 	}
-	return settled, len(c.parked), next
+	return settled, len(c.parked), next, len(c.due) > 0
 }
 
 // mockTimeConn keeps deadlines of the mock clock away from the connection:

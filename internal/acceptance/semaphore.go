@@ -63,7 +63,7 @@ func semaphoreTakeOverRace(t *testing.T, d Deployment) {
 	const permits = 2
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	stuck := mustNamedSemaphore(t, r.client(uncomplicated.WithLease(0)), "pool", permits)
+	stuck := mustNamedSemaphore(t, r.client(uncomplicated.WithLease(0), uncomplicated.WithTimeout(300*time.Millisecond)), "pool", permits)
 	var held []*uncomplicated.Permit
 	for range permits {
 		p, err := stuck.Acquire(ctx)

@@ -15,8 +15,8 @@ import (
 // crashed one is freed by its lease, on Redis's clock.
 
 // stuckHolders keep one token on the lock of obj for good: a key another
-// program SET without a TTL, and a holder that hangs with WithLease(0).
-// hold returns the holder, nil for the raw key.
+// program SET without a TTL, and a holder that hangs with WithLease(0)
+// and the waiters' timeout. hold returns the holder, nil for the raw key.
 var stuckHolders = []struct {
 	name string
 	hold func(t *testing.T, r *rig, obj orders.Order) *uncomplicated.Mutex
@@ -27,11 +27,14 @@ var stuckHolders = []struct {
 		return nil
 	}},
 	{"hung holder", func(t *testing.T, r *rig, obj orders.Order) *uncomplicated.Mutex {
-		m := mustNew(t, r.client(uncomplicated.WithLease(0)), obj)
+		m := mustNew(t, r.client(uncomplicated.WithLease(0), uncomplicated.WithTimeout(staleAfter)), obj)
 		mustLock(t, m)
 		return m
 	}},
 }
+
+// staleAfter is the timeout of the stuck holders and their waiters.
+const staleAfter = 300 * time.Millisecond
 
 // The gem's third test: a stuck holder makes Lock fail once the timeout has
 // passed, and its key stays as it was.
@@ -40,14 +43,14 @@ func mutexStaleHolderFail(t *testing.T, d Deployment) {
 		t.Run(stuck.name, func(t *testing.T) {
 			r := newRig(t, d)
 			stuck.hold(t, r, orders.Order{N: 1})
-			m := mustNew(t, r.client(uncomplicated.WithTimeout(300*time.Millisecond)), orders.Order{N: 1})
+			m := mustNew(t, r.client(uncomplicated.WithTimeout(staleAfter)), orders.Order{N: 1})
 			before := r.text(m.Name(), "GET", m.Name())
 			start := time.Now()
 			err := m.Lock(context.Background())
 			if !errors.Is(err, uncomplicated.ErrStale) || !errors.Is(err, uncomplicated.ErrNotObtained) {
 				t.Fatalf("Lock() = %v; want ErrStale and ErrNotObtained", err)
 			}
-			if took := time.Since(start); took < 300*time.Millisecond {
+			if took := time.Since(start); took < staleAfter {
 				t.Errorf("Lock() failed after %v; want at least the timeout", took)
 			}
 			if v := r.text(m.Name(), "GET", m.Name()); v != before {
@@ -64,14 +67,14 @@ func mutexStaleHolderTakeOver(t *testing.T, d Deployment) {
 		t.Run(stuck.name, func(t *testing.T) {
 			r := newRig(t, d)
 			holder := stuck.hold(t, r, orders.Order{N: 1})
-			m := mustNew(t, r.client(uncomplicated.WithTimeout(300*time.Millisecond), uncomplicated.WithStalePolicy(uncomplicated.TakeOver),
+			m := mustNew(t, r.client(uncomplicated.WithTimeout(staleAfter), uncomplicated.WithStalePolicy(uncomplicated.TakeOver),
 				uncomplicated.WithLease(10*time.Second)), orders.Order{N: 1})
 			before := r.text(m.Name(), "GET", m.Name())
 			if err := m.Lock(context.Background()); err != nil {
 				t.Fatalf("Lock() = %v; want the stuck holder taken over", err)
 			}
-			if v := r.text(m.Name(), "GET", m.Name()); v == before || len(strings.SplitN(v, ".", 2)[0]) != 22 {
-				t.Errorf("value after take-over = %q; want our token, 22 secret characters first", v)
+			if v := r.text(m.Name(), "GET", m.Name()); v == before || len(strings.SplitN(v, ".", 2)[0]) != 33 {
+				t.Errorf("value after take-over = %q; want our token, 22 secret characters and the Client's ID first", v)
 			}
 			if pttl := r.number(m.Name(), "PTTL", m.Name()); pttl <= 9_000 || pttl > 10_000 {
 				t.Errorf("PTTL after take-over = %d; want the lease, 10000", pttl)

@@ -21,4 +21,9 @@ type Observer interface {
 	// the waiter with token: that waiter is about to wake, so the clock's
 	// waiters have not settled until it does.
 	HandOff(token string)
+	// Due is called when the library schedules work of its own on a timer
+	// of this clock, at the given time (a hold taking its claim): the
+	// clock's waiters have not settled at or after that time until done
+	// is called, once the work is over or will not run.
+	Due(at time.Time) (done func())
 }

@@ -65,11 +65,11 @@ func TestCrowd_steps(t *testing.T) {
 	start := time.Unix(1_700_000_000, 0)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := crowd{each: tc.each}
+			p := patience{each: tc.each, own: timeout}
 			for _, s := range tc.steps {
 				now := start.Add(time.Duration(s.at) * time.Second)
 				p.watch(s.blockers, now)
-				stale, age := p.stale(now, timeout)
+				stale, age, _ := p.stale(now)
 				if !slices.Equal(stale, s.stale) || age != time.Duration(s.age)*time.Second {
 					t.Fatalf("at %ds: stale() = %v, %v; want %v, %ds", s.at, stale, age, s.stale, s.age)
 				}
@@ -82,11 +82,11 @@ func TestCrowd_steps(t *testing.T) {
 func TestCrowd_restart(t *testing.T) {
 	for _, each := range []bool{false, true} {
 		start := time.Unix(1_700_000_000, 0)
-		p := crowd{each: each}
+		p := patience{each: each, own: time.Minute}
 		p.watch([]string{"a"}, start)
 		now := start.Add(time.Minute)
 		p.restart(now)
-		if stale, age := p.stale(now, time.Minute); stale != nil || age != 0 {
+		if stale, age, _ := p.stale(now); stale != nil || age != 0 {
 			t.Errorf("each=%v: stale() after restart = %v, %v; want none, 0", each, stale, age)
 		}
 	}
@@ -109,13 +109,13 @@ func TestCrowd_overtaken(t *testing.T) {
 	}
 	start := time.Unix(1_700_000_000, 0)
 	for _, tc := range cases {
-		p := crowd{each: tc.each}
+		p := patience{each: tc.each, own: timeout}
 		p.watch([]string{"a", "b"}, start)
 		now := start.Add(timeout)
-		if wait := p.overtaken(tc.blockers, now, tick, timeout); wait != tc.wait {
+		if wait := p.overtaken(tc.blockers, now, tick); wait != tc.wait {
 			t.Errorf("each=%v: overtaken() = %v; want %v", tc.each, wait, tc.wait)
 		}
-		if stale, _ := p.stale(now, timeout); !slices.Equal(stale, tc.stale) {
+		if stale, _, _ := p.stale(now); !slices.Equal(stale, tc.stale) {
 			t.Errorf("each=%v: stale() after overtaken = %v; want %v", tc.each, stale, tc.stale)
 		}
 	}

@@ -1,0 +1,184 @@
+package uncomplicated
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A Client knows its own tokens. Each token carries the ID of the Client
+// that made it (see holderToken), and the Client keeps the tokens that its
+// waiters and holds may have in Redis. A token of this Client that none of
+// them owns is an orphan: a release that never reached Redis, or an
+// acquisition whose reply was lost. A waiter that finds an orphan holding
+// its lock releases it at once (see waiter.releaseOrphans), rather than
+// wait for its lease or its timeout.
+//
+// It also remembers the holds it released, for as long as their leases
+// would have lasted, up to maxReleased of them: a failover to a replica
+// that had not yet received a release brings the hold back on the new
+// master. When the restart watch sees a new master, it releases those of
+// them that the new master still has (see Client.rerelease).
+
+// maxReleased bounds the releases a Client remembers: about 150 bytes
+// each with their tokens, so 600 KB at most. A variable for the tests.
+var maxReleased = 4096
+
+// owned is what a Client knows of its tokens.
+type owned struct {
+	mu sync.Mutex // guards the fields below
+	// tokens counts, by token, the waiters and holds that may have it in
+	// Redis.
+	tokens map[string]int
+	// released are the releases to repeat on a new master, oldest first.
+	released []release
+}
+
+// A release is a hold given back, as the restart watch may repeat it.
+type release struct {
+	kind   *holdKind
+	keys   []string // the lock's keys, shared with its locks
+	tokens []string // the hold's tokens
+	// until is when the hold's lease would have ended, by the Client's
+	// clock; zero when it had none.
+	until time.Time
+}
+
+// own records that a waiter or a hold may have tokens in Redis.
+func (o *owned) own(tokens ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.tokens == nil {
+		o.tokens = map[string]int{}
+	}
+	for _, t := range tokens {
+		o.tokens[t]++
+	}
+}
+
+// disown records that a waiter or a hold no longer has tokens.
+func (o *owned) disown(tokens ...string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, t := range tokens {
+		if o.tokens[t] <= 1 {
+			delete(o.tokens, t)
+		} else {
+			o.tokens[t]--
+		}
+	}
+}
+
+// orphan reports whether token is one of the Client with id that no waiter
+// or hold of the Client owns.
+func (o *owned) orphan(id, token string) bool {
+	if parseToken(token).client != id {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.tokens[token] == 0
+}
+
+// remember records a release, to repeat on a new master until the hold's
+// lease would have ended.
+func (o *owned) remember(r release) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.released = append(o.released, r)
+	if len(o.released) > maxReleased {
+		o.released = o.released[len(o.released)-maxReleased:]
+	}
+}
+
+// releases returns the releases to repeat at now, dropping those whose
+// lease has ended.
+func (o *owned) releases(now time.Time) []release {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept := o.released[:0]
+	for _, r := range o.released {
+		if r.until.IsZero() || now.Before(r.until) {
+			kept = append(kept, r)
+		}
+	}
+	clear(o.released[len(kept):])
+	o.released = kept
+	return append([]release(nil), kept...)
+}
+
+// forget drops the releases done.
+func (o *owned) forget(done []release) {
+	if len(done) == 0 {
+		return
+	}
+	gone := make(map[string]bool, len(done))
+	for _, r := range done {
+		gone[r.tokens[0]] = true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	kept := o.released[:0]
+	for _, r := range o.released {
+		if !gone[r.tokens[0]] {
+			kept = append(kept, r)
+		}
+	}
+	clear(o.released[len(kept):])
+	o.released = kept
+}
+
+// remembering reports whether releases are remembered.
+func (o *owned) remembering() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.released) > 0
+}
+
+// releaseOrphans releases what the attempt that got g found blocking it
+// that is an orphan of the waiter's Client (see owned), each token once,
+// and reports whether it released any: the next attempt, made at once, may
+// then find the lock free. A release compares and deletes that exact
+// token, and hands the lock on as Unlock does.
+func (w *waiter) releaseOrphans(ctx context.Context, g grant) bool {
+	released := false
+	for _, blocker := range g.blockers() {
+		token, writer := cutWriter(blocker)
+		kind := w.c.writer
+		if !writer {
+			token, kind = blocker, w.c.holder
+		}
+		if kind == nil || w.orphans[token] || !w.b.c.tokens.orphan(w.b.c.id, token) {
+			continue
+		}
+		if w.orphans == nil {
+			w.orphans = map[string]bool{}
+		}
+		w.orphans[token] = true
+		reply, _, err := w.b.eval(ctx, kind.release, w.c.keys, "", token)
+		if err != nil {
+			continue
+		}
+		if ok, next, err := parseRelease(reply); err == nil && ok {
+			w.b.handedOff(next)
+			w.b.logOrphan(ctx, kind.what)
+			released = true
+		}
+	}
+	return released
+}
+
+// rerelease repeats rs on the node that has their locks now: a release
+// compares and deletes the exact token, handing the lock on, so it frees
+// what a failover brought back and touches nothing else. It returns the
+// releases that Redis answered, which need not be repeated again.
+func (c *Client) rerelease(ctx context.Context, rs []release) (done []release) {
+	d := c.settings().commandTimeout
+	for _, r := range rs {
+		args := append([]any{""}, anys(r.tokens)...)
+		if _, _, err := c.driver.eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
+			done = append(done, r)
+		}
+	}
+	return done
+}
