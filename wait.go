@@ -47,8 +47,8 @@ type spec struct {
 	// none can.
 	writer, holder *holdKind
 	entry          string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
-	each  bool   // each holder has its own patience (see crowd)
-	who   string // what a stale error blames: "one holder token", "the same holders"
+	each           bool   // each holder has its own patience (see crowd)
+	who            string // what a stale error blames: "one holder token", "the same holders"
 }
 
 // acquire acquires c's hold: in this process first, taking sem, if not
