@@ -40,25 +40,53 @@ func TestInspect_labels(t *testing.T) {
 			t.Fatalf("Inspect(%s) = %+v, %v", m.Name(), info, err)
 		}
 		h := info.Holders[0]
-		if h.Label != tc.want || !h.Since.Equal(start.Truncate(time.Millisecond)) || h.LeaseLeft != 50*time.Second || h.Fence != m.Fence() {
-			t.Errorf("holder = %+v; want label %q, since %v, 50s left, fence %d", h, tc.want, start, m.Fence())
+		if h.Label != tc.want || !h.Since.Equal(start.Truncate(time.Millisecond)) || h.LeaseLeft != 50*time.Second || h.Fence != m.Fence() || h.Timeout != uncomplicated.DefaultTimeout {
+			t.Errorf("holder = %+v; want label %q, since %v, 50s left, fence %d, the default timeout", h, tc.want, start, m.Fence())
 		}
 	}
-	env.Redis.Set("lock:old", "BybxwByeTVOxNCHlXuxt2w")
-	if info, err := env.Client.Inspect(ctx, "lock:old"); err != nil || len(info.Holders) != 1 || info.Holders[0].Label != "" || !info.Holders[0].Since.IsZero() {
-		t.Errorf("Inspect of an older version's token = %+v, %v; want a holder without label or time", info, err)
+	for _, old := range []string{"BybxwByeTVOxNCHlXuxt2w", "BybxwByeTVOxNCHlXuxt2w.loyw3v5n.web-1"} {
+		env.Redis.Set("lock:old", old)
+		if info, err := env.Client.Inspect(ctx, "lock:old"); err != nil || len(info.Holders) != 1 || info.Holders[0].Timeout != 0 || info.Holders[0].Label != strings.TrimPrefix(old, "BybxwByeTVOxNCHlXuxt2w.loyw3v5n.") && old != "BybxwByeTVOxNCHlXuxt2w" {
+			t.Errorf("Inspect of an older version's token %q = %+v, %v; want a holder without a timeout, and its label if any", old, info, err)
+		}
 	}
 	if _, err := env.Client.Named("x", uncomplicated.WithHolderLabel(strings.Repeat("x", uncomplicated.MaxLabel+1))); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		t.Errorf("a label of %d bytes = %v; want ErrInvalidArgument", uncomplicated.MaxLabel+1, err)
 	}
 }
 
+// Inspect shows each holder's timeout, and each waiter's: a waiter finds
+// a holder stuck after the longer of the two.
+func TestInspect_timeouts(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	ctx := context.Background()
+	holder := mustNamed(t, env.NewClient(uncomplicated.WithTimeout(90*time.Second)), "timed")
+	mustLock(t, holder)
+	waiter := mustNamed(t, env.NewClient(uncomplicated.WithTimeout(time.Minute)), "timed")
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := lockAsync(wctx, waiter)
+	env.AwaitWaiters(1)
+	info, err := env.Client.Inspect(ctx, holder.Name())
+	if err != nil || len(info.Holders) != 1 || len(info.Waiters) != 1 {
+		t.Fatalf("Inspect = %+v, %v; want a holder and a waiter", info, err)
+	}
+	if h, w := info.Holders[0].Timeout, info.Waiters[0].Timeout; h != 90*time.Second || w != time.Minute {
+		t.Errorf("timeouts = %v (holder), %v (waiter); want 1m30s, 1m0s", h, w)
+	}
+	cancel()
+	recv(t, done)
+}
+
 // A hold handed over shows when its waiter began to wait, and from its
-// first Refresh on when it was granted.
+// first Refresh on (the take of its claim is one) when it was granted. The
+// waiter's ticks are short, so that its last attempt comes less than half
+// a claim before the release, and the take waits.
 func TestInspect_sinceAfterHandOff(t *testing.T) {
 	env := uncomplicatedtest.New(t, uncomplicated.WithLease(time.Hour))
 	ctx := context.Background()
-	a, b := mustNamed(t, env.Client, "handed"), mustNamed(t, env.NewClient(uncomplicated.WithLease(time.Hour)), "handed")
+	a := mustNamed(t, env.Client, "handed")
+	b := mustNamed(t, env.NewClient(uncomplicated.WithLease(time.Hour), uncomplicated.WithTicks(3000)), "handed")
 	mustLock(t, a)
 	waitFrom := env.Clock.Now()
 	done := lockAsync(ctx, b)

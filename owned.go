@@ -128,13 +128,6 @@ func (o *owned) forget(done []release) {
 	o.released = kept
 }
 
-// remembering reports whether releases are remembered.
-func (o *owned) remembering() bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.released) > 0
-}
-
 // releaseOrphans releases what the attempt that got g found blocking it
 // that is an orphan of the waiter's Client (see owned), each token once,
 // and reports whether it released any: the next attempt, made at once, may

@@ -3,6 +3,8 @@ package uncomplicated
 import (
 	"errors"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -167,5 +169,71 @@ func TestGrant_blockers(t *testing.T) {
 	}
 	if _, ok := cutWriter("a"); ok {
 		t.Error(`cutWriter("a") reports a writer`)
+	}
+}
+
+// tokenOf returns a token of this version whose holder's timeout is d.
+func tokenOf(name string, d time.Duration) string {
+	secret := strings.Repeat(name, secretLen+clientIDLen)[:secretLen+clientIDLen]
+	return secret + ".0." + strconv.FormatInt(d.Milliseconds(), 36) + ".label"
+}
+
+// A holder is stuck once it has kept one token for its own timeout, or
+// the waiter's if that is longer: tokens carry their holder's timeout.
+func TestPatience_holdersTimeouts(t *testing.T) {
+	const own = 10 * time.Second
+	long, short := tokenOf("l", 30*time.Second), tokenOf("s", 5*time.Second)
+	cases := []struct {
+		name     string
+		each     bool
+		blockers []string
+		stuckAt  []int // seconds: when stale() first names blockers
+		stale    []string
+	}{
+		{"a holder with a longer timeout", false, []string{long}, []int{29, 30}, []string{long}},
+		{"a holder with a shorter timeout", false, []string{short}, []int{9, 10}, []string{short}},
+		{"an old token, without one", false, []string{"old"}, []int{9, 10}, []string{"old"}},
+		{"a writer's mark", false, []string{writerMark + long}, []int{29, 30}, []string{writerMark + long}},
+		{"a set: its longest", false, []string{short, long}, []int{29, 30}, []string{long, short}},
+		{"each holder: the shorter first", true, []string{short, long}, []int{9, 10}, []string{short}},
+	}
+	start := time.Unix(1_700_000_000, 0)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := patience{each: tc.each, own: own}
+			p.watch(tc.blockers, start)
+			before := start.Add(time.Duration(tc.stuckAt[0]) * time.Second)
+			if stale, _, left := p.stale(before); stale != nil || left != time.Second {
+				t.Errorf("stale() at %ds = %v, left %v; want none, 1s left", tc.stuckAt[0], stale, left)
+			}
+			at := start.Add(time.Duration(tc.stuckAt[1]) * time.Second)
+			if stale, _, left := p.stale(at); !slices.Equal(stale, tc.stale) || left != 0 {
+				t.Errorf("stale() at %ds = %v, left %v; want %v, none left", tc.stuckAt[1], stale, left, tc.stale)
+			}
+		})
+	}
+}
+
+func TestParseToken(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	since := strconv.FormatInt(at.UnixMilli(), 36)
+	secret, id := strings.Repeat("s", secretLen), strings.Repeat("c", clientIDLen)
+	cases := []struct {
+		token string
+		want  tokenInfo
+	}{
+		{secret + id + "." + since + ".1jk.web-1.example%3A42", tokenInfo{client: id, label: "web-1.example:42", since: at, timeout: 2 * time.Second}},
+		{secret + id + "." + since + ".1jk.", tokenInfo{client: id, since: at, timeout: 2 * time.Second}},
+		{secret + "." + since + ".web%3A1", tokenInfo{label: "web:1", since: at}}, // the version before
+		{secret, tokenInfo{}}, // the one before that
+		{secret + id + "." + since + ".zzzzzzzzzzzzzz.x", tokenInfo{client: id, label: "x", since: at}},
+		{secret + id + "." + since, tokenInfo{}},
+		{"short." + since + ".x", tokenInfo{}},
+		{"", tokenInfo{}},
+	}
+	for _, tc := range cases {
+		if got := parseToken(tc.token); got != tc.want {
+			t.Errorf("parseToken(%q) = %+v; want %+v", tc.token, got, tc.want)
+		}
 	}
 }

@@ -473,3 +473,44 @@ func TestLogs_redisErrors(t *testing.T) {
 		}
 	}
 }
+
+// A waiter finds a holder stuck only once it has kept one token for the
+// holder's own timeout, when that is longer than the waiter's: a holder
+// that refreshes within its timeout is busy to every waiter, and one that
+// stops is taken over its own timeout after its last Refresh.
+func TestPatience_theHoldersTimeout(t *testing.T) {
+	const own, holders = 10 * time.Second, 30 * time.Second
+	for _, p := range primitives {
+		t.Run(p.name, func(t *testing.T) {
+			env := uncomplicatedtest.New(t)
+			ctx := context.Background()
+			h := p.take(t, env.NewClient(uncomplicated.WithTimeout(holders), uncomplicated.WithLease(0)), "report")
+			waiter := env.NewClient(uncomplicated.WithTimeout(own), uncomplicated.WithTicks(ticks), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+			done := make(chan waited, 1)
+			go func() {
+				f, err := p.wait(ctx, waiter, "report")
+				done <- waited{f, err}
+			}()
+			env.AwaitWaiters(1)
+			for range 3 { // refreshes every 20 s: busy, though the waiter's timeout is 10 s
+				env.Advance(holders - own)
+				if err := h.refresh(ctx); err != nil {
+					t.Fatalf("Refresh() = %v", err)
+				}
+			}
+			refreshed := env.Clock.Now()
+			env.Advance(holders - time.Nanosecond)
+			if n := env.Waiters(); n != 1 {
+				t.Fatalf("Waiters() before the holder's timeout = %d; want 1", n)
+			}
+			env.Advance(waiterTick) // the waiter saw the last token at its next tick
+			got := recv(t, done)
+			if got.err != nil || got.fence <= h.fence {
+				t.Fatalf("the waiter's take-over = fence %d, %v; want one above %d", got.fence, got.err, h.fence)
+			}
+			if took := env.Clock.Since(refreshed); took < holders || took > holders+waiterTick {
+				t.Errorf("taken over %v after the last Refresh; want the holder's timeout, %v, and a tick or two", took, holders)
+			}
+		})
+	}
+}

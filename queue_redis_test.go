@@ -2,9 +2,6 @@ package uncomplicated_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -12,7 +9,6 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
 // The queue of waiters on a real redis-server: waiters whose process died
@@ -24,10 +20,6 @@ func (r *rig) llen(key string) int {
 	n, _ := redis.Int(r.do("LLEN", key), nil)
 	return n
 }
-
-// queuedWaiterEnv makes the test binary a process that waits on a Mutex:
-// "<address> <prefix> <name>" (see TestRedis_helperQueuedWaiter).
-const queuedWaiterEnv = "UNCOMPLICATED_QUEUED_WAITER"
 
 // A waiter in the queue whose process was killed, or stopped (its
 // connection stays open, so a PUBLISH still reaches it), does not get the
@@ -53,25 +45,12 @@ func TestRedis_deadQueuedWaiter(t *testing.T) {
 			mustLock(t, holder)
 			queue := r.prefix + ":queue:{" + holder.Name() + "}"
 
-			child := exec.Command(os.Args[0], "-test.run=^TestRedis_helperQueuedWaiter$")
-			child.Env = append(os.Environ(), queuedWaiterEnv+"="+redistest.Shared(t).Addr+" "+r.prefix+" dead")
-			child.Stdout, child.Stderr = os.Stderr, os.Stderr
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			exited := make(chan struct{})
-			go func() { _ = child.Wait(); close(exited) }()
-			t.Cleanup(func() {
-				_ = child.Process.Kill()
-				<-exited
-			})
+			child := startProcess(t, r, "queued", "dead")
 			eventually(t, "the other process's waiter in the queue", func() bool { return r.llen(queue) == 1 })
 
-			if err := child.Process.Signal(tc.signal); err != nil {
-				t.Fatal(err)
-			}
+			child.signal(t, tc.signal)
 			if tc.signal == syscall.SIGKILL {
-				<-exited
+				<-child.exited
 				eventually(t, "its connections closed", func() bool { return r.subscribers() == 0 })
 			} else {
 				time.Sleep(time.Second) // well past its expiry of 400 ms
@@ -102,29 +81,5 @@ func TestRedis_deadQueuedWaiter(t *testing.T) {
 				t.Errorf("queue length = %d; want 0", n)
 			}
 		})
-	}
-}
-
-// TestRedis_helperQueuedWaiter is the process that TestRedis_deadQueuedWaiter
-// kills or stops: it waits on the Mutex it is given, with 100 ms ticks, for
-// a minute at most.
-func TestRedis_helperQueuedWaiter(t *testing.T) {
-	spec := strings.Fields(os.Getenv(queuedWaiterEnv))
-	if len(spec) != 3 {
-		t.Skip("the waiting process of TestRedis_deadQueuedWaiter")
-	}
-	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", spec[0])
-	}}
-	c := uncomplicated.NewClient(pool, uncomplicated.WithPrefix(spec[1]),
-		uncomplicated.WithTimeout(time.Hour), uncomplicated.WithTicks(36000))
-	m, err := c.Named(spec[2])
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := m.Lock(ctx); err == nil {
-		t.Error("the waiting process got the lock")
 	}
 }

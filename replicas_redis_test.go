@@ -59,8 +59,12 @@ func TestRedis_WithReplicas(t *testing.T) {
 	if got, want := onReplica(), master.Do(t, "GET", key); got != string(want.([]byte)) {
 		t.Errorf("the replica has %q after a hand-off; want the master's %q", got, want)
 	}
+	waits := commandCalls(t, master, "wait")
 	if err := waiter.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if n := commandCalls(t, master, "wait") - waits; n != 1 || onReplica() != "" {
+		t.Errorf("Unlock sent %d WAITs, and the replica has %q; want one, which it acknowledged: the release too survives a failover", n, onReplica())
 	}
 
 	// A replica that sleeps cannot acknowledge within 100 ms.

@@ -47,7 +47,7 @@ type spec struct {
 	// none can.
 	writer, holder *holdKind
 	entry          string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
-	each           bool   // each holder has its own patience (see crowd)
+	each           bool   // each holder has its own patience (see patience)
 	who            string // what a stale error blames: "one holder token", "the same holders"
 }
 

@@ -50,9 +50,14 @@ func TestClient_restartLosesHolds(t *testing.T) {
 
 // infoCalls is how many INFO commands s has run.
 func infoCalls(t *testing.T, s *redistest.Server) int {
+	return commandCalls(t, s, "info")
+}
+
+// commandCalls is how many cmd commands (lower case) s has run.
+func commandCalls(t *testing.T, s *redistest.Server, cmd string) int {
 	stats, _ := redis.String(s.Do(t, "INFO", "commandstats"), nil)
 	for line := range strings.SplitSeq(stats, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_info:calls="); ok {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
 			n := 0
 			for _, c := range rest {
 				if c < '0' || c > '9' {

@@ -65,10 +65,10 @@ func (e *env) client(t *testing.T, label string, opts ...uncomplicated.Option) *
 	return c
 }
 
-// hold locks the Mutex name from a Client labelled label.
-func (e *env) hold(t *testing.T, name, label string) *uncomplicated.Mutex {
+// hold locks the Mutex name from a Client labelled label, with opts.
+func (e *env) hold(t *testing.T, name, label string, opts ...uncomplicated.Option) *uncomplicated.Mutex {
 	t.Helper()
-	m, err := e.client(t, label).Named(name)
+	m, err := e.client(t, label, opts...).Named(name)
 	if err != nil {
 		t.Fatal(err)
 	}

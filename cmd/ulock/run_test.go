@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
@@ -120,7 +121,9 @@ func TestRun_environment(t *testing.T) {
 
 func TestRun_busy(t *testing.T) {
 	e := newEnv(t)
-	e.hold(t, "job", "t-holder")
+	// A timeout of 300ms, so that a waiter with --timeout 300ms finds the
+	// holder stale; a lease of a minute, so that it lasts the test.
+	e.hold(t, "job", "t-holder", uncomplicated.WithTimeout(300*time.Millisecond), uncomplicated.WithLease(time.Minute))
 	marker := e.path("ran")
 	busy := "busy: " + e.prefix + ":job held by t-holder for "
 
@@ -181,6 +184,55 @@ func TestRun_takeOverAfterKill(t *testing.T) {
 	// its patience, a second, not after the lease.
 	if r.Took < 900*time.Millisecond || r.Took > 5*time.Second {
 		t.Errorf("the take-over took %v; want about 1s", r.Took)
+	}
+}
+
+// TestRun_holderTimeout checks that a waiter judges a holder by the
+// holder's own --timeout when it is longer than the waiter's: a take-over
+// waiter with --timeout 1s leaves a --timeout 4s holder alone while it
+// renews (every 4s/3), and takes it over once it has been killed and its
+// last token has sat for 4 s.
+func TestRun_holderTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	first := e.path("first")
+	holder := e.start(t, "run", "--timeout", "4s", "--lease", "1m", "--label", "t-holder", "job", "--",
+		"sh", "-c", `echo $ULOCK_FENCE > "$0.tmp"; mv "$0.tmp" "$0"; exec sleep 30`, first)
+	await(t, "the holder's COMMAND runs", func() bool { return exists(first) })
+	fence, _ := strconv.ParseUint(read(first), 10, 64)
+	waiter := e.start(t, "run", "--timeout", "1s", "--policy", "takeover", "--label", "t-waiter", "job", "--",
+		"sh", "-c", "echo $ULOCK_FENCE")
+	await(t, "the waiter waits in the queue", func() bool { return len(e.inspect(t, "job").Waiters) == 1 })
+	if info := e.inspect(t, "job"); !info.Held() || len(info.Waiters) != 1 ||
+		info.Holders[0].Label != "t-holder" || info.Holders[0].Timeout != 4*time.Second ||
+		info.Waiters[0].Label != "t-waiter" || info.Waiters[0].Timeout != time.Second {
+		t.Fatalf("%+v; want t-holder holding it with timeout 4s, t-waiter waiting with 1s", info)
+	}
+
+	// By its own timeout the waiter would find the holder stuck between
+	// two renewals; by the holder's it finds it busy.
+	time.Sleep(2500 * time.Millisecond)
+	if waiter.Exited() {
+		r := waiter.Wait(t)
+		t.Fatalf("the waiter exited %d within 2.5s, stdout %q, stderr %q; want it waiting", r.Code, r.Stdout, r.Stderr)
+	}
+	if info := e.inspect(t, "job"); !info.Held() || info.Holders[0].Label != "t-holder" || info.Fence != fence {
+		t.Fatalf("after 2.5s: %+v; want t-holder holding it, fence %d", info, fence)
+	}
+
+	holder.Kill(t)
+	killed := time.Now()
+	r := waiter.Wait(t)
+	took := time.Since(killed)
+	got, _ := strconv.ParseUint(strings.TrimSpace(r.Stdout), 10, 64)
+	if r.Code != 0 || got <= fence || r.Stderr != "" {
+		t.Errorf("the take-over: exit %d, fence %q, stderr %q; want 0 and a fence above %d", r.Code, r.Stdout, r.Stderr, fence)
+	}
+	// The last renewal came at most 4s/3 before the kill, and its token
+	// is stuck 4 s after it: not 1 s (the waiter's timeout), nor a minute
+	// (the lease).
+	if took < 2*time.Second || took > 7*time.Second {
+		t.Errorf("the take-over came %v after the kill; want between 2.7s and 4s", took)
 	}
 }
 

@@ -116,11 +116,12 @@ Flags (a duration D as Go writes it: 300ms, 30s, 5m, 1h30m):
   --wait D        give up waiting after D (such as 30s) and exit 75; --wait 0
                   makes one attempt, as flock -n. Default: wait as long as it
                   takes
-  --timeout D     patience: a holder that has not renewed its hold for D
-                  counts as stuck (default 5m0s). Give every run of a lock
-                  the same --timeout: ulock renews its hold at least every
-                  third of it, so a waiter with a shorter one can find it
-                  stuck
+  --timeout D     patience (default 5m0s): a holder is stuck once it has
+                  kept one token (not renewed its hold) for its own
+                  --timeout, or the waiter's if that is longer. ulock
+                  renews its hold at least every third of D, so that
+                  waiters, whatever their --timeout, find it busy while it
+                  runs
   --policy P      what to do about a stuck holder: fail (default), exit 75;
                   or takeover, replace it under a higher fence
   --lease D       how long the hold lasts in Redis unless renewed (default
@@ -175,9 +176,10 @@ Examples:
 	"status": `usage: ulock status [--json] [flags] NAME...
 
 Shows what Redis has of each lock NAME: its kind, whether it is held, by whom,
-for how long, the lease left, the fence counter, the waiters, and the readers
-or permits in use. It costs Redis one script per lock. A lock that Redis has
-nothing of is shown free, with kind "" (- in the table) and fence 0.
+for how long, the lease left, the holder's timeout, the fence counter, the
+waiters, and the readers or permits in use. It costs Redis one script per
+lock. A lock that Redis has nothing of is shown free, with kind "" (- in the
+table) and fence 0.
 
 Flags:
   --json          one JSON object per lock and line (JSON Lines), as below
@@ -191,6 +193,9 @@ Table columns:
   HOLDER      the first holder's label, and "+N" more holders
   HELD FOR    how long the first holder has held it; ? when unknown
   LEASE LEFT  the first holder's lease left; none when it has no lease
+  TIMEOUT     the first holder's --timeout (WithTimeout), by which waiters
+              judge it stuck (see 'ulock help run'); - when unknown (a
+              holder of an older version)
   FENCE       the fence counter: the last fence handed out; the next holder's
               is higher. It outlives the lock's last release
   WAITERS     waiters queued, and for an RWMutex how many are writers
@@ -210,10 +215,13 @@ JSON fields (every field is always present):
                                 when unknown
     held_for_seconds   number   from since to at; null when since is
     lease_left_seconds number   the lease left at at; null: no lease
+    timeout_seconds    number   its --timeout (WithTimeout); null when
+                                unknown (a holder of an older version)
     fence              number   its fence; 0 for a reader
   waiters              array    the queued waiters, the oldest first, up to 100:
     role, label, since          as for holders
     waited_seconds     number   from since to at; null when since is null
+    timeout_seconds    number   as for holders
   waiting_writers      number   RWMutex: writers waiting; 0 otherwise
   permits              number   Semaphore: its permits, as its waiters tell
                                 them; null when unknown or not a Semaphore

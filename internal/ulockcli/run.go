@@ -118,11 +118,13 @@ func (f *runFlags) options(fs *flag.FlagSet) ([]uncomplicated.Option, error) {
 
 // refreshPeriod is how often ulock run renews its hold while COMMAND
 // runs: a third of the lease, so that a Refresh or two may fail without
-// the hold being lost, and at most a third of the timeout, so that waiters
-// with the same --timeout see the holder busy, never stuck, however long
-// the lease; but at least every maxRefreshPeriod, as a renewal is also
-// when ulock finds its lock lost (broken by release --force, or taken
-// over), and so how long COMMAND may run beside the next holder.
+// the hold being lost; at most a third of the timeout, so that they may
+// fail without a waiter finding the holder stuck either, however long the
+// lease (a waiter's patience with a holder is at least the holder's own
+// timeout, whatever the waiter's --timeout); and at least every
+// maxRefreshPeriod, as a renewal is also when ulock finds its lock lost
+// (broken by release --force, or taken over), and so how long COMMAND may
+// run beside the next holder.
 func refreshPeriod(timeout, lease time.Duration) time.Duration {
 	return min(timeout/3, lease/3, maxRefreshPeriod)
 }

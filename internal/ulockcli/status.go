@@ -113,7 +113,7 @@ func show(w io.Writer, locks []uncomplicated.LockInfo, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tHOLDER\tHELD FOR\tLEASE LEFT\tFENCE\tWAITERS\tIN USE")
+	fmt.Fprintln(tw, "NAME\tKIND\tSTATE\tHOLDER\tHELD FOR\tLEASE LEFT\tTIMEOUT\tFENCE\tWAITERS\tIN USE")
 	for _, l := range locks {
 		fmt.Fprintln(tw, strings.Join(row(l), "\t"))
 	}
@@ -122,7 +122,7 @@ func show(w io.Writer, locks []uncomplicated.LockInfo, asJSON bool) error {
 
 // row is the table's row of l.
 func row(l uncomplicated.LockInfo) []string {
-	kind, state, holder, since, lease := cmp.Or(string(l.Kind), "-"), "free", "-", "-", "-"
+	kind, state, holder, since, lease, timeout := cmp.Or(string(l.Kind), "-"), "free", "-", "-", "-", "-"
 	if l.Held() {
 		first := l.Holders[0]
 		state, holder = "held", holderCell(l)
@@ -134,12 +134,15 @@ func row(l uncomplicated.LockInfo) []string {
 		if first.LeaseLeft != uncomplicated.NoLease {
 			lease = short(first.LeaseLeft)
 		}
+		if first.Timeout > 0 {
+			timeout = short(first.Timeout)
+		}
 	}
 	waiters := strconv.Itoa(len(l.Waiters))
 	if l.WaitingWriters > 0 {
 		waiters += fmt.Sprintf(" (%d %s)", l.WaitingWriters, plural(l.WaitingWriters, "writer", "writers"))
 	}
-	return []string{l.Name, kind, state, holder, since, lease, strconv.FormatUint(l.Fence, 10), waiters, inUse(l)}
+	return []string{l.Name, kind, state, holder, since, lease, timeout, strconv.FormatUint(l.Fence, 10), waiters, inUse(l)}
 }
 
 // holderCell names the first holder of l, and how many more there are:
@@ -213,15 +216,17 @@ type holderView struct {
 	Since     *string  `json:"since"`
 	HeldFor   *float64 `json:"held_for_seconds"`
 	LeaseLeft *float64 `json:"lease_left_seconds"`
+	Timeout   *float64 `json:"timeout_seconds"`
 	Fence     uint64   `json:"fence"`
 }
 
 // waiterView is a waiter as lockView shows it.
 type waiterView struct {
-	Role   string   `json:"role"`
-	Label  string   `json:"label"`
-	Since  *string  `json:"since"`
-	Waited *float64 `json:"waited_seconds"`
+	Role    string   `json:"role"`
+	Label   string   `json:"label"`
+	Since   *string  `json:"since"`
+	Waited  *float64 `json:"waited_seconds"`
+	Timeout *float64 `json:"timeout_seconds"`
 }
 
 // rfc3339 is the format of the times of lockView: RFC 3339 in UTC, to
@@ -241,7 +246,7 @@ func viewOf(l uncomplicated.LockInfo) lockView {
 		v.Permits = &l.Permits
 	}
 	for _, h := range l.Holders {
-		hv := holderView{Role: h.Role, Label: h.Label, Since: timeOf(h.Since), Fence: h.Fence}
+		hv := holderView{Role: h.Role, Label: h.Label, Since: timeOf(h.Since), Timeout: timeoutOf(h.Timeout), Fence: h.Fence}
 		if d, ok := heldFor(l, h); ok {
 			hv.HeldFor = seconds(d)
 		}
@@ -251,7 +256,7 @@ func viewOf(l uncomplicated.LockInfo) lockView {
 		v.Holders = append(v.Holders, hv)
 	}
 	for _, w := range l.Waiters {
-		wv := waiterView{Role: w.Role, Label: w.Label, Since: timeOf(w.Since)}
+		wv := waiterView{Role: w.Role, Label: w.Label, Since: timeOf(w.Since), Timeout: timeoutOf(w.Timeout)}
 		if d, ok := heldFor(l, w); ok {
 			wv.Waited = seconds(d)
 		}
@@ -267,6 +272,15 @@ func timeOf(t time.Time) *string {
 	}
 	s := t.UTC().Format(rfc3339)
 	return &s
+}
+
+// timeoutOf is a holder's or a waiter's timeout for lockView, in
+// seconds: nil when unknown (0, a holder of an older version).
+func timeoutOf(d time.Duration) *float64 {
+	if d <= 0 {
+		return nil
+	}
+	return seconds(d)
 }
 
 // seconds is d in seconds, to the millisecond.

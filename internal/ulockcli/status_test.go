@@ -16,12 +16,14 @@ import (
 )
 
 // A fixture is a Redis with locks of every kind under a prefix of the
-// test's own, held by Clients with labels:
+// test's own, held by Clients with labels, with the default timeout (5m)
+// unless said otherwise:
 //
-//	m        a Mutex held by t-mutex, t-waiter waiting
+//	m        a Mutex held by t-mutex, t-waiter (timeout 1m) waiting
 //	rw       an RWMutex read by t-reader1 and t-reader2
 //	sem      a Semaphore of 2 permits held by t-permit twice, t-semwaiter waiting
-//	forever  a Mutex without a lease, held by t-forever
+//	forever  a Mutex without a lease, held by t-forever (timeout 1m30s)
+//	old      a Mutex held by t-old, of a version whose tokens state no timeout
 type fixture struct {
 	srv    *redistest.Server
 	prefix string
@@ -50,7 +52,7 @@ func newFixture(t *testing.T, only ...string) *fixture {
 		if err := f.m.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		w := must(f.client(t, "t-waiter").Named("m"))
+		w := must(f.client(t, "t-waiter", uncomplicated.WithTimeout(time.Minute)).Named("m"))
 		f.wait(t, func(ctx context.Context) (uint64, error) { err := w.Lock(ctx); return w.Fence(), err })
 	}
 	if want("rw") {
@@ -75,9 +77,16 @@ func newFixture(t *testing.T, only ...string) *fixture {
 		})
 	}
 	if want("forever") {
-		if err := must(f.client(t, "t-forever", uncomplicated.WithLease(0)).Named("forever")).Lock(ctx); err != nil {
+		forever := must(f.client(t, "t-forever", uncomplicated.WithLease(0), uncomplicated.WithTimeout(90*time.Second)).Named("forever"))
+		if err := forever.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if want("old") {
+		// A token of the version before: its secret, when the hold began
+		// (ms, base 36) and its label; no Client ID, no timeout.
+		token := strings.Repeat("s", 22) + "." + strconv.FormatInt(time.Now().UnixMilli(), 36) + ".t-old"
+		f.srv.Do(t, "SET", f.prefix+":old", token, "PX", 600000)
 	}
 	f.awaitWaiters(t)
 	return f
@@ -170,29 +179,37 @@ type holderJSON struct {
 	Since     *string  `json:"since"`
 	HeldFor   *float64 `json:"held_for_seconds"`
 	LeaseLeft *float64 `json:"lease_left_seconds"`
+	Timeout   *float64 `json:"timeout_seconds"`
 	Fence     uint64   `json:"fence"`
 }
 
 type waiterJSON struct {
-	Role   string   `json:"role"`
-	Label  string   `json:"label"`
-	Since  *string  `json:"since"`
-	Waited *float64 `json:"waited_seconds"`
+	Role    string   `json:"role"`
+	Label   string   `json:"label"`
+	Since   *string  `json:"since"`
+	Waited  *float64 `json:"waited_seconds"`
+	Timeout *float64 `json:"timeout_seconds"`
 }
 
 // parseLines reads JSON Lines of locks, requiring every documented field
-// and no other, by name.
+// and no other, by name, of the locks, their holders and their waiters.
 func parseLines(t *testing.T, out string) map[string]lockJSON {
 	t.Helper()
 	locks := map[string]lockJSON{}
 	for line := range strings.Lines(out) {
 		var fields map[string]any
-		if err := json.Unmarshal([]byte(line), &fields); err != nil {
-			t.Fatalf("a line of JSON Lines: %v: %q", err, line)
+		var nested struct{ Holders, Waiters []map[string]any }
+		for _, v := range []any{&fields, &nested} {
+			if err := json.Unmarshal([]byte(line), v); err != nil {
+				t.Fatalf("a line of JSON Lines: %v: %q", err, line)
+			}
 		}
-		want := []string{"name", "kind", "state", "fence", "holders", "waiters", "waiting_writers", "permits", "at"}
-		if got := slices.Sorted(maps.Keys(fields)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
-			t.Errorf("fields %q; want %q", got, want)
+		wantFields(t, "a lock", fields, "name", "kind", "state", "fence", "holders", "waiters", "waiting_writers", "permits", "at")
+		for _, h := range nested.Holders {
+			wantFields(t, "a holder", h, "role", "label", "since", "held_for_seconds", "lease_left_seconds", "timeout_seconds", "fence")
+		}
+		for _, w := range nested.Waiters {
+			wantFields(t, "a waiter", w, "role", "label", "since", "waited_seconds", "timeout_seconds")
 		}
 		dec := json.NewDecoder(strings.NewReader(line))
 		dec.DisallowUnknownFields()
@@ -208,6 +225,15 @@ func parseLines(t *testing.T, out string) map[string]lockJSON {
 	return locks
 }
 
+// wantFields fails t unless the JSON object fields has the fields want
+// and no other.
+func wantFields(t *testing.T, what string, fields map[string]any, want ...string) {
+	t.Helper()
+	if got := slices.Sorted(maps.Keys(fields)); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
+		t.Errorf("%s's fields %q; want %q", what, got, want)
+	}
+}
+
 func labels[T any](xs []T, label func(T) string) []string {
 	var ls []string
 	for _, x := range xs {
@@ -221,13 +247,13 @@ func TestStatus_json(t *testing.T) {
 	f := newFixture(t)
 	p := f.prefix + ":"
 	// A plain name, a full name as list prints it, and a lock of nothing.
-	r := f.ulock(t, "status", "m", "--json", p+"rw", "sem", "forever", "none")
+	r := f.ulock(t, "status", "m", "--json", p+"rw", "sem", "forever", "old", "none")
 	if r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("status: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	locks := parseLines(t, r.Stdout)
-	if len(locks) != 5 {
-		t.Fatalf("status printed %d locks; want 5:\n%s", len(locks), r.Stdout)
+	if len(locks) != 6 {
+		t.Fatalf("status printed %d locks; want 6:\n%s", len(locks), r.Stdout)
 	}
 
 	m := locks[p+"m"]
@@ -266,13 +292,45 @@ func TestStatus_json(t *testing.T) {
 		t.Errorf("sem's waiter = %+v", w)
 	}
 
-	if forever := locks[p+"forever"]; len(forever.Holders) != 1 || forever.Holders[0].LeaseLeft != nil {
-		t.Errorf("forever = %+v; want a holder with a null lease_left_seconds", forever)
+	forever := locks[p+"forever"]
+	if len(forever.Holders) != 1 || forever.Holders[0].LeaseLeft != nil {
+		t.Fatalf("forever = %+v; want a holder with a null lease_left_seconds", forever)
 	}
+	old := locks[p+"old"]
+	if len(old.Holders) != 1 || old.Holders[0].Label != "t-old" || old.Holders[0].Since == nil {
+		t.Fatalf("old = %+v; want a holder t-old, with a since", old)
+	}
+
+	// Each timeout as its holder's or waiter's token states it; null when
+	// the token states none.
+	got := map[string]string{
+		"m's holder":       number(m.Holders[0].Timeout),
+		"m's waiter":       number(m.Waiters[0].Timeout),
+		"sem's waiter":     number(sem.Waiters[0].Timeout),
+		"forever's holder": number(forever.Holders[0].Timeout),
+		"old's holder":     number(old.Holders[0].Timeout),
+	}
+	for _, h := range rw.Holders {
+		got[h.Label] = number(h.Timeout)
+	}
+	want := map[string]string{"m's holder": "300", "m's waiter": "60", "sem's waiter": "300",
+		"forever's holder": "90", "old's holder": "null", "t-reader1": "300", "t-reader2": "300"}
+	if !maps.Equal(got, want) {
+		t.Errorf("timeout_seconds = %v; want %v", got, want)
+	}
+
 	none := locks[p+"none"]
 	if none.Kind != "" || none.State != "free" || none.Fence != 0 || none.Holders == nil || len(none.Holders) != 0 || none.Waiters == nil {
 		t.Errorf("none = %+v; want kind \"\", free, fence 0, empty holders and waiters", none)
 	}
+}
+
+// number prints a number of JSON as JSON does: null for nil.
+func number(f *float64) string {
+	if f == nil {
+		return "null"
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
 }
 
 // table reads the table status and list print: its rows by name, each a
@@ -281,7 +339,7 @@ func table(t *testing.T, out string) map[string]map[string]string {
 	t.Helper()
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
 	header := lines[0]
-	cols := []string{"NAME", "KIND", "STATE", "HOLDER", "HELD FOR", "LEASE LEFT", "FENCE", "WAITERS", "IN USE"}
+	cols := []string{"NAME", "KIND", "STATE", "HOLDER", "HELD FOR", "LEASE LEFT", "TIMEOUT", "FENCE", "WAITERS", "IN USE"}
 	var starts []int
 	for _, c := range cols {
 		i := strings.Index(header, c)
@@ -307,18 +365,19 @@ func table(t *testing.T, out string) map[string]map[string]string {
 
 func TestStatus_table(t *testing.T) {
 	f := newFixture(t)
-	r := f.ulock(t, "status", "m", "rw", "sem", "forever", "none")
+	r := f.ulock(t, "status", "m", "rw", "sem", "forever", "old", "none")
 	if r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("status: exit %d, stderr %q", r.Code, r.Stderr)
 	}
 	rows := table(t, r.Stdout)
 	p := f.prefix + ":"
 	want := map[string]map[string]string{
-		p + "m":       {"KIND": "mutex", "STATE": "held", "HOLDER": "t-mutex", "FENCE": "1", "WAITERS": "1", "IN USE": "-"},
-		p + "rw":      {"KIND": "rwmutex", "STATE": "held", "WAITERS": "0", "IN USE": "2 readers"},
+		p + "m":       {"KIND": "mutex", "STATE": "held", "HOLDER": "t-mutex", "TIMEOUT": "5m0s", "FENCE": "1", "WAITERS": "1", "IN USE": "-"},
+		p + "rw":      {"KIND": "rwmutex", "STATE": "held", "TIMEOUT": "5m0s", "WAITERS": "0", "IN USE": "2 readers"},
 		p + "sem":     {"KIND": "semaphore", "HOLDER": "t-permit +1", "FENCE": "2", "WAITERS": "1", "IN USE": "2 of 2"},
-		p + "forever": {"HOLDER": "t-forever", "LEASE LEFT": "none"},
-		p + "none":    {"KIND": "-", "STATE": "free", "HOLDER": "-", "HELD FOR": "-", "FENCE": "0", "WAITERS": "0"},
+		p + "forever": {"HOLDER": "t-forever", "LEASE LEFT": "none", "TIMEOUT": "1m30s"},
+		p + "old":     {"KIND": "mutex", "HOLDER": "t-old", "TIMEOUT": "-"},
+		p + "none":    {"KIND": "-", "STATE": "free", "HOLDER": "-", "HELD FOR": "-", "TIMEOUT": "-", "FENCE": "0", "WAITERS": "0"},
 	}
 	for name, cells := range want {
 		for col, cell := range cells {
@@ -345,12 +404,20 @@ func TestList(t *testing.T) {
 	if r.Code != 0 || r.Stderr != "" {
 		t.Fatalf("list: exit %d, stderr %q", r.Code, r.Stderr)
 	}
-	got := slices.Sorted(maps.Keys(parseLines(t, r.Stdout)))
-	if want := []string{p + "forever", p + "m", p + "rw", p + "sem"}; !slices.Equal(got, want) {
+	locks := parseLines(t, r.Stdout)
+	got := slices.Sorted(maps.Keys(locks))
+	if want := []string{p + "forever", p + "m", p + "old", p + "rw", p + "sem"}; !slices.Equal(got, want) {
 		t.Errorf("list --json named %q; want %q", got, want)
 	}
-	if rows := table(t, f.ulock(t, "list").Stdout); len(rows) != 4 || rows[p+"sem"]["IN USE"] != "2 of 2" {
-		t.Errorf("list's table = %v; want the 4 locks", rows)
+	if hs := locks[p+"forever"].Holders; len(hs) != 1 || number(hs[0].Timeout) != "90" {
+		t.Errorf("list --json: forever's holders = %+v; want one with timeout_seconds 90", hs)
+	}
+	if hs := locks[p+"old"].Holders; len(hs) != 1 || hs[0].Timeout != nil {
+		t.Errorf("list --json: old's holders = %+v; want one with a null timeout_seconds", hs)
+	}
+	rows := table(t, f.ulock(t, "list").Stdout)
+	if len(rows) != 5 || rows[p+"sem"]["IN USE"] != "2 of 2" || rows[p+"forever"]["TIMEOUT"] != "1m30s" || rows[p+"old"]["TIMEOUT"] != "-" {
+		t.Errorf("list's table = %v; want the 5 locks, forever's TIMEOUT 1m30s, old's -", rows)
 	}
 	for _, match := range []string{"r*", p + "r?"} {
 		if got := slices.Collect(maps.Keys(parseLines(t, f.ulock(t, "list", "--json", "--match", match).Stdout))); !slices.Equal(got, []string{p + "rw"}) {

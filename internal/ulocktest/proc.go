@@ -67,6 +67,16 @@ func (p *Proc) Wait(tb testing.TB) Result {
 	return Result{p.cmd.ProcessState.ExitCode(), p.stdout.String(), p.stderr.String(), time.Since(p.started)}
 }
 
+// Exited reports whether p has exited.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Signal sends sig to p, or stops the test with Fatal when it cannot.
 func (p *Proc) Signal(tb testing.TB, sig syscall.Signal) {
 	tb.Helper()

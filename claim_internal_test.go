@@ -1,0 +1,81 @@
+package uncomplicated
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+)
+
+// A claim is a second, or the waiter's expiry if shorter, and never more
+// than the lease; the holder must take it unless it is the whole lease.
+func TestConfig_claim(t *testing.T) {
+	cases := []struct {
+		name   string
+		opts   []Option
+		claim  time.Duration
+		claims bool
+	}{
+		{"defaults", nil, time.Second, true},
+		{"short ticks: the expiry", []Option{WithTimeout(time.Second)}, 130 * time.Millisecond, true},
+		{"a short lease", []Option{WithLease(500 * time.Millisecond)}, 500 * time.Millisecond, false},
+		{"no lease", []Option{WithLease(0)}, time.Second, true},
+		{"a lease below a millisecond", []Option{WithLease(time.Microsecond)}, time.Millisecond, false},
+		{"a lease of a millisecond and a half", []Option{WithLease(1500 * time.Microsecond)}, time.Millisecond, true},
+	}
+	for _, tc := range cases {
+		cfg, err := build(tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := cfg.claim(); got != tc.claim || cfg.claims() != tc.claims {
+			t.Errorf("%s: claim() = %v, claims() = %v; want %v, %v", tc.name, got, cfg.claims(), tc.claim, tc.claims)
+		}
+	}
+}
+
+// A waiter's queue entry states its claim, not its lease: what a release
+// gives it until it takes the lock.
+func TestWaiter_entryStatesTheClaim(t *testing.T) {
+	cfg, _ := build([]Option{WithLease(time.Hour)})
+	w := waiter{b: &base{cfg: cfg}, c: &spec{entry: entryExclusive, channel: "ch"}, l: &listener{}}
+	w.l.w = &wakeups{chans: map[string]*channel{"": {confirmed: true}}}
+	if op := w.queue(); op != "q" {
+		t.Fatalf("queue() = %q; want q", op)
+	}
+	fields := strings.Fields(w.entry)
+	if len(fields) != 4 || fields[1] != strconv.FormatInt(cfg.claim().Milliseconds(), 10) {
+		t.Errorf("entry = %q; want the claim, %v, after the kind", w.entry, cfg.claim())
+	}
+}
+
+// A waiter trusts a hand-off only while its claim surely lasts: from the
+// send time of its last attempt, which the release followed, for a claim.
+// One heard later (the waiter was paused) sends it back to trying.
+func TestWaiter_handedOverWithinTheClaim(t *testing.T) {
+	mock := clock.NewMock()
+	cfg, _ := build([]Option{WithClock(mock)})
+	claim := cfg.claim()
+	now := mock.Now()
+	cases := []struct {
+		name  string
+		fence uint64
+		from  time.Time
+		want  bool
+	}{
+		{"no hand-off", 0, now, false},
+		{"before the last attempt", 3, now, false},
+		{"after it, at once", 4, now, true},
+		{"a nanosecond before the claim ends", 4, now.Add(-claim + time.Nanosecond), true},
+		{"as the claim ends", 4, now.Add(-claim), false},
+		{"long after (a paused waiter)", 4, now.Add(-time.Minute), false},
+	}
+	for _, tc := range cases {
+		w := waiter{b: &base{cfg: cfg}, seen: 3, inQueue: true}
+		if got := w.handedOver(tc.fence, tc.from); got != tc.want || w.inQueue == got {
+			t.Errorf("%s: handedOver() = %v (in queue: %v); want %v", tc.name, got, w.inQueue, tc.want)
+		}
+	}
+}

@@ -1,0 +1,137 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+// A Client knows its own tokens: a waiter that finds its lock held by a
+// token of its own Client that no hold owns releases it at once, and a
+// release lost in a failover is repeated on the new master.
+
+// A release that never reached Redis leaves the lock to a token that no
+// hold of the Client owns: the Client's next acquisition of the lock
+// releases it at once, rather than wait for the lease (10 minutes) or the
+// timeout (5).
+func TestOrphan_lostRelease(t *testing.T) {
+	for _, p := range primitives {
+		t.Run(p.name, func(t *testing.T) {
+			fp, _ := newFaultPool(t)
+			c := uncomplicated.NewClient(fp)
+			t.Cleanup(func() { _ = c.Close() })
+			h := p.take(t, c, "job")
+			fp.dropNextRequest()
+			if err := h.release(context.Background()); err == nil {
+				t.Fatal("release that never reached Redis = nil; want its error")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			fence, err := p.wait(ctx, c, "job")
+			if err != nil || fence <= h.fence {
+				t.Fatalf("the next acquisition = fence %d, %v; want one above %d", fence, err, h.fence)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("the next acquisition took %v; want it at once", took)
+			}
+		})
+	}
+}
+
+// A waiter never releases a token that a hold owns: another Client's, or
+// one of its own Client's through another lock value of the same name.
+func TestOrphan_heldTokensStay(t *testing.T) {
+	for _, p := range primitives {
+		for _, same := range []bool{false, true} {
+			name := p.name + "/another Client"
+			if same {
+				name = p.name + "/the same Client"
+			}
+			t.Run(name, func(t *testing.T) {
+				env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithTicks(ticks))
+				holder := env.NewClient(uncomplicated.WithTimeout(patience), uncomplicated.WithTicks(ticks))
+				if same {
+					holder = env.Client
+				}
+				h := p.take(t, holder, "job")
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { _, err := p.wait(ctx, env.Client, "job"); done <- err }()
+				env.AwaitWaiters(1)
+				env.Advance(3 * tick)
+				if n := env.Waiters(); n != 1 {
+					t.Fatalf("Waiters() = %d; want the waiter still waiting", n)
+				}
+				cancel()
+				err := recv(t, done)
+				if !errors.Is(err, uncomplicated.ErrNotObtained) || !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "busy: lock:job held by") {
+					t.Errorf("the waiter's error = %v; want ErrNotObtained, Canceled, and who held the lock", err)
+				}
+				if ok, err := h.check(context.Background()); !ok || err != nil {
+					t.Errorf("the holder's Held() = %v, %v; want true", ok, err)
+				}
+			})
+		}
+	}
+}
+
+// A failover to a replica that had not received a release brings the hold
+// back on the new master: the Client, whose restart watch sees the new
+// run_id, releases it there, also when it holds nothing else. Here the
+// "failover" is a pool switched to a second server holding the lock's keys
+// as they were before the release.
+func TestRerelease_afterFailover(t *testing.T) {
+	for _, p := range primitives {
+		t.Run(p.name, func(t *testing.T) {
+			before, after := redistest.Start(t), redistest.Start(t)
+			var addr atomic.Value
+			addr.Store(before.Addr)
+			pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+				return redis.DialContext(ctx, "tcp", addr.Load().(string))
+			}} // no idle connections: every command dials the current address
+			t.Cleanup(func() { _ = pool.Close() })
+			client := uncomplicated.NewClient(pool)
+			t.Cleanup(func() { _ = client.Close() })
+
+			h := p.take(t, client, "job")
+			polls := 0 // each counts as an INFO call itself
+			eventually(t, "the run_id read", func() bool {
+				polls++
+				return infoCalls(t, before) >= polls
+			})
+			keys, _ := redis.Strings(before.Do(t, "KEYS", "lock:*"), nil)
+			dumps := make([]string, len(keys))
+			for i, k := range keys {
+				dumps[i], _ = redis.String(before.Do(t, "DUMP", k), nil)
+			}
+			if err := h.release(context.Background()); err != nil {
+				t.Fatalf("release = %v", err)
+			}
+			for i, k := range keys {
+				after.Do(t, "RESTORE", k, 0, dumps[i], "REPLACE")
+			}
+			other := uncomplicated.NewClient(&redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+				return redis.DialContext(ctx, "tcp", after.Addr)
+			}})
+			t.Cleanup(func() { _ = other.Close() })
+			if ok, err := p.try(context.Background(), other, "job"); ok || err != nil {
+				t.Fatalf("TryLock on the new master before the watch = %v, %v; want the hold back", ok, err)
+			}
+			addr.Store(after.Addr)
+			eventually(t, "the release repeated", func() bool {
+				info, err := other.Inspect(context.Background(), "lock:job")
+				return err == nil && !info.Held()
+			})
+		})
+	}
+}

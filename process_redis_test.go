@@ -1,0 +1,234 @@
+package uncomplicated_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+// Faults of whole processes, on a real redis-server: the test binary runs
+// again as a waiter or a holder of a lock (see TestRedis_helperProcess),
+// and the test stops, continues or kills it.
+
+// processEnv makes the test binary a process that waits for or holds a
+// Mutex: "<mode> <address> <prefix> <name>", mode one of the
+// processModes.
+const processEnv = "UNCOMPLICATED_PROCESS"
+
+// processModes are what the process does: queued waits with 100 ms ticks
+// and an hour's timeout, and must never get the lock; waiter waits with
+// the default options, and says when it gets the lock; holder locks it
+// with a 4 s timeout, refreshing every 2 s, and holds it for a minute.
+var processModes = map[string][]uncomplicated.Option{
+	"queued": {uncomplicated.WithTimeout(time.Hour), uncomplicated.WithTicks(36000)},
+	"waiter": nil,
+	"holder": {uncomplicated.WithTimeout(4 * time.Second), uncomplicated.WithAutoRefresh(2 * time.Second)},
+}
+
+// A process is the test binary running in one of the processModes.
+type process struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+	mu     sync.Mutex
+	said   []string // its lines on stdout
+}
+
+// startProcess runs the test binary as a process of mode on the lock name
+// of r, killed when the test ends.
+func startProcess(t *testing.T, r *rig, mode, name string) *process {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestRedis_helperProcess$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s %s %s %s", processEnv, mode, redistest.Shared(t).Addr, r.prefix, name))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.said = append(p.said, sc.Text())
+			p.mu.Unlock()
+		}
+		_ = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// locked reports whether the process has said that it got the lock.
+func (p *process) locked() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.said) > 0
+}
+
+func (p *process) signal(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRedis_helperProcess is the process of startProcess: it waits for,
+// or holds, the Mutex it is given, for a minute at most, and prints
+// "locked" once it holds it.
+func TestRedis_helperProcess(t *testing.T) {
+	spec := strings.Fields(os.Getenv(processEnv))
+	if len(spec) != 4 {
+		t.Skip("the process of the tests that stop or kill one")
+	}
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", spec[1])
+	}}
+	c := uncomplicated.NewClient(pool, append([]uncomplicated.Option{uncomplicated.WithPrefix(spec[2])}, processModes[spec[0]]...)...)
+	m, err := c.Named(spec[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err = m.Do(ctx, func(ctx context.Context) error {
+		fmt.Println("locked", m.Fence())
+		<-ctx.Done()
+		return nil
+	})
+	if spec[0] == "queued" && err == nil {
+		t.Error("the queued process got the lock")
+	}
+}
+
+// A waiter that is stopped (SIGSTOP) 50 ms before the release, while
+// queued ahead of a live waiter, holds the lock up for its claim only: the
+// live waiter gets it within 2 s of the release, not the lease. Continued,
+// the stopped waiter does not believe it holds the lock while the live
+// waiter does; it gets it after, with a higher fence.
+func TestRedis_stoppedWaiterBeforeRelease(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	holder, _ := r.client().Named("stopped")
+	mustLock(t, holder)
+	queue := r.prefix + ":queue:{" + holder.Name() + "}"
+	stopped := startProcess(t, r, "waiter", "stopped")
+	eventually(t, "the other process's waiter in the queue", func() bool { return r.llen(queue) == 1 })
+	live, _ := r.client().Named("stopped")
+	done := lockAsync(ctx, live)
+	eventually(t, "the live waiter in the queue", func() bool { return r.llen(queue) == 2 })
+
+	stopped.signal(t, syscall.SIGSTOP)
+	time.Sleep(50 * time.Millisecond)
+	released := time.Now()
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("live waiter's Lock() = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the live waiter has not got the lock 5s after the release")
+	}
+	if waited := time.Since(released); waited > 2*time.Second {
+		t.Errorf("the live waiter got the lock %v after the release; want at most 2s", waited)
+	}
+
+	stopped.signal(t, syscall.SIGCONT)
+	time.Sleep(1500 * time.Millisecond) // its wake-up, an attempt and more
+	if stopped.locked() {
+		t.Fatal("the continued waiter says it holds the lock while the live waiter does")
+	}
+	fence := live.Fence()
+	if err := live.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the continued waiter holding the lock", stopped.locked)
+	stopped.mu.Lock()
+	said := stopped.said[0]
+	stopped.mu.Unlock()
+	if want := fmt.Sprintf("locked %d", fence+1); said != want {
+		t.Errorf("the continued waiter said %q; want %q", said, want)
+	}
+}
+
+// A waiter whose timeout is shorter than the holder's does not take over a
+// holder that refreshes within its own timeout, which is longer than the
+// waiter's; once the holder's process is killed, it takes over about the
+// holder's timeout after its last Refresh.
+func TestRedis_shorterTimeoutWaiter(t *testing.T) {
+	r := newRig(t)
+	holder := startProcess(t, r, "holder", "patience")
+	eventually(t, "the other process holding the lock", holder.locked)
+	waiter, _ := r.client(uncomplicated.WithTimeout(time.Second), uncomplicated.WithStalePolicy(uncomplicated.TakeOver)).Named("patience")
+	done := lockAsync(context.Background(), waiter)
+	select {
+	case err := <-done:
+		t.Fatalf("Lock() = %v, %d within 5s; want it waiting for the holder, which refreshes every 2s", err, waiter.Fence())
+	case <-time.After(5 * time.Second):
+	}
+	holder.signal(t, syscall.SIGKILL)
+	killed := time.Now()
+	select {
+	case err := <-done:
+		if err != nil || waiter.Fence() != 2 {
+			t.Fatalf("Lock() = %v, fence %d; want the dead holder taken over, fence 2", err, waiter.Fence())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the dead holder not taken over 10s after it was killed")
+	}
+	if took := time.Since(killed); took > 4*time.Second+time.Second {
+		t.Errorf("taken over %v after the holder was killed; want at most its timeout, 4s, and a tick", took)
+	}
+}
+
+// A release that never reached Redis (the Pool fails its script) leaves
+// the lock to a token of the Client that no hold owns; the same Client's
+// next Lock releases it at once, within 2 s rather than the lease.
+func TestRedis_lostReleaseRecovered(t *testing.T) {
+	r := newRig(t)
+	fp := &faultPool{pool: r.pool, hung: make(chan struct{}, 16), stalled: make(chan struct{}, 1)}
+	c := uncomplicated.NewClient(fp, uncomplicated.WithPrefix(r.prefix))
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	a, _ := c.Named("lost")
+	mustLock(t, a)
+	fp.dropNextRequest()
+	if err := a.Unlock(ctx); !errors.Is(err, errLostReply) {
+		t.Fatalf("Unlock() = %v; want the Pool's failure", err)
+	}
+	if v := r.do("GET", a.Name()); v == nil {
+		t.Fatal("the lock is free; want the release lost")
+	}
+	b, _ := c.Named("lost")
+	start := time.Now()
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.Lock(lctx); err != nil {
+		t.Fatalf("the next Lock() = %v", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("the next Lock() took %v; want at most 2s", took)
+	}
+}
