@@ -70,17 +70,18 @@ func (m *Mutex) Fence() uint64 {
 	return m.x.fence()
 }
 
-// Lock acquires the lock, waiting while another holder has it: first within
-// this process, then in Redis, where it joins the lock's queue of waiters
-// and is woken when a release hands the lock to it; it also tries again
-// after random sub-second ticks, and joins the queue only once its Client
-// listens for hand-offs. A holder that keeps one token for the whole
-// timeout is stale: Lock then returns an error wrapping ErrStale and
-// ErrNotObtained, or with TakeOver replaces the holder. When ctx ends or
-// the Client closes first, Lock returns an error wrapping ErrNotObtained
-// and ctx.Err() or ErrClosed. A Redis error ends Lock at once, but for
-// LOADING (a restarted Redis reading its data), which Lock waits out on
-// its ticks. On failure Lock leaves the lock as it found it.
+// Lock acquires the lock, waiting while another holder or goroutine has it.
+//
+// In Redis it joins the lock's queue of waiters and is woken when a release
+// hands the lock to it; it also tries again after random sub-second ticks,
+// and joins the queue only once its Client listens for hand-offs. A holder
+// that keeps one token for its patience (see WithTimeout) is stale: Lock
+// then returns an error wrapping ErrStale, or with TakeOver replaces the
+// holder. Every failure wraps ErrNotObtained and its cause: ctx.Err() when
+// ctx ends (the message names who held the lock), ErrClosed, ErrStale, or
+// the Redis error, which ends Lock at once but for LOADING (a restarted
+// Redis reading its data), which Lock waits out. On failure Lock leaves
+// the lock as it found it.
 func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
@@ -91,7 +92,8 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // TryLock makes one attempt and never waits nor takes over. It returns
 // (false, nil) when the lock is held, here or elsewhere, and an error only
-// when Redis fails or the input is invalid.
+// when Redis fails (wrapping ErrNotObtained), the Client is closed or the
+// input is invalid.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, err

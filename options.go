@@ -30,7 +30,7 @@ const (
 )
 
 // StalePolicy says what a waiter does when the holder of a lock has been
-// stuck, showing the same token, for a whole timeout.
+// stuck, showing the same token, for its patience (see WithTimeout).
 type StalePolicy int
 
 const (
@@ -95,13 +95,17 @@ func defaults() config {
 	}
 }
 
-// WithTimeout sets the patience of a waiter: how long one unchanged holder
-// token (for an RWMutex's writer, the same set of blockers) may sit on the
-// lock before the holder counts as stuck and the stale policy applies.
-// Patience judges a holder stuck; the lease (WithLease) frees a crashed
-// one, and unless WithLease says otherwise it is twice the timeout, so
-// that a holder that hangs is found stale before its lease ends.
-// Default 5 minutes; must be positive.
+// WithTimeout sets how long a holder may keep one token before it counts
+// as stuck. A waiter's patience with a holder is the longer of its own
+// timeout and the holder's, which the holder's token carries: a holder is
+// stuck once one of its tokens (for an RWMutex's writer, the same set of
+// blockers) has sat on the lock for its own timeout, or the waiter's if
+// that is longer, and the stale policy then applies. So processes with
+// different timeouts agree that a holder refreshing within its own is
+// busy. Patience judges a holder stuck; the lease (WithLease) frees a
+// crashed one, and unless WithLease says otherwise it is twice the
+// timeout, so that a holder that hangs is found stale before its lease
+// ends. Default 5 minutes; must be positive.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
@@ -192,14 +196,16 @@ func WithCommandTimeout(d time.Duration) Option {
 }
 
 // WithReplicas makes each acquisition, by an attempt, a hand-off or a
-// take-over, wait until n replicas of the lock's master have it: after
-// Redis grants the lock, the holder refreshes it and sends WAIT n on the
-// same connection, which returns once n replicas acknowledged every write
-// so far, or after timeout. With fewer, the lock is given back and the
-// acquisition fails with ErrNotReplicated. A failover to one of those
-// replicas then keeps the hold and the fence counter. It costs a round trip
-// to the replicas on every acquisition. Default 0, off; n must not be
-// negative, and timeout must be positive when n is not 0.
+// take-over, and each release wait until n replicas of the lock's master
+// have it: after Redis grants the lock, the holder refreshes it and sends
+// WAIT n on the same connection, which returns once n replicas
+// acknowledged every write so far, or after timeout. With fewer, the lock
+// is given back and the acquisition fails with ErrNotReplicated; a release
+// with fewer is repeated on the next master, if a failover comes (see the
+// restart watch). A failover to one of those replicas then keeps the hold
+// and the fence counter. It costs a round trip to the replicas on every
+// acquisition and release. Default 0, off; n must not be negative, and
+// timeout must be positive when n is not 0.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicas, c.replicaWait = n, timeout }
 }

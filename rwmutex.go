@@ -13,7 +13,8 @@ import (
 // dies frees its share when its lease ends.
 //
 // A waiting writer whose blockers (the writer, or the same set of readers)
-// stay unchanged for the whole timeout finds them stale: it fails with
+// stay unchanged for their patience (see WithTimeout) finds them stale:
+// it fails with
 // ErrStale or, with TakeOver, evicts exactly those holders and takes the
 // lock, atomically and only if they are still all that blocks it. A
 // waiting reader does the same with a stuck writer; a reader waiting
@@ -113,11 +114,10 @@ func (rw *RWMutex) Fence() uint64 {
 
 // Lock acquires the write lock, waiting while another goroutine of this
 // process has it, then while Redis has a writer or readers. While it waits
-// it keeps new readers out. Blockers unchanged for the whole timeout are
-// stale: Lock returns an error wrapping ErrStale and ErrNotObtained, or
-// with TakeOver evicts them. When ctx ends or the Client closes first, it
-// returns an error wrapping ErrNotObtained and ctx.Err() or ErrClosed, and
-// lets new readers in again.
+// it keeps new readers out. Blockers unchanged for their patience are
+// stale: Lock returns an error wrapping ErrStale, or with TakeOver evicts
+// them. Its errors wrap ErrNotObtained and their cause, as Mutex.Lock's
+// do; on failure it lets new readers in again.
 func (rw *RWMutex) Lock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
@@ -128,7 +128,8 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 
 // TryLock makes one attempt at the write lock and never waits nor takes
 // over. It returns (false, nil) when the lock is held, here or elsewhere,
-// and an error only when Redis fails or the input is invalid.
+// and an error only when Redis fails (wrapping ErrNotObtained), the Client
+// is closed or the input is invalid.
 func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
@@ -197,10 +198,9 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 // RLock acquires a read lock: at once unless Redis has a writer, or a
 // waiting writer, and otherwise after waiting as Lock does. Each RLock is
 // one reader with its own token and lease; RUnlock releases one. A writer
-// that keeps its token for the whole timeout is stale: RLock returns an
-// error wrapping ErrStale and ErrNotObtained, or with TakeOver evicts it.
-// When ctx ends or the Client closes first, RLock returns an error wrapping
-// ErrNotObtained and ctx.Err() or ErrClosed.
+// that keeps its token for its patience is stale: RLock returns an error
+// wrapping ErrStale, or with TakeOver evicts it. Its errors wrap
+// ErrNotObtained and their cause, as Mutex.Lock's do.
 func (rw *RWMutex) RLock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
@@ -229,7 +229,8 @@ func (rw *RWMutex) tryRLock(ctx context.Context, o *observing) (*hold, error) {
 
 // TryRLock makes one attempt at a read lock and never waits nor takes
 // over. It returns false, nil when Redis has a writer or a waiting writer,
-// and an error only when Redis fails or the input is invalid.
+// and an error only when Redis fails (wrapping ErrNotObtained), the Client
+// is closed or the input is invalid.
 func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err

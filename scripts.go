@@ -22,7 +22,7 @@ local function handOff()
       break
     end
     if offer(w, fence) then
-      setLease(KEYS[1], w.token, w.lease)
+      setLease(KEYS[1], w.token, w.claim)
       return w.token
     end
   end
@@ -33,8 +33,9 @@ end
 
 // acquireScript makes one attempt (see queueLua for ARGV[1..5]): SET NX,
 // and INCR the fence when it is set. Replies {1, fence} when the lock is
-// ours, also when a release has just handed it to us (then the lease
-// restarts, so that it starts after the caller sent the attempt), and
+// ours, also when a release has just handed it to us (then the whole lease
+// restarts in place of the claim, so that it starts after the caller sent
+// the attempt), and
 // {0, fence counter, holder's token, {}} when it is taken: a hand-off
 // message whose fence is not above that counter came from a release before
 // this attempt, and is stale. A fence counter that is not an integer undoes

@@ -43,11 +43,11 @@ local function handOff(t)
     end
     if offer(w, fence) then
       if not reading(w) then
-        setLease(KEYS[1], w.token, w.lease)
+        setLease(KEYS[1], w.token, w.claim)
         return w.token
       end
       t = t or now()
-      redis.call('ZADD', KEYS[2], expiry(t, w.lease), w.token)
+      redis.call('ZADD', KEYS[2], expiry(t, w.claim), w.token)
       readers[#readers + 1] = w.token
     end
   end

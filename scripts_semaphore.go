@@ -23,7 +23,7 @@ local function handOff(t)
       return 1
     end
     if offer(w, fence) then
-      redis.call('ZADD', KEYS[1], expiry(t, w.lease), w.token)
+      redis.call('ZADD', KEYS[1], expiry(t, w.claim), w.token)
       redis.call('HSET', KEYS[2], w.token, fence)
       return w.token
     end

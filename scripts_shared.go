@@ -14,14 +14,15 @@ package uncomplicated
 // Every lock has a queue of waiters: a list of their tokens, oldest first.
 // Beside it, each queued waiter has a key of its own, the queue's name and
 // ":<token>" (so it shares the lock's hash tag), holding its entry
-// "<kind> <lease> <expiry> <channel>", where kind is "x" for a waiter of
+// "<kind> <claim> <expiry> <channel>", where kind is "x" for a waiter of
 // the lock itself (a Mutex's, an RWMutex's writer), "s" for an RWMutex's
 // reader and, for a Semaphore, its number of permits. The key lives for
 // the waiter's expiry (a few ticks), which each of its attempts restarts:
 // a waiter that died soon stops counting, without a clock read. A waiter
 // joins the queue once its Client listens on channel. A release hands the
 // lock to the oldest waiter whose key is still there: it makes that waiter
-// a holder with its lease, under a new fence, and publishes "<token>
+// a holder for its claim (a short lease, which the waiter restarts as its
+// whole lease: see claim.go), under a new fence, and publishes "<token>
 // <fence>" on its channel, with SPUBLISH (sharded pub/sub), which on Redis
 // Cluster reaches the subscribers of the lock's slot. It offers the lock
 // only to a waiter whose Client listens on this very node (PUBSUB
@@ -148,9 +149,9 @@ local function nextWaiter(queue, fits)
     end
     local entry = redis.call('GETDEL', queue .. ':' .. token)
     if entry then
-      local kind, lease, expiry, channel = string.match(entry, '^(%S+) (%d+) (%d+) (.+)$')
+      local kind, claim, expiry, channel = string.match(entry, '^(%S+) (%d+) (%d+) (.+)$')
       if kind then
-        local w = {token = token, kind = kind, lease = lease, expiry = expiry, channel = channel, entry = entry}
+        local w = {token = token, kind = kind, claim = claim, expiry = expiry, channel = channel, entry = entry}
         if fits and not fits(w) then
           putBack(queue, w)
           return nil

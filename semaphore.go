@@ -13,8 +13,8 @@ const MaxPermits = 10000
 // A Semaphore lets at most a given number of holders in at once, across
 // processes: each Acquire gets a Permit with its own token, lease and
 // fence. A holder that dies gives its permit back when its lease ends; one
-// that keeps its token for the whole timeout while a waiter waits is
-// stale, and the waiter fails with ErrStale or, with TakeOver, evicts it
+// that keeps its token for its patience (see WithTimeout) while a waiter
+// waits is stale, and the waiter fails with ErrStale or, with TakeOver, evicts it
 // and takes its permit. It is safe for concurrent use; make one with
 // NewSemaphore or Client.NamedSemaphore. The zero value returns
 // ErrInvalidArgument.
@@ -88,12 +88,10 @@ func (s *Semaphore) Permits() int {
 // Acquire waits for a permit: it tries at once and then after random
 // sub-second ticks, and joins the semaphore's queue, so that a Release
 // hands its permit to the oldest waiter. A holder that keeps one token for
-// the whole timeout is stale: Acquire then returns an error wrapping
-// ErrStale and ErrNotObtained, or with TakeOver evicts that holder and
-// takes its permit, atomically and only if it is still there. When ctx
-// ends or the Client closes first, Acquire returns an error wrapping
-// ErrNotObtained and ctx.Err() or ErrClosed. On failure it holds no
-// permit.
+// its patience is stale: Acquire then returns an error wrapping ErrStale,
+// or with TakeOver evicts that holder and takes its permit, atomically and
+// only if it is still there. Its errors wrap ErrNotObtained and their
+// cause, as Mutex.Lock's do. On failure it holds no permit.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, err
@@ -107,7 +105,8 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 
 // TryAcquire makes one attempt and never waits nor takes over. It returns
 // (nil, false, nil) when every permit is taken, and an error only when
-// Redis fails or the input is invalid.
+// Redis fails (wrapping ErrNotObtained), the Client is closed or the input
+// is invalid.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, false, err

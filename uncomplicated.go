@@ -8,14 +8,15 @@
 //	err = m.Do(ctx, func(ctx context.Context) error { return charge(ctx, order) })
 //
 // A waiter joins the lock's queue: a release hands the lock to the oldest
-// waiter and wakes it. Between wake-ups it also tries again after random
-// sub-second ticks, so it never depends on them. While the holder's secret
-// token keeps changing (new holders, or a holder calling Refresh) the lock
-// is busy, not stuck, and the waiter's patience starts over. When one token
-// has sat on the lock for the whole timeout, the holder is stuck: the waiter
-// fails with ErrStale, or with the TakeOver policy replaces the holder
-// atomically under a higher fencing token. The lease, twice the timeout by
-// default, frees the lock of a holder that crashed.
+// waiter, for a short claim that the waiter turns into its lease, and wakes
+// it. Between wake-ups it also tries again after random sub-second ticks,
+// so it never depends on them. While the holder's secret token keeps
+// changing (new holders, or a holder calling Refresh) the lock is busy, not
+// stuck, and the waiter's patience starts over. When one token has sat on
+// the lock for the holder's timeout, or the waiter's if longer, the holder
+// is stuck: the waiter fails with ErrStale, or with the TakeOver policy
+// replaces the holder atomically under a higher fencing token. The lease,
+// twice the timeout by default, frees the lock of a holder that crashed.
 //
 // Safety rests on the lease, as with every Redis lock: a holder paused past
 // its lease, or taken over while it was only slow, may still be running. Pass
@@ -29,11 +30,15 @@ import "errors"
 // Errors returned by this package, matched with errors.Is. Returned errors
 // add the lock name and the cause.
 var (
-	// ErrNotObtained: Lock gave up waiting: its ctx ended, its Client was
-	// closed, or the holder was stale and the policy is Fail (then the error
-	// matches ErrStale too).
+	// ErrNotObtained: an acquisition (Lock, RLock, Acquire, their Try and
+	// Do forms) ended without the lock: its ctx ended, its Client was
+	// closed, the holder was stale and the policy is Fail, or a call to
+	// Redis failed or ran out of the command timeout. The error matches
+	// that cause too: ctx.Err(), ErrClosed, ErrStale, the Redis error or
+	// os.ErrDeadlineExceeded.
 	ErrNotObtained = errors.New("uncomplicated: lock not obtained")
-	// ErrStale: the holder kept one token for the whole timeout.
+	// ErrStale: the holder kept one token for its timeout, or the waiter's
+	// if longer.
 	ErrStale = errors.New("uncomplicated: stale lock")
 	// ErrNotHeld: Unlock or Refresh found that the lock is not ours: never
 	// locked, already unlocked, expired, taken over or overwritten.

@@ -14,11 +14,11 @@ import (
 
 // The wait loop, the same for every lock: try at once; while the lock is
 // taken, sleep a random time below the tick and try again. Patience
-// follows the blockers: a new token restarts it, and blockers seen for the
-// whole timeout are stale. Once the Client listens for the lock, the
-// waiter joins its queue, and a release hands it the lock and wakes it;
-// the ticks go on all the same, so that a waiter never depends on
-// wake-ups.
+// follows the blockers: a new token restarts it, and blockers seen for
+// their patience are stale (see patience). Once the Client listens for the
+// lock, the waiter joins its queue, and a release hands it the lock, for a
+// claim (see claim.go), and wakes it; the ticks go on all the same, so
+// that a waiter never depends on wake-ups.
 
 // The kinds of queue entry (see queueLua) of a waiter for the lock itself
 // (a Mutex's, an RWMutex's writer) and of an RWMutex's reader; a
@@ -53,8 +53,7 @@ type spec struct {
 
 // acquire acquires c's hold: in this process first, taking sem, if not
 // nil, and then in Redis. It returns the new hold, or an error wrapping
-// ErrNotObtained when ctx ends, the Client closes or the stale policy
-// fails it, or a Redis error. It tells o how it went.
+// ErrNotObtained and its cause (see gaveUp). It tells o how it went.
 func (b *base) acquire(ctx context.Context, c *spec, sem chan struct{}, o *observing) (h *hold, err error) {
 	defer func() {
 		if h == nil {

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# compare.sh compares the Mutex of an older commit with the library as it
-# is in the working tree, in one run of the same harness: it builds this
-# benchmark program twice, once against the working tree and once against
-# a git worktree of OLD_COMMIT (the replaces of a copied go.mod, given with
-# -modfile), runs the two binaries alternately with
-# -only uncomplicated -scale 0 -json and any further flags given, ROUNDS
-# times each (default 3; odd rounds old first, even rounds new first), and
-# prints a markdown table of the medians of both and new ÷ old.
+# compare.sh compares a row of an older commit (ROW, default the Mutex's,
+# "uncomplicated") with the library as it is in the working tree, in one
+# run of the same harness: it builds this benchmark program twice, once
+# against the working tree and once against a git worktree of OLD_COMMIT
+# (the replaces of a copied go.mod, given with -modfile), runs the two
+# binaries alternately with -only "$ROW" -scale 0 -json and any further
+# flags given, ROUNDS times each (default 3; odd rounds old first, even
+# rounds new first), and prints a markdown table of the medians of both and
+# new ÷ old.
 #
 #	bash benchmarks/compare.sh OLD_COMMIT [flags of both binaries]
+#	ROW="uncomplicated Semaphore(1)" bash benchmarks/compare.sh OLD_COMMIT
 #
 # OLD_COMMIT must have the goredis module and redistest.LaunchCluster, which
 # this program's go-redis and cluster rows need, though -only uncomplicated
@@ -33,6 +35,7 @@ if [[ -n $(git -C "$repo" status --porcelain) ]]; then
 	new_note=" with the uncommitted changes of the working tree"
 fi
 rounds=${ROUNDS:-3}
+row=${ROW:-uncomplicated}
 module=github.com/uncomplicated-mutex/uncomplicated
 
 tmp=$(mktemp -d)
@@ -60,11 +63,11 @@ echo "building against ${new_label} and ${old:0:7}" >&2
 # -mod=mod lets the go command add to the copies what the old library needs.
 (cd "$bench" && go build -mod=mod -modfile "$tmp/go.mod" -o "$tmp/bench-old" .)
 
-# run runs binary $1 once and appends its Mutex row's JSON line to $tmp/$1.jsonl.
+# run runs binary $1 once and appends its row's JSON line to $tmp/$1.jsonl.
 run() {
 	echo "round $2: $1" >&2
 	local line
-	line=$("$tmp/bench-$1" -only uncomplicated -scale 0 -json "${flags[@]}")
+	line=$("$tmp/bench-$1" -only "$row" -scale 0 -json "${flags[@]}")
 	echo "$line" >&2
 	if [[ $line == *'"failed"'* ]]; then
 		echo "$1: the row could not run" >&2
@@ -100,7 +103,7 @@ sum() {
 	awk '{ s += $1 } END { print s + 0 }'
 }
 
-echo "| Mutex, median of $rounds runs each | old ${old:0:7} | new ${new_label} | new ÷ old |"
+echo "| $row, median of $rounds runs each | old ${old:0:7} | new ${new_label} | new ÷ old |"
 echo "| --- | --- | --- | --- |"
 for m in "p99 wait ms:wait_p99_ms" "hand-off p50 µs:handoff_p50_us" \
 	"uncontended lock+unlock p50 µs:lock_unlock_p50_us" "Redis CPU µs/acq:redis_cpu_us_per_acquisition"; do
@@ -113,4 +116,4 @@ for m in "p99 wait ms:wait_p99_ms" "hand-off p50 µs:handoff_p50_us" \
 done
 echo
 echo "old: $old; new: $new$new_note."
-echo "Flags: -only uncomplicated -scale 0 -json${flags[*]:+ ${flags[*]}}; errors old $(field old errors | sum), new $(field new errors | sum); overlaps old $(field old overlaps | sum), new $(field new overlaps | sum)."
+echo "Flags: -only \"$row\" -scale 0 -json${flags[*]:+ ${flags[*]}}; errors old $(field old errors | sum), new $(field new errors | sum); overlaps old $(field old overlaps | sum), new $(field new overlaps | sum)."

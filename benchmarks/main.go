@@ -109,11 +109,13 @@
 // With -json, it prints each row of the contended table as one line of
 // JSON instead of the header and the tables, in the table's units, and
 // skips the interleaved, mix and scale runs. compare.sh uses it to compare
-// the Mutex of an older commit with the library as it is in the working
-// tree, built into two binaries of this program and run alternately with
-// -only uncomplicated -scale 0 -json:
+// one of our rows (the Mutex's unless ROW names another) of an older
+// commit with the library as it is in the working tree, built into two
+// binaries of this program and run alternately with -only ROW -scale 0
+// -json:
 //
 //	bash benchmarks/compare.sh OLD_COMMIT [flags of both binaries]
+//	ROW="uncomplicated RWMutex writers only" bash benchmarks/compare.sh OLD_COMMIT
 //
 // It prints the median over the rounds (ROUNDS, default 3 runs of each) of
 // the p99 wait, hand-off p50, uncontended lock+unlock p50 and Redis CPU
