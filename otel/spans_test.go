@@ -33,7 +33,7 @@ func TestSpans_staleHolder(t *testing.T) {
 		t.Run(tc.policy.String(), func(t *testing.T) {
 			ctx := context.Background()
 			r := newRig(t)
-			holder := r.mutex(t, uncomplicated.WithLease(0))
+			holder := r.mutex(t, uncomplicated.WithLease(0), uncomplicated.WithTimeout(time.Minute))
 			if err := holder.Lock(ctx); err != nil {
 				t.Fatalf("Lock() = %v", err)
 			}
