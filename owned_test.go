@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -94,12 +93,7 @@ func TestRerelease_afterFailover(t *testing.T) {
 	for _, p := range primitives {
 		t.Run(p.name, func(t *testing.T) {
 			before, after := redistest.Start(t), redistest.Start(t)
-			var addr atomic.Value
-			addr.Store(before.Addr)
-			pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-				return redis.DialContext(ctx, "tcp", addr.Load().(string))
-			}} // no idle connections: every command dials the current address
-			t.Cleanup(func() { _ = pool.Close() })
+			pool, switchTo := switchingPool(t, before)
 			client := uncomplicated.NewClient(pool)
 			t.Cleanup(func() { _ = client.Close() })
 
@@ -120,14 +114,12 @@ func TestRerelease_afterFailover(t *testing.T) {
 			for i, k := range keys {
 				after.Do(t, "RESTORE", k, 0, dumps[i], "REPLACE")
 			}
-			other := uncomplicated.NewClient(&redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-				return redis.DialContext(ctx, "tcp", after.Addr)
-			}})
+			other := uncomplicated.NewClient(after.Pool(t))
 			t.Cleanup(func() { _ = other.Close() })
 			if ok, err := p.try(context.Background(), other, "job"); ok || err != nil {
 				t.Fatalf("TryLock on the new master before the watch = %v, %v; want the hold back", ok, err)
 			}
-			addr.Store(after.Addr)
+			switchTo(after)
 			eventually(t, "the release repeated", func() bool {
 				info, err := other.Inspect(context.Background(), "lock:job")
 				return err == nil && !info.Held()

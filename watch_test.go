@@ -19,12 +19,7 @@ import (
 // server, which has another run_id and no keys.
 func TestClient_restartLosesHolds(t *testing.T) {
 	before, after := redistest.Start(t), redistest.Start(t)
-	var addr atomic.Value
-	addr.Store(before.Addr)
-	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", addr.Load().(string))
-	}} // no idle connections: every command dials the current address
-	t.Cleanup(func() { _ = pool.Close() })
+	pool, switchTo := switchingPool(t, before)
 	client := uncomplicated.NewClient(pool)
 	t.Cleanup(func() { _ = client.Close() })
 	m := mustNew(t, client, Order{1})
@@ -40,12 +35,25 @@ func TestClient_restartLosesHolds(t *testing.T) {
 	if uncomplicated.IsClosed(lost) {
 		t.Fatal("Lost() closed before any restart")
 	}
-	addr.Store(after.Addr)
+	switchTo(after)
 	eventually(t, "the hold lost", func() bool { return uncomplicated.IsClosed(lost) })
 	eventually(t, "the permit lost", func() bool { return uncomplicated.IsClosed(p.Lost()) })
 	if ok, err := m.Held(context.Background()); ok || err != nil {
 		t.Errorf("Held() after the restart = %v, %v; want false, nil", ok, err)
 	}
+}
+
+// switchingPool returns a pool on s, and a func that switches it to
+// another server, as a failover or a restart would. It keeps no idle
+// connections: every command dials the current server.
+func switchingPool(t *testing.T, s *redistest.Server) (*redis.Pool, func(*redistest.Server)) {
+	var addr atomic.Value
+	addr.Store(s.Addr)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", addr.Load().(string))
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	return pool, func(s *redistest.Server) { addr.Store(s.Addr) }
 }
 
 // infoCalls is how many INFO commands s has run.
