@@ -19,12 +19,13 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu        sync.Mutex         // guards closing, wake, holding and the Adds to cleanups
+	mu        sync.Mutex         // guards closing, wake, holding, watching, serverIDs, owners, single and the Adds to cleanups
 	closing   bool               // Close has begun
 	wake      *wakeups           // the listening connection, made by the first waiter
 	holding   map[*hold]struct{} // the holds of the Client's locks
 	watching  bool               // the restart watch runs
 	serverIDs map[string]string  // by node address: the last run_id the restart watch read
+	owners    map[int]string     // by slot of a hold or a release: its node at that reading
 	single    bool               // Redis said it is not a Cluster
 	cleanups  sync.WaitGroup     // background clean-ups, the listening connection, the restart watch
 

@@ -157,14 +157,18 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 			h.logLost(ctx, "Refresh found it expired or taken over")
 		}
 	}()
-	// gone are the tokens Redis surely no longer has, disowned once mu is
-	// unlocked. A hold released meanwhile (its release's ctx ended) leaves
-	// next to Redis: an orphan, for a waiter of the Client to release.
+	// gone are the tokens no hold owns any more, disowned once mu is
+	// unlocked: those Redis surely no longer has, and next when the hold
+	// was released meanwhile (its release's ctx ended), which leaves next
+	// to Redis as an orphan, for a waiter of the Client to release.
 	var gone []string
 	defer func() { h.b.c.tokens.disown(gone...) }()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	current := h.tokens != nil
+	if !current || !ok && err == nil {
+		gone = []string{next}
+	}
 	switch {
 	case err != nil:
 		if current { // the script may have run: next may be ours too
@@ -173,7 +177,6 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 		}
 		return 0, err
 	case !ok:
-		gone = []string{next}
 		if current {
 			found = h.signal().fire()
 			h.b.c.unwatch(h)

@@ -23,10 +23,11 @@ import (
 // run_id changes, or the node of a hold is new (a Cluster's failover moves
 // the slots to a replica), it checks each hold there as Held does, so that
 // a hold whose key vanished closes its Lost channel without waiting for
-// the holder's next call. It also repeats there the releases the Client
-// remembers (see owned): a failover to a replica that had not received a
-// release would otherwise leave the lock held until its lease ends. The
-// watch runs while the Client holds locks or remembers releases.
+// the holder's next call. It also repeats the releases the Client
+// remembers (see owned) on a node whose run_id changed, or to which their
+// slot moved: a failover to a replica that had not received a release
+// would otherwise leave the lock held until its lease ends. The watch runs
+// while the Client holds locks or remembers releases.
 
 // restartEvery is how often a Client that holds locks looks for a restart.
 const restartEvery = time.Second
@@ -87,41 +88,58 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 }
 
 // checkRestart reads the run_id of each node that holds one of hs, or
-// had the lock of one of rs, and, when it differs from the last one seen
-// there or none was seen yet, checks the holds and repeats the releases on
-// that node, until every check succeeds and Redis has answered every
-// release. A Pool that panics counts as an error: no caller could receive
-// the panic.
+// has the lock of one of rs. When it differs from the last one seen there,
+// or none was seen yet, it checks the holds on that node; when it differs
+// from the last one, or the slot of a release has moved there from another
+// node (a Cluster's failover), it repeats the release. The run_id counts as
+// seen once every check succeeded and Redis answered every release. A Pool
+// that panics counts as an error: no caller could receive the panic.
 func (c *Client) checkRestart(hs []*hold, rs []release) {
 	defer func() { _ = recover() }()
 	ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
 	defer cancel()
-	for node, on := range c.nodes(ctx, hs, rs) {
+	for addr, on := range c.nodes(ctx, hs, rs) {
 		id := c.runID(ctx, on.key)
 		if id == "" {
 			continue
 		}
 		c.mu.Lock()
-		seen := c.serverIDs[node]
+		seen := c.serverIDs[addr]
+		var redo []release
+		for _, r := range on.releases {
+			if seen != "" && seen != id || c.moved(addr, r.keys[0]) {
+				redo = append(redo, r)
+			}
+		}
 		c.mu.Unlock()
-		if seen == id {
+		// A new run_id: the node restarted, or took over from a master
+		// that failed, since the holds began or the releases were sent.
+		done := c.rerelease(ctx, redo)
+		c.tokens.forget(done)
+		if len(done) < len(redo) || seen != id && !c.verify(ctx, on.holds) {
 			continue
 		}
-		// A new run_id, or the first: the node may have restarted, or
-		// taken over from a master that failed, since the holds began or
-		// the releases were sent. The run_id counts as seen once every
-		// hold has been checked and every release answered.
-		done := c.rerelease(ctx, on.releases)
-		c.tokens.forget(done)
-		if c.verify(ctx, on.holds) && len(done) == len(on.releases) {
-			c.mu.Lock()
-			if c.serverIDs == nil {
-				c.serverIDs = map[string]string{}
-			}
-			c.serverIDs[node] = id
-			c.mu.Unlock()
+		c.mu.Lock()
+		if c.serverIDs == nil {
+			c.serverIDs, c.owners = map[string]string{}, map[int]string{}
 		}
+		c.serverIDs[addr] = id
+		for _, h := range on.holds {
+			c.owners[hashslot.Of(h.keys[0])] = addr
+		}
+		for _, r := range on.releases {
+			c.owners[hashslot.Of(r.keys[0])] = addr
+		}
+		c.mu.Unlock()
 	}
+}
+
+// moved reports whether the slot of key was on another node than addr at
+// the last reading: a Cluster's failover, or a resharding, moved it. The
+// caller holds c.mu.
+func (c *Client) moved(addr, key string) bool {
+	owner, ok := c.owners[hashslot.Of(key)]
+	return ok && owner != addr
 }
 
 // verify checks hs as Held does; it reports whether every check succeeded.
