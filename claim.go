@@ -15,25 +15,26 @@ import (
 // (see config.claim), so that a waiter that was paused while it waited (a
 // stopped process, a long GC pause) holds the lock up for that long and
 // no longer; the next waiter then gets it by its own attempt. A waiter
-// that hears the hand-off while the claim surely lasts returns from Lock
-// at once (see waiter.handedOver); one that hears it later tries again,
-// and that attempt restarts the lease if the lock is still its own.
+// that hears the hand-off while at least half the claim surely remains
+// returns from Lock at once (see waiter.handedOver); one that hears it
+// later tries again at once, and that attempt restarts the lease if the
+// lock is still its own.
 //
 // The holder takes the lock, turning the claim into its lease, with its
 // first Refresh (auto-refresh makes them) or, at the latest, half-way
-// through the claim, when the Client refreshes the hold itself. So a hold
-// released before then, as most are, costs Redis nothing more than one
-// that was not handed over; until it is taken, its lease is the claim.
+// through the claim, when the Client refreshes the hold itself, with half
+// a claim to spare. So a hold released before then, as most are, costs
+// Redis nothing more than one that was not handed over; until it is taken,
+// its lease is the claim.
 
 // maxClaim bounds a claim.
 const maxClaim = time.Second
 
 // claim is how long a hand-off holds the lock for the waiter until the
-// waiter takes it: a second, or the waiter's expiry if shorter, as a waiter
-// that does not act within its expiry counts as gone, and never more than
-// the lease. It is a whole number of milliseconds, at least one.
+// waiter takes it: a second, and never more than the lease. It is a whole
+// number of milliseconds, at least one.
 func (c *config) claim() time.Duration {
-	d := min(maxClaim, c.expiry())
+	d := maxClaim
 	if c.lease > 0 {
 		d = min(d, c.lease)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/benbjohnson/clock"
 )
 
-// A claim is a second, or the waiter's expiry if shorter, and never more
-// than the lease; the holder must take it unless it is the whole lease.
+// A claim is a second, and never more than the lease; the holder must take
+// it unless it is the whole lease.
 func TestConfig_claim(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -19,7 +19,8 @@ func TestConfig_claim(t *testing.T) {
 		claims bool
 	}{
 		{"defaults", nil, time.Second, true},
-		{"short ticks: the expiry", []Option{WithTimeout(time.Second)}, 130 * time.Millisecond, true},
+		{"short ticks: the same", []Option{WithTimeout(time.Second)}, time.Second, true},
+		{"a lease of a second", []Option{WithTimeout(time.Second), WithLease(time.Second)}, time.Second, false},
 		{"a short lease", []Option{WithLease(500 * time.Millisecond)}, 500 * time.Millisecond, false},
 		{"no lease", []Option{WithLease(0)}, time.Second, true},
 		{"a lease below a millisecond", []Option{WithLease(time.Microsecond)}, time.Millisecond, false},
@@ -51,9 +52,10 @@ func TestWaiter_entryStatesTheClaim(t *testing.T) {
 	}
 }
 
-// A waiter trusts a hand-off only while its claim surely lasts: from the
-// send time of its last attempt, which the release followed, for a claim.
-// One heard later (the waiter was paused) sends it back to trying.
+// A waiter trusts a hand-off only while half its claim surely remains: from
+// the send time of its last attempt, which the release followed, for half
+// a claim. One heard later (the waiter was paused) sends it back to
+// trying.
 func TestWaiter_handedOverWithinTheClaim(t *testing.T) {
 	mock := clock.NewMock()
 	cfg, _ := build([]Option{WithClock(mock)})
@@ -68,8 +70,8 @@ func TestWaiter_handedOverWithinTheClaim(t *testing.T) {
 		{"no hand-off", 0, now, false},
 		{"before the last attempt", 3, now, false},
 		{"after it, at once", 4, now, true},
-		{"a nanosecond before the claim ends", 4, now.Add(-claim + time.Nanosecond), true},
-		{"as the claim ends", 4, now.Add(-claim), false},
+		{"a nanosecond before half the claim", 4, now.Add(-claim/2 + time.Nanosecond), true},
+		{"half the claim on", 4, now.Add(-claim / 2), false},
 		{"long after (a paused waiter)", 4, now.Add(-time.Minute), false},
 	}
 	for _, tc := range cases {

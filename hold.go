@@ -35,8 +35,11 @@ type hold struct {
 
 	mu sync.Mutex // guards the fields below
 	// tokens are those Redis may hold, newest first: one, or more after a
-	// Refresh whose reply was lost; nil once released.
+	// Refresh whose reply was lost; nil once released. past are the last
+	// tokens that Refreshes replaced, which a failover to a replica that
+	// missed a Refresh would bring back (see owned).
 	tokens []string
+	past   []string
 	lost   *signal   // closed when the hold is found lost; made when asked for
 	from   time.Time // the current lease began at or after this instant
 	// lease is how long the current lease lasts from from: the lock's, or
@@ -185,6 +188,7 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 	}
 	if current {
 		h.tokens, h.from, gone = []string{next}, sent, tokens
+		h.past = append(slices.Clone(tokens), h.past[:min(len(h.past), maxTokens-len(tokens))]...)
 		if h.claimed {
 			h.claimed, h.lease = false, h.b.cfg.lease
 			h.stopTake()
@@ -204,7 +208,7 @@ func (h *hold) release(ctx context.Context, later bool) error {
 func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	opErr := takeOp(ctx, h.op)
 	h.mu.Lock()
-	tokens, lost := h.tokens, h.lost
+	tokens, lost, past := h.tokens, h.lost, h.past
 	h.tokens = nil
 	h.stopTake()
 	h.mu.Unlock()
@@ -223,8 +227,9 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	}
 	// The Client repeats the release on a new master (see owned), unless
 	// the replicas of WithReplicas have it.
-	remember := release{kind: h.kind, keys: h.keys, tokens: tokens, until: h.b.leaseEnd()}
+	remember := release{kind: h.kind, keys: h.keys, tokens: append(slices.Clone(tokens), past...), until: h.b.leaseEnd()}
 	if opErr != nil {
+		remember.failed = true
 		h.b.c.tokens.remember(remember)
 		if later {
 			h.b.background(ctx, h.kind.release, h.keys, args...)
@@ -239,6 +244,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	}
 	switch {
 	case err != nil:
+		remember.failed = true
 		h.b.c.tokens.remember(remember)
 		if later && h.b.ctxErr(ctx) != nil {
 			h.b.background(ctx, h.kind.release, h.keys, args...)

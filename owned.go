@@ -16,9 +16,10 @@ import (
 //
 // It also remembers the holds it released, for as long as their leases
 // would have lasted, up to maxReleased of them: a failover to a replica
-// that had not yet received a release brings the hold back on the new
-// master. When the restart watch sees a new master, it releases those of
-// them that the new master still has (see Client.rerelease).
+// that had not yet received a release, or the Refresh before it, brings
+// the hold back on the new master. When the restart watch sees a new
+// master, it releases those of them that the new master still has (see
+// Client.rerelease); a release that failed, it repeats at once.
 
 // maxReleased bounds the releases a Client remembers: about 150 bytes
 // each with their tokens, so 600 KB at most. A variable for the tests.
@@ -38,7 +39,10 @@ type owned struct {
 type release struct {
 	kind   *holdKind
 	keys   []string // the lock's keys, shared with its locks
-	tokens []string // the hold's tokens
+	tokens []string // the hold's tokens, and those its last Refreshes replaced
+	// failed is set when the release did not surely reach Redis: the watch
+	// repeats it at its next reading, whatever the run_id.
+	failed bool
 	// until is when the hold's lease would have ended, by the Client's
 	// clock; zero when it had none.
 	until time.Time

@@ -84,11 +84,11 @@ func TestOrphan_heldTokensStay(t *testing.T) {
 	}
 }
 
-// A failover to a replica that had not received a release brings the hold
-// back on the new master: the Client, whose restart watch sees the new
-// run_id, releases it there, also when it holds nothing else. Here the
-// "failover" is a pool switched to a second server holding the lock's keys
-// as they were before the release.
+// A failover to a replica that had not received a release, nor the
+// Refresh before it, brings the hold back on the new master: the Client,
+// whose restart watch sees the new run_id, releases it there, also when it
+// holds nothing else. Here the "failover" is a pool switched to a second
+// server holding the lock's keys as they were before the Refresh.
 func TestRerelease_afterFailover(t *testing.T) {
 	for _, p := range primitives {
 		t.Run(p.name, func(t *testing.T) {
@@ -108,6 +108,9 @@ func TestRerelease_afterFailover(t *testing.T) {
 			for i, k := range keys {
 				dumps[i], _ = redis.String(before.Do(t, "DUMP", k), nil)
 			}
+			if err := h.refresh(context.Background()); err != nil {
+				t.Fatalf("Refresh() = %v", err)
+			}
 			if err := h.release(context.Background()); err != nil {
 				t.Fatalf("release = %v", err)
 			}
@@ -124,6 +127,34 @@ func TestRerelease_afterFailover(t *testing.T) {
 				info, err := other.Inspect(context.Background(), "lock:job")
 				return err == nil && !info.Held()
 			})
+		})
+	}
+}
+
+// A release that failed is repeated by the restart watch at its next
+// reading: another Client's waiter gets the lock within about a second,
+// not the lease.
+func TestRerelease_failedRelease(t *testing.T) {
+	for _, p := range primitives {
+		t.Run(p.name, func(t *testing.T) {
+			r := newRig(t)
+			fp := &faultPool{pool: r.pool, hung: make(chan struct{}, 16), stalled: make(chan struct{}, 1)}
+			c := uncomplicated.NewClient(fp, uncomplicated.WithPrefix(r.prefix))
+			t.Cleanup(func() { _ = c.Close() })
+			h := p.take(t, c, "job")
+			fp.dropNextRequest()
+			if err := h.release(context.Background()); !errors.Is(err, errLostReply) {
+				t.Fatalf("release = %v; want the Pool's failure", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			if _, err := p.wait(ctx, r.client(), "job"); err != nil {
+				t.Fatalf("another Client's acquisition = %v", err)
+			}
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("another Client got the lock after %v; want the watch's next reading, about a second", took)
+			}
 		})
 	}
 }

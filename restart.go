@@ -91,7 +91,8 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 // has the lock of one of rs. When it differs from the last one seen there,
 // or none was seen yet, it checks the holds on that node; when it differs
 // from the last one, or the slot of a release has moved there from another
-// node (a Cluster's failover), it repeats the release. The run_id counts as
+// node (a Cluster's failover), or the release failed, it repeats the
+// release. The run_id counts as
 // seen once every check succeeded and Redis answered every release. A Pool
 // that panics counts as an error: no caller could receive the panic.
 func (c *Client) checkRestart(hs []*hold, rs []release) {
@@ -107,7 +108,7 @@ func (c *Client) checkRestart(hs []*hold, rs []release) {
 		seen := c.serverIDs[addr]
 		var redo []release
 		for _, r := range on.releases {
-			if seen != "" && seen != id || c.moved(addr, r.keys[0]) {
+			if r.failed || seen != "" && seen != id || c.moved(addr, r.keys[0]) {
 				redo = append(redo, r)
 			}
 		}

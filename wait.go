@@ -255,12 +255,14 @@ func (w *waiter) blocked(g grant) {
 // before that attempt, which found the lock taken: its claim ended
 // unheard (the process paused, or the listening connection lagged). One
 // that came after the last attempt ran has a claim that ends no sooner
-// than from + claim; if that has passed, the message came too late to be
-// trusted (the waiter was paused, or the attempt's reply was held up, and
-// the message with it). In both cases the next attempt tells whether the
-// lock is ours, and restarts the lease if it is.
+// than from + claim. The waiter trusts it only until from + claim/2, so
+// that half a claim remains for its Client to take it (see claim.go);
+// later (the waiter was paused, or its last attempt was long ago, or the
+// attempt's reply was held up, and the message with it), the next attempt,
+// made at once, tells whether the lock is ours, and restarts the lease if
+// it is.
 func (w *waiter) handedOver(fence uint64, from time.Time) bool {
-	if fence == 0 || fence <= w.seen || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim())) {
+	if fence == 0 || fence <= w.seen || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim()/2)) {
 		return false
 	}
 	w.inQueue = false

@@ -99,8 +99,22 @@ func (d *driver) once(ctx context.Context, args ...any) (any, error) {
 	return bounded(d, ctx, func() (any, error) {
 		cmd := onlyOnce{redis.NewCmd(ctx, args...)}
 		_ = d.rdb.Process(ctx, cmd)
+		d.reload(ctx, cmd.Err())
 		return cmd.Result()
 	})
+}
+
+// reload makes go-redis reload a Cluster's slot map after err, when it is
+// not Redis's reply (a master that died: a refused connection, a timeout)
+// or is CLUSTERDOWN: a dead master sends no MOVED, and go-redis would
+// otherwise learn of its replica's promotion only at its next periodic
+// reload (ClusterStateReloadInterval, a minute by default). go-redis
+// spaces such reloads itself.
+func (d *driver) reload(ctx context.Context, err error) {
+	var re redis.Error
+	if d.cluster != nil && err != nil && !errors.Is(err, redis.Nil) && (!errors.As(err, &re) || strings.HasPrefix(err.Error(), "CLUSTERDOWN ")) {
+		d.cluster.ReloadState(ctx)
+	}
 }
 
 // onlyOnce is a command that go-redis does not retry.
@@ -143,6 +157,7 @@ func (d *driver) evalWaitRedirected(ctx context.Context, s *uncomplicated.Script
 	if noScript(err) {
 		reply, acked, err = d.evalWait(ctx, s, true, keys, args, replicas, timeout)
 	}
+	d.reload(ctx, err)
 	reply, err = result(reply, err)
 	return reply, acked, err
 }
@@ -179,13 +194,18 @@ func (d *driver) Do(ctx context.Context, keys []string, cmd string, args ...any)
 	all := append([]any{cmd}, args...)
 	return bounded(d, ctx, func() (any, error) {
 		if d.cluster == nil || len(keys) == 0 || len(args) > 0 && args[0] == keys[0] {
-			return result(d.rdb.Do(ctx, all...).Result())
+			cmd := d.rdb.Do(ctx, all...)
+			d.reload(ctx, cmd.Err())
+			return result(cmd.Result())
 		}
 		node, err := d.cluster.MasterForKey(ctx, keys[0])
 		if err != nil {
+			d.reload(ctx, err)
 			return nil, err
 		}
-		return result(node.Do(ctx, all...).Result())
+		cmd := node.Do(ctx, all...)
+		d.reload(ctx, cmd.Err())
+		return result(cmd.Result())
 	})
 }
 

@@ -178,9 +178,11 @@ func (s *Sentinel) masterAddr(sentinel *Server) (string, error) {
 
 // Failover makes the replica the master with SENTINEL FAILOVER. It returns
 // once every running sentinel gives the new master, that node says it is a
-// master, and the old master is its replica in sync: about 10 s, since
-// the sentinels wait 8 s before they turn the old master into a replica.
-// On failure it returns an error with the logs.
+// master, the old master is its replica in sync, and every running
+// sentinel is linked to the old master as a replica it could promote, so
+// that Failover can run again: about 10 s, since the sentinels wait 8 s
+// before they turn the old master into a replica. On failure it returns an
+// error with the logs.
 func (s *Sentinel) Failover() error {
 	if err := s.failover(); err != nil {
 		return fmt.Errorf("redistest: sentinel failover: %w; logs:\n%s", err, logs(s.all()))
@@ -223,6 +225,37 @@ func (s *Sentinel) failover() error {
 		if got := net.JoinHostPort(field(info, "master_host"), field(info, "master_port")); got != next.Addr || field(info, "master_link_status") != "up" {
 			return fmt.Errorf("%s: not yet a replica of %s in sync:\n%s", old.Addr, next.Addr, info)
 		}
+		for _, sentinel := range s.Sentinels {
+			if sentinel.up() {
+				if err := s.promotable(sentinel, old); err != nil {
+					return err
+				}
+			}
+		}
 		return nil
 	})
+}
+
+// promotable returns nil once sentinel lists r as a replica that it could
+// promote: neither down nor disconnected. Turning the old master into a
+// replica kills the sentinels' connections to it, and a SENTINEL FAILOVER
+// before they reconnect fails with NOGOODSLAVE.
+func (s *Sentinel) promotable(sentinel, r *Server) error {
+	replicas, err := redis.Values(sentinel.do("SENTINEL", "REPLICAS", s.Name))
+	if err != nil {
+		return fmt.Errorf("%s: SENTINEL REPLICAS: %w", sentinel.Addr, err)
+	}
+	for _, replica := range replicas {
+		fields, err := redis.StringMap(replica, nil)
+		if err != nil {
+			return fmt.Errorf("%s: SENTINEL REPLICAS: %w", sentinel.Addr, err)
+		}
+		if fields["name"] == r.Addr {
+			if flags := fields["flags"]; flags != "slave" {
+				return fmt.Errorf("%s: replica %s has flags %s", sentinel.Addr, r.Addr, flags)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("%s does not list %s as a replica", sentinel.Addr, r.Addr)
 }
