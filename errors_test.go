@@ -161,13 +161,14 @@ func TestAcquiring_failuresMatchErrNotObtained(t *testing.T) {
 			return recv(t, done)
 		}, func(err error) bool { return errors.Is(err, uncomplicated.ErrClosed) }, "client closed"},
 		{"a stale holder under Fail", true, func(t *testing.T, a acquiring) error {
-			env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(time.Minute))
+			opts := []uncomplicated.Option{uncomplicated.WithTimeout(10 * time.Second), uncomplicated.WithTicks(10)}
+			env := uncomplicatedtest.New(t, opts...)
 			holdJob(t, env.Client, a)
 			done := make(chan error, 1)
-			call := a.lock(t, env.NewClient(uncomplicated.WithTimeout(time.Minute)))
+			call := a.lock(t, env.NewClient(opts...))
 			go func() { done <- call(context.Background()) }()
 			env.AwaitWaiters(1)
-			env.Advance(time.Minute)
+			env.Advance(10 * time.Second)
 			return recv(t, done)
 		}, func(err error) bool { return errors.Is(err, uncomplicated.ErrStale) }, "stale"},
 		{"Close before the call", false, func(t *testing.T, a acquiring) error {

@@ -91,7 +91,7 @@ func TestInspect_sinceAfterHandOff(t *testing.T) {
 	waitFrom := env.Clock.Now()
 	done := lockAsync(ctx, b)
 	env.AwaitWaiters(1)
-	env.Advance(time.Minute)
+	env.Advance(5 * time.Second)
 	granted := env.Clock.Now()
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)

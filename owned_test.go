@@ -92,6 +92,7 @@ func TestOrphan_heldTokensStay(t *testing.T) {
 func TestRerelease_afterFailover(t *testing.T) {
 	for _, p := range primitives {
 		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
 			before, after := redistest.Start(t), redistest.Start(t)
 			pool, switchTo := switchingPool(t, before)
 			client := uncomplicated.NewClient(pool)
@@ -137,6 +138,7 @@ func TestRerelease_afterFailover(t *testing.T) {
 func TestRerelease_failedRelease(t *testing.T) {
 	for _, p := range primitives {
 		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
 			r := newRig(t)
 			fp := &faultPool{pool: r.pool, hung: make(chan struct{}, 16), stalled: make(chan struct{}, 1)}
 			c := uncomplicated.NewClient(fp, uncomplicated.WithPrefix(r.prefix))

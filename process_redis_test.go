@@ -178,6 +178,7 @@ func TestRedis_stoppedWaiterBeforeRelease(t *testing.T) {
 // waiter's; once the holder's process is killed, it takes over about the
 // holder's timeout after its last Refresh.
 func TestRedis_shorterTimeoutWaiter(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	holder := startProcess(t, r, "holder", "patience")
 	eventually(t, "the other process holding the lock", holder.locked)

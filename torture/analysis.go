@@ -290,6 +290,7 @@ const (
 	exUntold    = "stopped mid-section, Do did not report the loss"
 	exFenced    = "fenced out, Do confirmed"
 	exDupFence  = "fence shown twice"
+	exIdle      = "lock free past its bound"
 )
 
 // maxExamples bounds the examples of one criterion.

@@ -11,16 +11,21 @@ import (
 type event struct {
 	Ev  string `json:"ev"`  // one of the ev* constants
 	Pid int    `json:"pid"` // the worker's process id
-	Seq int64  `json:"seq,omitempty"`
+	// Seq numbers the worker's calls to lock: evWait, evEnter, evPark,
+	// evSection and the evError of a lock not obtained repeat it.
+	Seq int64 `json:"seq,omitempty"`
 
-	// evEnter and evSection: one critical section.
+	// evWait: a call to lock, made at Enter; it ends with the evEnter of
+	// its Seq or, when the lock was not obtained, the evError of its Seq,
+	// at Ret. evEnter, evPark and evSection: one critical section.
 	Key   string   `json:"key,omitempty"`
 	Role  string   `json:"role,omitempty"`  // what it holds: one of the role* constants
 	Fence uint64   `json:"fence,omitempty"` // 0 when the hold shows none (a reader, a permit of Do)
 	Enter int64    `json:"enter,omitempty"` // when fn began
 	Rec   *section `json:"rec,omitempty"`   // evSection: how it went
 
-	// evError: a failed call. evTakeOver: Kind is the role taken over.
+	// evError: a failed call; Seq and Ret are set for a lock not
+	// obtained. evTakeOver: Kind is the role taken over.
 	Op   string `json:"op,omitempty"`
 	Kind string `json:"kind,omitempty"` // see kind
 	Msg  string `json:"msg,omitempty"`
@@ -38,7 +43,9 @@ type event struct {
 // Events.
 const (
 	evReady    = "ready"    // the worker is running
+	evWait     = "wait"     // a goroutine called Do (or Acquire): it waits for the lock
 	evEnter    = "enter"    // a critical section began (fn was called)
+	evPark     = "park"     // a critical section, its work done, holds on until the coordinator lets it go (see parking)
 	evSection  = "section"  // a critical section ended, with its record
 	evError    = "error"    // a call failed
 	evLate     = "late"     // a call returned after its deadline plus lateSlack

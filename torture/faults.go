@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,23 +12,24 @@ import (
 // The fault kinds. The lock server's are, on a Cluster, those of the
 // master that the faults hit (see cluster.go).
 const (
-	faultKill      = "kill"      // SIGKILL a worker inside a critical section, start another
-	faultStop      = "stop"      // SIGSTOP a worker inside a critical section past the timeout
-	faultRestart   = "restart"   // kill -9 the lock server and start it again on its port
-	faultOutage    = "outage"    // kill -9 the lock server and start it again after 2 timeouts
-	faultPause     = "pause"     // SIGSTOP the lock server past the timeout, then SIGCONT it
-	faultReset     = "reset"     // the proxy closes every connection
-	faultBlackhole = "blackhole" // the proxy forwards nothing, past the timeout
-	faultLatency   = "latency"   // the proxy delays traffic by more than the timeout
-	faultExpire    = "expire"    // PEXPIRE a held lock's key to 1 ms
+	faultKill      = "kill"        // SIGKILL a worker inside a critical section, start another
+	faultStop      = "stop"        // SIGSTOP a worker inside a critical section past the timeout
+	faultPauseWait = "pausewaiter" // SIGSTOP a worker queued for a lock just before its release, past the timeout
+	faultRestart   = "restart"     // kill -9 the lock server and start it again on its port
+	faultOutage    = "outage"      // kill -9 the lock server and start it again after 2 timeouts
+	faultPause     = "pause"       // SIGSTOP the lock server past the timeout, then SIGCONT it
+	faultReset     = "reset"       // the proxy closes every connection
+	faultBlackhole = "blackhole"   // the proxy forwards nothing, past the timeout
+	faultLatency   = "latency"     // the proxy delays traffic by more than the timeout
+	faultExpire    = "expire"      // PEXPIRE a held lock's key to 1 ms
 )
 
 // The fault kinds of each deployment, in the order the report lists them.
 // A Cluster has no proxy (see cluster.go); a master down or stopped takes
 // the place of the proxy's faults there.
 var (
-	serverFaults  = []string{faultKill, faultStop, faultRestart, faultReset, faultBlackhole, faultLatency, faultExpire}
-	clusterFaults = []string{faultKill, faultStop, faultRestart, faultOutage, faultPause, faultExpire}
+	serverFaults  = []string{faultKill, faultStop, faultPauseWait, faultRestart, faultReset, faultBlackhole, faultLatency, faultExpire}
+	clusterFaults = []string{faultKill, faultStop, faultPauseWait, faultRestart, faultOutage, faultPause, faultExpire}
 )
 
 // faultKinds returns the fault kinds of the lock server, or of a Cluster.
@@ -63,7 +65,9 @@ func parseFaults(s string, cluster bool) ([]string, error) {
 
 // injectUntil injects faults one at a time until end, after a random gap
 // before each: first every enabled kind once, in a random order, so that
-// even a short run has them all, then kinds at random.
+// even a short run has them all, then kinds at random. After a fault of a
+// worker, the next waits at least until the bound of the idle stretches
+// it may cause has passed (see idleBound).
 func (c *coordinator) injectUntil(end time.Time) {
 	kinds := c.opts.Faults
 	if len(kinds) == 0 {
@@ -71,8 +75,9 @@ func (c *coordinator) injectUntil(end time.Time) {
 	}
 	first := slices.Clone(kinds)
 	c.rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
+	var quiet time.Time // no fault before then
 	for {
-		gap := c.opts.Timeout/2 + time.Duration(c.rng.Int64N(int64(c.opts.Timeout)))
+		gap := max(c.opts.Timeout/2+time.Duration(c.rng.Int64N(int64(c.opts.Timeout))), time.Until(quiet))
 		// A fault takes up to 2 timeouts, and its effects settle within
 		// budget: leave that much of the run without a new fault, once
 		// every kind has had its turn.
@@ -84,38 +89,50 @@ func (c *coordinator) injectUntil(end time.Time) {
 		if len(first) > 0 {
 			kind, first = first[0], first[1:]
 		}
-		if err := c.inject(kind); err != nil {
+		at, err := c.inject(kind)
+		if err != nil {
 			c.logf("fault %s not injected: %v", kind, err)
 			continue
 		}
 		c.mu.Lock()
 		c.rec.Faults[kind]++
+		c.rec.Injected = append(c.rec.Injected, injection{kind: kind, at: at.UnixNano()})
 		c.mu.Unlock()
-		c.trace(fmt.Sprintf(`{"ev":"fault","kind":%q,"ret":%d}`, kind, time.Now().UnixNano()))
+		quiet = at.Add(idleBound(kind, c.opts.Timeout))
+		c.trace(fmt.Sprintf(`{"ev":"fault","kind":%q,"enter":%d,"ret":%d}`, kind, at.UnixNano(), time.Now().UnixNano()))
 	}
 }
 
-// inject injects one fault and returns when it is over.
-func (c *coordinator) inject(kind string) error {
+// stopFor is how long the stop and pausewaiter faults keep a worker
+// stopped: past its lease, which is the timeout.
+func stopFor(timeout time.Duration) time.Duration { return timeout + timeout/2 }
+
+// inject injects one fault and returns when it is over, with the time it
+// took effect: when it hit the worker or the key it picked, or when it
+// began.
+func (c *coordinator) inject(kind string) (at time.Time, err error) {
 	t := c.opts.Timeout
+	at = time.Now()
 	switch kind {
 	case faultKill:
 		return c.kill()
 	case faultStop:
-		return c.stop(t + t/2)
+		return c.stop(stopFor(t))
+	case faultPauseWait:
+		return c.pauseWaiter(stopFor(t))
 	case faultRestart:
 		c.logf("restart: kill -9 %s", c.lockNode())
-		return c.serverFault(faultRestart, c.lock.Restart)
+		return at, c.serverFault(faultRestart, c.lock.Restart)
 	case faultOutage:
 		c.logf("outage: kill -9 %s, start it again after %v", c.lockNode(), 2*t)
-		return c.serverFault(faultOutage, func() error {
+		return at, c.serverFault(faultOutage, func() error {
 			c.lock.Kill()
 			time.Sleep(2 * t)
 			return c.lock.Revive()
 		})
 	case faultPause:
 		c.logf("pause: SIGSTOP %s for %v", c.lockNode(), t+t/2)
-		return c.serverFault(faultPause, func() error {
+		return at, c.serverFault(faultPause, func() error {
 			if err := c.lock.Pause(); err != nil {
 				return err
 			}
@@ -138,9 +155,9 @@ func (c *coordinator) inject(kind string) error {
 	case faultExpire:
 		return c.expire()
 	default:
-		return fmt.Errorf("unknown fault %q", kind)
+		return at, fmt.Errorf("unknown fault %q", kind)
 	}
-	return nil
+	return at, nil
 }
 
 // serverFault injects a fault of the lock server with f, having counted
@@ -194,10 +211,10 @@ func (c *coordinator) holder(pick func([]*hold) *hold) (*hold, error) {
 func (c *coordinator) random(open []*hold) *hold { return open[c.rng.IntN(len(open))] }
 
 // kill SIGKILLs a worker inside a critical section and starts another.
-func (c *coordinator) kill() error {
+func (c *coordinator) kill() (at time.Time, err error) {
 	h, err := c.holder(c.random)
 	if err != nil {
-		return err
+		return at, err
 	}
 	pid := h.enter.Pid
 	c.mu.Lock()
@@ -207,40 +224,98 @@ func (c *coordinator) kill() error {
 	}
 	c.mu.Unlock()
 	if p == nil {
-		return fmt.Errorf("worker %d has exited", pid)
+		return at, fmt.Errorf("worker %d has exited", pid)
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return err
+		return at, err
 	}
+	at = time.Now()
 	c.mu.Lock()
-	c.rec.killed(pid, time.Now())
+	c.rec.killed(pid, at)
 	c.rec.Targets[faultKill+" "+h.enter.Role]++
 	c.mu.Unlock()
 	c.logf("kill: SIGKILL worker %d, a %s of %s (fence %d)", pid, h.enter.Role, h.enter.Key, h.enter.Fence)
 	<-p.done
-	return c.startWorker()
+	return at, c.startWorker()
 }
 
 // stop SIGSTOPs a worker inside a critical section for d, then SIGCONTs it.
-func (c *coordinator) stop(d time.Duration) error {
+func (c *coordinator) stop(d time.Duration) (from time.Time, err error) {
 	h, err := c.holder(c.random)
 	if err != nil {
-		return err
+		return from, err
 	}
 	pid := h.enter.Pid
+	if from, err = c.sigstop(pid); err != nil {
+		return from, err
+	}
+	c.logf("stop: SIGSTOP worker %d, a %s of %s (fence %d), for %v", pid, h.enter.Role, h.enter.Key, h.enter.Fence, d)
+	time.Sleep(d)
+	err = c.sigcont(pid, from)
+	c.mu.Lock()
+	c.rec.Targets[faultStop+" "+h.enter.Role]++
+	c.mu.Unlock()
+	return from, err
+}
+
+// pauseWaiter SIGSTOPs a worker whose goroutine is queued for a lock just
+// before the lock's holder releases it, and SIGCONTs it after d: the
+// release hands the lock to a waiter that cannot take it. It parks a
+// section (see parking), then stops the worker that has waited the
+// longest for its lock, and lets the section go releaseAfter later. It
+// tries up to parkTries parks.
+func (c *coordinator) pauseWaiter(d time.Duration) (from time.Time, err error) {
+	for range parkTries {
+		var parked event
+		if parked, err = c.park(); err != nil {
+			continue
+		}
+		var w *wait
+		if w, err = c.queued(parked); err != nil {
+			_ = c.tell(parked.Pid, cmdGo)
+			continue
+		}
+		if from, err = c.sigstop(w.pid); err != nil {
+			_ = c.tell(parked.Pid, cmdGo)
+			return from, err
+		}
+		c.logf("pausewaiter: SIGSTOP worker %d, a %s waiter of %s for %.0fms, for %v, before worker %d releases",
+			w.pid, w.role, w.key, time.Since(time.Unix(0, w.from)).Seconds()*1000, d, parked.Pid)
+		time.Sleep(releaseAfter)
+		told := c.tell(parked.Pid, cmdGo)
+		time.Sleep(d - releaseAfter)
+		err = errors.Join(told, c.sigcont(w.pid, from))
+		c.mu.Lock()
+		c.rec.Targets[faultPauseWait+" "+parked.Role]++
+		c.mu.Unlock()
+		return from, err
+	}
+	return from, err
+}
+
+// The pausewaiter fault's timing.
+const (
+	parkTries    = 3                     // parks tried before the fault gives up
+	releaseAfter = 20 * time.Millisecond // from the waiter's SIGSTOP to the parked section's go
+)
+
+// sigstop SIGSTOPs worker pid and returns when.
+func (c *coordinator) sigstop(pid int) (time.Time, error) {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	from := time.Now()
 	c.trace(fmt.Sprintf(`{"ev":"sigstop","pid":%d,"enter":%d}`, pid, from.UnixNano()))
-	c.logf("stop: SIGSTOP worker %d, a %s of %s (fence %d), for %v", pid, h.enter.Role, h.enter.Key, h.enter.Fence, d)
-	time.Sleep(d)
-	err = syscall.Kill(pid, syscall.SIGCONT)
+	return from, nil
+}
+
+// sigcont SIGCONTs worker pid, stopped since from, and records the stop.
+func (c *coordinator) sigcont(pid int, from time.Time) error {
+	err := syscall.Kill(pid, syscall.SIGCONT)
 	to := time.Now()
 	c.trace(fmt.Sprintf(`{"ev":"sigcont","pid":%d,"ret":%d}`, pid, to.UnixNano()))
 	c.mu.Lock()
 	c.rec.Stops = append(c.rec.Stops, stop{pid: pid, from: from, to: to})
-	c.rec.Targets[faultStop+" "+h.enter.Role]++
 	c.mu.Unlock()
 	return err
 }
@@ -249,26 +324,27 @@ func (c *coordinator) stop(d time.Duration) error {
 // Mutex's key, the RWMutex's writer key or set of readers (all the readers
 // lose their locks), the Semaphore's set of holders (all of them lose their
 // permits).
-func (c *coordinator) expire() error {
+func (c *coordinator) expire() (at time.Time, err error) {
 	for range 10 {
 		h, err := c.holder(c.random)
 		if err != nil {
-			return err
+			return at, err
 		}
 		key := lockKey(h.enter.Role, h.enter.Key)
+		at = time.Now()
 		n, err := c.lockDo(key, "PEXPIRE", key, 1)
 		if err != nil {
-			return err
+			return at, err
 		}
 		if n == int64(1) {
 			c.logf("expire: PEXPIRE %s 1 under a %s (fence %d)", key, h.enter.Role, h.enter.Fence)
 			c.mu.Lock()
 			c.rec.Targets[faultExpire+" "+h.enter.Role]++
 			c.mu.Unlock()
-			return nil
+			return at, nil
 		}
 	}
-	return fmt.Errorf("no held key found to expire")
+	return at, fmt.Errorf("no held key found to expire")
 }
 
 // trace writes a line to the trace, if any.

@@ -36,15 +36,19 @@ func (w *worker) mutex(m *uncomplicated.Mutex) locker {
 	}
 }
 
-// hold runs one critical section under l, and reports it: an enter event
-// when fn begins, a section event when Do returns, error events for failed
-// calls and late events for calls that returned after their bound.
+// hold runs one critical section under l, and reports it: a wait event
+// when it calls Do, an enter event when fn begins, a section event when Do
+// returns, error events for failed calls and late events for calls that
+// returned after their bound. A section the coordinator parked holds on
+// after its work (see linger).
 func (w *worker) hold(rng *rand.Rand, l locker) {
 	start := time.Now()
 	deadline := start.Add(budget(w.cfg.Timeout))
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	work := time.Duration(1+rng.IntN(4)) * time.Millisecond
+	seq := w.seq.Add(1)
+	w.out.emit(event{Ev: evWait, Seq: seq, Key: l.key, Role: l.role, Enter: start.UnixNano()})
 
 	var rec *section
 	var enter event
@@ -58,9 +62,10 @@ func (w *worker) hold(rng *rand.Rand, l locker) {
 		if l.lost != nil {
 			lost = l.lost()
 		}
-		enter = event{Ev: evEnter, Seq: w.seq.Add(1), Key: l.key, Role: l.role, Fence: fence, Enter: time.Now().UnixNano()}
+		enter = event{Ev: evEnter, Seq: seq, Key: l.key, Role: l.role, Fence: fence, Enter: time.Now().UnixNano()}
 		w.out.emit(enter)
 		rec = l.body(ctx, l.key, fence, work)
+		w.linger(ctx, enter)
 		// Auto-refresh cancels fn's ctx with an ErrLost cause when it
 		// finds the hold lost: the Lost signal of a hold that shows no
 		// Lost channel.
@@ -71,7 +76,7 @@ func (w *worker) hold(rng *rand.Rand, l locker) {
 	ret := time.Now()
 
 	if rec == nil { // the lock was not obtained; fn did not run
-		w.out.emit(event{Ev: evError, Op: l.lockOp, Kind: kind(err), Msg: err.Error()})
+		w.out.emit(event{Ev: evError, Seq: seq, Op: l.lockOp, Kind: kind(err), Msg: err.Error(), Ret: ret.UnixNano()})
 		w.late(l.lockOp, start, ret, deadline)
 		return
 	}

@@ -1,12 +1,15 @@
 // Command torture runs the uncomplicated locks under faults: worker
 // processes hold a few Mutexes, RWMutexes (mostly as readers) and
 // Semaphores through a fault-injecting proxy while the coordinator kills,
-// stops and cuts them off, restarts the lock server and expires held
-// locks; a fenced store on a second server records what each critical
-// section did, on its own clock. At the end it reports lost updates,
-// overlapping critical sections, semaphores over their permits, holds the
-// library confirmed that it should not have, late calls and leaked
-// goroutines, and exits non-zero when any of them is not 0.
+// stops and cuts them off, stops one queued for a lock just before the
+// lock is released, restarts the lock server and expires held locks; a
+// fenced store on a second server records what each critical section did,
+// on its own clock. At the end it reports lost updates, overlapping
+// critical sections, semaphores over their permits, holds the library
+// confirmed that it should not have, late calls, leaked goroutines and how
+// long locks stayed free while someone waited, and exits non-zero when any
+// of the first ones is not 0, or when a fault of a worker left a lock free
+// past its bound (see idleBound).
 //
 // The workers' Client runs on redigo or, with -client goredis, on go-redis.
 // With -cluster the locks live on a Redis Cluster of 3 masters, reached

@@ -9,15 +9,19 @@ type record struct {
 
 	Sections  map[secID]*hold   // every critical section that began
 	Open      map[secID]*hold   // those that began and have not ended, as far as events tell
+	Waits     map[secID]*wait   // every call to lock, by its process and Seq
+	Waiting   map[secID]*wait   // those still waiting, as far as events tell
+	Parked    map[int]event     // pid -> its section parked for the pausewaiter fault (see parking)
 	Errors    map[string]int    // "op: kind" -> count
 	Samples   map[string]string // "op: kind" -> one message
 	Late      []event           // calls that returned after their bound
 	TakenOver map[string]int    // role -> "... taken over" records of the library
 
-	Faults  map[string]int    // kind -> injected
-	Targets map[string]int    // "kind role" -> faults aimed at a holder of that role
-	Kills   map[int]time.Time // pid -> when the kill fault killed it
-	Stops   []stop
+	Faults   map[string]int    // kind -> injected
+	Injected []injection       // every fault injected, in order
+	Targets  map[string]int    // "kind role" -> faults aimed at a holder of that role
+	Kills    map[int]time.Time // pid -> when the kill fault killed it
+	Stops    []stop            // by the stop and pausewaiter faults
 
 	Workers int           // started, replacements included
 	Finals  map[int]event // pid -> its final event
@@ -53,6 +57,29 @@ type hold struct {
 	rec   *section // nil: its process was killed before it ended
 }
 
+// A wait is one call to lock, from the worker's view: from the call to
+// fn's start, or to the call's failure.
+type wait struct {
+	pid       int
+	key, role string
+	from, to  int64 // Unix nanoseconds; to is 0 while it waits
+}
+
+// before reports whether w began waiting before o; of two begun at once,
+// the one of the lower pid.
+func (w *wait) before(o *wait) bool {
+	if w.from != o.from {
+		return w.from < o.from
+	}
+	return w.pid < o.pid
+}
+
+// An injection is one fault injected: its kind, and when it took effect.
+type injection struct {
+	kind string
+	at   int64 // Unix nanoseconds
+}
+
 // A stop is one SIGSTOP of a worker, from its stop to its SIGCONT.
 type stop struct {
 	pid      int
@@ -61,7 +88,8 @@ type stop struct {
 
 func newRecord() *record {
 	return &record{
-		Sections: map[secID]*hold{}, Open: map[secID]*hold{}, Errors: map[string]int{}, Samples: map[string]string{},
+		Sections: map[secID]*hold{}, Open: map[secID]*hold{}, Waits: map[secID]*wait{}, Waiting: map[secID]*wait{},
+		Parked: map[int]event{}, Errors: map[string]int{}, Samples: map[string]string{},
 		TakenOver: map[string]int{}, Faults: map[string]int{}, Targets: map[string]int{}, Kills: map[int]time.Time{},
 		Finals: map[int]event{}, Store: map[string]tally{}, Examples: map[string][]string{},
 	}
@@ -71,9 +99,20 @@ func newRecord() *record {
 func (r *record) add(e event) {
 	id := secID{e.Pid, e.Seq}
 	switch e.Ev {
+	case evWait:
+		w := &wait{pid: e.Pid, key: e.Key, role: e.Role, from: e.Enter}
+		r.Waits[id] = w
+		if t, ok := r.Kills[e.Pid]; ok { // read after its process was killed
+			w.to = t.UnixNano()
+		} else {
+			r.Waiting[id] = w
+		}
 	case evEnter:
 		h := &hold{enter: e}
 		r.Sections[id], r.Open[id] = h, h
+		r.waited(id, e.Enter)
+	case evPark:
+		r.Parked[e.Pid] = e
 	case evSection:
 		h := r.Sections[id]
 		if h == nil { // cannot happen: enter is sent first on the same pipe
@@ -83,6 +122,9 @@ func (r *record) add(e event) {
 		h.rec = e.Rec
 		delete(r.Open, id)
 	case evError:
+		if e.Ret != 0 { // a lock not obtained
+			r.waited(id, e.Ret)
+		}
 		k := e.Op + ": " + e.Kind
 		r.Errors[k]++
 		if _, ok := r.Samples[k]; !ok {
@@ -97,13 +139,26 @@ func (r *record) add(e event) {
 	}
 }
 
+// waited ends the wait id at t, if it is waiting.
+func (r *record) waited(id secID, t int64) {
+	if w := r.Waiting[id]; w != nil {
+		w.to = t
+		delete(r.Waiting, id)
+	}
+}
+
 // killed records that the kill fault killed pid at t: its open sections
-// end there.
+// and its waits end there.
 func (r *record) killed(pid int, t time.Time) {
 	r.Kills[pid] = t
 	for id := range r.Open {
 		if id.pid == pid {
 			delete(r.Open, id)
+		}
+	}
+	for id := range r.Waiting {
+		if id.pid == pid {
+			r.waited(id, t.UnixNano())
 		}
 	}
 }

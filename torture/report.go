@@ -22,14 +22,16 @@ type summary struct {
 	Roles                       map[string]*roleFigures
 	RW                          rwFigures
 	Sem                         semFigures
-	Leaks                       int // workers whose goleak.Find failed
-	NoFinal                     int // workers that ended unkilled without a final event
+	Idle                        map[string]*idleFigures // by fault kind, and faultNone
+	Leaks                       int                     // workers whose goleak.Find failed
+	NoFinal                     int                     // workers that ended unkilled without a final event
 	Failures                    []string
 }
 
 // summarize computes the figures and checks the pass criteria.
 func (r *record) summarize(opts options) summary {
-	s := summary{counts: r.counts(), Faults: r.Faults, Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits)}
+	s := summary{counts: r.counts(), Faults: r.Faults, Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits),
+		Idle: r.idleByFault(opts.Permits, opts.Timeout)}
 	s.Stops, s.Unnoticed = r.stopped(opts.Timeout)
 	s.Fenced, s.Unfenced, s.Confirmed = r.overlaps()
 	for _, t := range r.Store {
@@ -68,6 +70,13 @@ func (r *record) summarize(opts options) summary {
 	fail(len(r.Crashed) > 0, "workers that failed: %s", strings.Join(r.Crashed, "; "))
 	fail(len(r.Hung) > 0, "workers killed after the grace period: %v", r.Hung)
 	fail(s.NoFinal > 0, "workers that ended without their final report: %d", s.NoFinal)
+	for _, k := range faultKinds(opts.Cluster) {
+		if f := s.Idle[k]; f != nil && f.Bound > 0 && f.Longest[0].length() >= f.Bound {
+			fail(true, "a lock free while a goroutine waited, after a %s fault, for %.2fs (%s), not under %.2fs",
+				k, f.Longest[0].length().Seconds(), r.at(f.Longest[0]), f.Bound.Seconds())
+			r.Examples[exIdle] = append(r.Examples[exIdle], k+": "+r.explain(f.Longest[0]))
+		}
+	}
 	for _, want := range []struct {
 		role string
 		keys int
@@ -101,6 +110,7 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 		}
 		p("Cluster ok again after a master's fault: %.1fs at most, %.1fs in all (%d faults)", longest.Seconds(), total.Seconds(), len(r.Recoveries))
 	}
+	s.printIdle(p, r, opts)
 	p("Mutex sections completed:               %d", s.Completed)
 	p("  writes accepted by the fence:         %d", s.Accepted)
 	p("  stale writes rejected by the fence:   %d", s.WriteRejected)
@@ -173,6 +183,37 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 			p("  e.g. %s: %s", what, ex)
 		}
 	}
+}
+
+// printIdle writes, by fault kind, the median and the longest of the
+// longest idle stretch after each fault, and the bound of each.
+func (s summary) printIdle(p func(string, ...any), r *record, opts options) {
+	p("longest time a lock was free while a live goroutine waited (a Semaphore: a permit free), after each fault until the next:")
+	for _, k := range append(slices.Clone(faultKinds(opts.Cluster)), faultNone) {
+		f := s.Idle[k]
+		switch {
+		case f == nil:
+			continue
+		case k == faultNone:
+			p("  %-37s %.2fs (%s)", "before the first fault:", f.Longest[0].length().Seconds(), r.at(f.Longest[0]))
+			continue
+		}
+		bound := "no bound: a fault of the lock server, its network or its keys"
+		if f.Bound > 0 {
+			bound = fmt.Sprintf("must be under %.2fs", f.Bound.Seconds())
+		}
+		p("  %-37s median %.2fs, max %.2fs (%s) of %d faults; %s", k+":",
+			f.median().Seconds(), f.Longest[0].length().Seconds(), r.at(f.Longest[0]), len(f.Longest), bound)
+	}
+}
+
+// at names an idle stretch's lock and start, in seconds from the run's
+// start, for the report.
+func (r *record) at(s stretch) string {
+	if s.key == "" {
+		return "none"
+	}
+	return fmt.Sprintf("%s at %.1fs", s.key, float64(s.from-r.Start.UnixNano())/1e9)
 }
 
 // printDeployment writes where the locks are, which client reaches them

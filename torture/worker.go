@@ -1,10 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -71,7 +71,8 @@ type worker struct {
 	client *uncomplicated.Client
 	store  store
 	out    *emitter
-	seq    atomic.Int64 // numbers critical sections
+	seq    atomic.Int64 // numbers the calls to lock
+	park   parking      // the coordinator's park, if any
 }
 
 // runWorker is the worker's main: it locks until its stdin ends, then
@@ -99,8 +100,12 @@ func runWorker(spec string) int {
 	w := &worker{cfg: cfg, client: client, store: store{pool: storePool}, out: out}
 
 	stop := make(chan struct{})
-	go func() { // the coordinator closes our stdin to stop us
-		_, _ = io.Copy(io.Discard, os.Stdin)
+	go func() { // the coordinator's commands; it closes our stdin to stop us
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			w.park.obey(sc.Text())
+		}
+		w.park.stop()
 		close(stop)
 	}()
 	out.emit(event{Ev: evReady})
