@@ -227,7 +227,10 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	}
 	// The Client repeats the release on a new master (see owned), unless
 	// the replicas of WithReplicas have it.
-	remember := release{kind: h.kind, keys: h.keys, tokens: append(slices.Clone(tokens), past...), until: h.b.leaseEnd()}
+	remember := release{kind: h.kind, keys: h.keys, tokens: tokens, until: h.b.leaseEnd()}
+	if len(past) > 0 {
+		remember.tokens = append(slices.Clip(tokens), past...)
+	}
 	if opErr != nil {
 		remember.failed = true
 		h.b.c.tokens.remember(remember)

@@ -31,8 +31,10 @@ type owned struct {
 	// tokens counts, by token, the waiters and holds that may have it in
 	// Redis.
 	tokens map[string]int
-	// released are the releases to repeat on a new master, oldest first.
+	// released are the releases to repeat on a new master: a ring, whose
+	// oldest is at index oldest.
 	released []release
+	oldest   int
 }
 
 // A release is a hold given back, as the restart watch may repeat it.
@@ -85,30 +87,23 @@ func (o *owned) orphan(id, token string) bool {
 }
 
 // remember records a release, to repeat on a new master until the hold's
-// lease would have ended.
+// lease would have ended; at maxReleased, it takes the place of the
+// oldest.
 func (o *owned) remember(r release) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.released = append(o.released, r)
-	if len(o.released) > maxReleased {
-		o.released = o.released[len(o.released)-maxReleased:]
+	if len(o.released) < maxReleased {
+		o.released = append(o.released, r)
+		return
 	}
+	o.released[o.oldest] = r
+	o.oldest = (o.oldest + 1) % len(o.released)
 }
 
-// releases returns the releases to repeat at now, dropping those whose
-// lease has ended.
+// releases returns the releases to repeat at now, oldest first, dropping
+// those whose lease has ended.
 func (o *owned) releases(now time.Time) []release {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	kept := o.released[:0]
-	for _, r := range o.released {
-		if r.until.IsZero() || now.Before(r.until) {
-			kept = append(kept, r)
-		}
-	}
-	clear(o.released[len(kept):])
-	o.released = kept
-	return append([]release(nil), kept...)
+	return o.keep(func(r release) bool { return r.until.IsZero() || now.Before(r.until) })
 }
 
 // forget drops the releases done.
@@ -120,16 +115,22 @@ func (o *owned) forget(done []release) {
 	for _, r := range done {
 		gone[r.tokens[0]] = true
 	}
+	o.keep(func(r release) bool { return !gone[r.tokens[0]] })
+}
+
+// keep keeps the releases that keep reports true of, oldest first, and
+// returns a copy of them.
+func (o *owned) keep(keep func(release) bool) []release {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	kept := o.released[:0]
-	for _, r := range o.released {
-		if !gone[r.tokens[0]] {
+	kept := make([]release, 0, len(o.released))
+	for i := range o.released {
+		if r := o.released[(o.oldest+i)%len(o.released)]; keep(r) {
 			kept = append(kept, r)
 		}
 	}
-	clear(o.released[len(kept):])
-	o.released = kept
+	o.released, o.oldest = kept, 0
+	return append([]release(nil), kept...)
 }
 
 // releaseOrphans releases what the attempt that got g found blocking it
