@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
+
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
@@ -30,7 +32,7 @@ type base struct {
 // clean-up, not the process. Once Close has begun, it runs in the caller's
 // goroutine instead, which is then returning, bounded by the deadline of
 // ctx as Do's release is.
-func (b *base) background(ctx context.Context, s *Script, keys []string, args ...string) {
+func (b *base) background(ctx context.Context, s *driver.Script, keys []string, args ...string) {
 	c := b.c
 	if !c.backgroundStarts() {
 		rctx, cancel := releaseContext(ctx)
@@ -227,7 +229,7 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 
 // flag runs a script that replies 1 or 0. With wait it then waits for
 // the replicas of WithReplicas, and reports how many acknowledged.
-func (b *base) flag(ctx context.Context, wait bool, s *Script, keys []string, args ...any) (ok bool, acked int64, err error) {
+func (b *base) flag(ctx context.Context, wait bool, s *driver.Script, keys []string, args ...any) (ok bool, acked int64, err error) {
 	var reply any
 	if wait {
 		reply, acked, err = b.evalReplicated(ctx, s, keys, args...)
@@ -297,8 +299,8 @@ func (b *base) check(typ string, ctx context.Context, fn ...func(context.Context
 
 // eval runs s with keys and args for the lock, bounded by the lock's
 // command timeout (see driver).
-func (b *base) eval(ctx context.Context, s *Script, keys []string, args ...any) (reply any, sent bool, err error) {
-	reply, sent, err = b.c.driver.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
+func (b *base) eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (reply any, sent bool, err error) {
+	reply, sent, err = b.c.redis.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
 	if err != nil {
 		b.logFailure(ctx, err)
 	}
@@ -307,7 +309,7 @@ func (b *base) eval(ctx context.Context, s *Script, keys []string, args ...any) 
 
 // evalReplicated runs s as eval does and then, under WithReplicas, waits
 // for the replicas (WAIT) and reports how many acknowledged.
-func (b *base) evalReplicated(ctx context.Context, s *Script, keys []string, args ...any) (reply any, acked int64, err error) {
+func (b *base) evalReplicated(ctx context.Context, s *driver.Script, keys []string, args ...any) (reply any, acked int64, err error) {
 	if b.cfg.replicas == 0 {
 		reply, _, err = b.eval(ctx, s, keys, args...)
 		return reply, 0, err
@@ -316,7 +318,7 @@ func (b *base) evalReplicated(ctx context.Context, s *Script, keys []string, arg
 	if d > 0 {
 		d += b.cfg.replicaWait
 	}
-	if reply, acked, err = b.c.driver.evalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
+	if reply, acked, err = b.c.redis.evalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
 		b.logFailure(ctx, err)
 	}
 	return reply, acked, err
@@ -324,7 +326,7 @@ func (b *base) evalReplicated(ctx context.Context, s *Script, keys []string, arg
 
 // get reads a string key of the lock; "" when it does not exist.
 func (b *base) get(ctx context.Context, key string) (string, error) {
-	reply, err := b.c.driver.do(ctx, b.cfg.commandTimeout, []string{key}, "GET", key)
+	reply, err := b.c.redis.command(ctx, b.cfg.commandTimeout, []string{key}, "GET", key)
 	if err != nil {
 		b.logFailure(ctx, err)
 		return "", err

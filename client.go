@@ -5,16 +5,21 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"github.com/gomodule/redigo/redis"
 )
 
 // A Client holds what the locks of one process share: the connection to
 // Redis (a driver), the default options, the connection that listens for
 // hand-offs and the restart watch. It is safe for concurrent use.
 type Client struct {
-	driver driver
-	opts   []Option
-	id     string        // names the Client's wake-up channels
-	done   chan struct{} // closed by Close
+	redis *link // nil for a nil Pool or Driver
+	opts  []Option
+	// deaf: the Client never listens for hand-offs, as its Pool has no
+	// connection to spare (a *redis.Pool whose MaxActive is 1).
+	deaf bool
+	id   string        // names the Client's wake-up channels
+	done chan struct{} // closed by Close
 	// ctx is cancelled by Close: it ends the Client's own calls.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -36,21 +41,22 @@ type Client struct {
 // lock it makes. Options are checked, and a nil pool reported, by New and
 // the other constructors.
 func NewClient(pool Pool, opts ...Option) *Client {
-	var d driver
-	if !isNil(pool) {
-		d = &redigoDriver{pool: pool}
+	if isNil(pool) {
+		return newClient(nil, opts)
 	}
-	c := newClient(d, opts)
-	if r, ok := d.(*redigoDriver); ok {
-		r.explain = c.poolError
+	d := &redigoDriver{pool: pool}
+	c := newClient(&link{d: d}, opts)
+	d.explain = c.poolError
+	if p, ok := pool.(*redis.Pool); ok && p.MaxActive == 1 {
+		c.deaf = true
 	}
 	return c
 }
 
-func newClient(d driver, opts []Option) *Client {
+func newClient(l *link, opts []Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{
-		driver: d, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
+		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 	}
 }
@@ -99,11 +105,11 @@ func (c *Client) backgroundStarts() bool {
 func (c *Client) wakeups(started bool) *wakeups {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.wake != nil || started || c.closing || !c.driver.canListen() {
+	if c.wake != nil || started || c.closing || c.deaf {
 		return c.wake
 	}
 	cfg := c.settings()
-	c.wake = newWakeups(c.driver, cfg.clock, cfg.commandTimeout, cfg.prefix)
+	c.wake = newWakeups(c.redis, cfg.clock, cfg.commandTimeout, cfg.prefix)
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()
@@ -150,7 +156,7 @@ func (c *Client) config(opts []Option) (config, error) {
 	switch {
 	case c == nil || c.done == nil:
 		return config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
-	case c.driver == nil:
+	case c.redis == nil:
 		return config{}, fmt.Errorf("%w: nil Pool", ErrInvalidArgument)
 	case c.closed():
 		return config{}, ErrClosed

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/benbjohnson/clock"
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // The seam for other Redis clients, and what every driver shares: the
@@ -19,22 +22,22 @@ import (
 func TestPubSubEvent(t *testing.T) {
 	for _, tc := range []struct {
 		reply any
-		want  Event
+		want  driver.Event
 		err   bool
 	}{
-		{"PONG", Event{}, false},
-		{[]any{[]byte("pong"), []byte("")}, Event{}, false},
-		{[]any{[]byte("message"), []byte("c"), []byte("t 2")}, Event{Kind: EventMessage, Channel: "c", Data: []byte("t 2")}, false},
-		{[]any{[]byte("smessage"), []byte("c"), []byte("t 2")}, Event{Kind: EventMessage, Channel: "c", Data: []byte("t 2")}, false},
-		{[]any{[]byte("subscribe"), []byte("c"), int64(1)}, Event{Kind: EventSubscribed, Channel: "c"}, false},
-		{[]any{[]byte("ssubscribe"), []byte("c"), int64(1)}, Event{Kind: EventSubscribed, Channel: "c"}, false},
-		{[]any{[]byte("unsubscribe"), []byte("c"), int64(0)}, Event{Kind: EventUnsubscribed, Channel: "c"}, false},
-		{[]any{[]byte("sunsubscribe"), []byte("c"), int64(0)}, Event{Kind: EventUnsubscribed, Channel: "c"}, false},
-		{[]any{[]byte("pmessage"), []byte("p"), []byte("c"), []byte("x")}, Event{}, true},
-		{[]any{[]byte("sunsubscribe"), nil, int64(0)}, Event{}, true},
-		{[]any{[]byte("message")}, Event{}, true},
-		{int64(3), Event{}, true},
-		{nil, Event{}, true},
+		{"PONG", driver.Event{}, false},
+		{[]any{[]byte("pong"), []byte("")}, driver.Event{}, false},
+		{[]any{[]byte("message"), []byte("c"), []byte("t 2")}, driver.Event{Kind: driver.EventMessage, Channel: "c", Data: []byte("t 2")}, false},
+		{[]any{[]byte("smessage"), []byte("c"), []byte("t 2")}, driver.Event{Kind: driver.EventMessage, Channel: "c", Data: []byte("t 2")}, false},
+		{[]any{[]byte("subscribe"), []byte("c"), int64(1)}, driver.Event{Kind: driver.EventSubscribed, Channel: "c"}, false},
+		{[]any{[]byte("ssubscribe"), []byte("c"), int64(1)}, driver.Event{Kind: driver.EventSubscribed, Channel: "c"}, false},
+		{[]any{[]byte("unsubscribe"), []byte("c"), int64(0)}, driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"}, false},
+		{[]any{[]byte("sunsubscribe"), []byte("c"), int64(0)}, driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"}, false},
+		{[]any{[]byte("pmessage"), []byte("p"), []byte("c"), []byte("x")}, driver.Event{}, true},
+		{[]any{[]byte("sunsubscribe"), nil, int64(0)}, driver.Event{}, true},
+		{[]any{[]byte("message")}, driver.Event{}, true},
+		{int64(3), driver.Event{}, true},
+		{nil, driver.Event{}, true},
 	} {
 		got, err := pubSubEvent(tc.reply)
 		if (err != nil) != tc.err || got.Kind != tc.want.Kind || got.Channel != tc.want.Channel || string(got.Data) != string(tc.want.Data) {
@@ -53,9 +56,9 @@ func (s *recordingSub) Subscribe(c string)   { s.sent = append(s.sent, "sub "+c)
 func (s *recordingSub) Unsubscribe(c string) { s.sent = append(s.sent, "unsub "+c) }
 func (s *recordingSub) Ping()                {}
 func (s *recordingSub) Close()               {}
-func (s *recordingSub) Receive(ctx context.Context) (Event, error) {
+func (s *recordingSub) Receive(ctx context.Context) (driver.Event, error) {
 	<-ctx.Done()
-	return Event{}, ctx.Err()
+	return driver.Event{}, ctx.Err()
 }
 
 // A Cluster ends the subscriptions to the channels of a slot that moves;
@@ -66,18 +69,18 @@ func TestWakeups_followsMovedSlot(t *testing.T) {
 	sub := &recordingSub{}
 	w.conn = sub
 	l := w.listen("c", "token", false)
-	w.confirm(Event{Kind: EventSubscribed, Channel: "c"})
+	w.confirm(driver.Event{Kind: driver.EventSubscribed, Channel: "c"})
 	if confirmed, _, _, _ := l.state(); !confirmed {
 		t.Fatal("not confirmed after the subscription")
 	}
-	w.confirm(Event{Kind: EventUnsubscribed, Channel: "c"}) // the slot moved
+	w.confirm(driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"}) // the slot moved
 	if confirmed, coming, _, _ := l.state(); confirmed || !coming {
 		t.Errorf("state after Redis unsubscribed = %v, %v; want unconfirmed, coming", confirmed, coming)
 	}
 	if want := []string{"sub c", "sub c"}; !slices.Equal(sub.sent, want) {
 		t.Errorf("sent %q; want %q", sub.sent, want)
 	}
-	w.confirm(Event{Kind: EventSubscribed, Channel: "c"})
+	w.confirm(driver.Event{Kind: driver.EventSubscribed, Channel: "c"})
 	if confirmed, _, _, _ := l.state(); !confirmed {
 		t.Error("not confirmed after the new subscription")
 	}
@@ -86,7 +89,7 @@ func TestWakeups_followsMovedSlot(t *testing.T) {
 	defer func(n int) { maxIdleChannels = n }(maxIdleChannels)
 	maxIdleChannels = 0
 	l.close(nil) // no idle channels kept: UNSUBSCRIBE at once
-	w.confirm(Event{Kind: EventUnsubscribed, Channel: "c"})
+	w.confirm(driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"})
 	if want := []string{"sub c", "sub c", "unsub c"}; !slices.Equal(sub.sent, want) {
 		t.Errorf("sent %q; want %q", sub.sent, want)
 	}
@@ -118,12 +121,12 @@ func TestReplyError(t *testing.T) {
 // silentDriver is a Driver of a server that never answers.
 type silentDriver struct{}
 
-func (silentDriver) Eval(ctx context.Context, _ *Script, _ []string, _ []any) (any, error) {
+func (silentDriver) Eval(ctx context.Context, _ *driver.Script, _ []string, _ []any) (any, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
 
-func (silentDriver) EvalWait(ctx context.Context, _ *Script, _ []string, _ []any, _ int, _ time.Duration) (any, int64, error) {
+func (silentDriver) EvalWait(ctx context.Context, _ *driver.Script, _ []string, _ []any, _ int, _ time.Duration) (any, int64, error) {
 	<-ctx.Done()
 	return nil, 0, ctx.Err()
 }
@@ -133,7 +136,7 @@ func (silentDriver) Do(ctx context.Context, _ []string, _ string, _ ...any) (any
 	return nil, ctx.Err()
 }
 
-func (silentDriver) Listen(ctx context.Context, _ bool) (Subscription, error) {
+func (silentDriver) Listen(ctx context.Context, _ bool) (driver.Subscription, error) {
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
@@ -166,7 +169,7 @@ func TestRedigoSub_closeEndsConnection(t *testing.T) {
 	srv := miniredis.RunT(t)
 	pool := &redis.Pool{MaxIdle: 4, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", srv.Addr()) }}
 	defer pool.Close()
-	sub, err := (&redigoDriver{pool: pool}).listen(context.Background(), false)
+	sub, err := (&redigoDriver{pool: pool}).Listen(context.Background(), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,5 +177,48 @@ func TestRedigoSub_closeEndsConnection(t *testing.T) {
 	sub.Close()
 	if n := pool.IdleCount(); n != 0 {
 		t.Errorf("%d idle connections after Close; want the listening one dropped", n)
+	}
+}
+
+// unsentDriver is a Driver whose calls never leave: it counts them.
+type unsentDriver struct{ calls atomic.Int64 }
+
+func (d *unsentDriver) Eval(context.Context, *driver.Script, []string, []any) (any, error) {
+	d.calls.Add(1)
+	return nil, driver.NotSent(errors.New("no connection"))
+}
+
+func (d *unsentDriver) EvalWait(context.Context, *driver.Script, []string, []any, int, time.Duration) (any, int64, error) {
+	d.calls.Add(1)
+	return nil, 0, driver.NotSent(errors.New("no connection"))
+}
+
+func (d *unsentDriver) Do(context.Context, []string, string, ...any) (any, error) {
+	d.calls.Add(1)
+	return nil, driver.NotSent(errors.New("no connection"))
+}
+
+func (d *unsentDriver) Listen(context.Context, bool) (driver.Subscription, error) {
+	return nil, driver.ErrNoPubSub
+}
+
+// An acquisition whose script was never sent fails at once: nothing can
+// hold the lock, so it neither asks again nor releases in the background,
+// as it does when a sent script's reply is lost.
+func TestNewDriverClient_notSent(t *testing.T) {
+	d := &unsentDriver{}
+	c := NewDriverClient(d)
+	m, err := c.Named("x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Lock(context.Background()); !errors.Is(err, ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) {
+		t.Errorf("Lock = %v; want ErrNotObtained and the driver's not-sent error", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.calls.Load(); n != 1 {
+		t.Errorf("%d calls to the driver; want 1: no second attempt, no release", n)
 	}
 }

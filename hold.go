@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // A hold is one acquisition of a lock: of a Mutex, of an RWMutex as its
@@ -57,9 +59,9 @@ type hold struct {
 
 // A holdKind is what differs between the kinds of hold.
 type holdKind struct {
-	what    string  // "lock", "write lock", "read lock" or "permit", for errors and logs
-	refresh *Script // ARGV: lease, new token, tokens...
-	release *Script // ARGV: entry or "", tokens...; replies as parseRelease reads
+	what    string         // "lock", "write lock", "read lock" or "permit", for errors and logs
+	refresh *driver.Script // ARGV: lease, new token, tokens...
+	release *driver.Script // ARGV: entry or "", tokens...; replies as parseRelease reads
 	// refreshKeys is how many of the lock's keys refresh takes, from the
 	// first; release takes them all.
 	refreshKeys int

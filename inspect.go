@@ -168,7 +168,7 @@ func (c *Client) ForceRelease(ctx context.Context, name string) (LockInfo, error
 	case KindSemaphore:
 		s, keys = forceSemScript, semKeysOf(cfg.prefix, name)
 	}
-	reply, _, err := c.driver.eval(ctx, cfg.commandTimeout, s, keys)
+	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, s, keys)
 	if err != nil {
 		return in.info, fmt.Errorf("uncomplicated: %s: %w", name, err)
 	}
@@ -208,7 +208,7 @@ type inspection struct {
 // inspect runs inspectScript on the lock name.
 func (c *Client) inspect(ctx context.Context, cfg config, name string) (inspection, error) {
 	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
-	reply, _, err := c.driver.eval(ctx, cfg.commandTimeout, inspectScript, keys, MaxInspected)
+	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, inspectScript, keys, MaxInspected)
 	if err != nil {
 		return inspection{info: LockInfo{Name: name}}, fmt.Errorf("uncomplicated: %s: %w", name, err)
 	}
@@ -254,7 +254,7 @@ func (c *Client) scanNames(ctx context.Context, cfg config, match string, limit 
 	for _, route := range routes {
 		cursor := "0"
 		for {
-			reply, err := c.driver.do(ctx, cfg.commandTimeout, route, "SCAN", cursor, "MATCH", globQuote(cfg.prefix)+":*", "COUNT", 1000)
+			reply, err := c.redis.command(ctx, cfg.commandTimeout, route, "SCAN", cursor, "MATCH", globQuote(cfg.prefix)+":*", "COUNT", 1000)
 			if err != nil {
 				return nil, false, fmt.Errorf("uncomplicated: SCAN: %w", err)
 			}

@@ -21,14 +21,6 @@ const (
 	DefaultCommandTimeout = 10 * time.Second
 )
 
-// The bound of the random sleep between two attempts is timeout/ticks, but
-// at most maxTick, so that a waiter never sleeps a second or more at a time,
-// and at least minTick, so that no waiter spins on Redis.
-const (
-	maxTick = time.Second
-	minTick = time.Millisecond
-)
-
 // StalePolicy says what a waiter does when the holder of a lock has been
 // stuck, showing the same token, for its patience (see WithTimeout).
 type StalePolicy int
@@ -280,11 +272,6 @@ func (c *config) validate() error {
 	return nil
 }
 
-// tick is the bound of the random sleep between two attempts.
-func (c *config) tick() time.Duration {
-	return max(min(c.timeout/time.Duration(c.ticks), maxTick), minTick)
-}
-
 // leaseMillis is the lease as Redis's PX wants it; 0 means no expiry.
 func (c *config) leaseMillis() int64 {
 	ms := int64(c.lease / time.Millisecond)
@@ -292,17 +279,4 @@ func (c *config) leaseMillis() int64 {
 		ms++
 	}
 	return ms
-}
-
-// expiry is how long a waiter counts as alive after each of its attempts
-// (see queueLua): three ticks and a tenth of a second, so that its next
-// attempt, a random time below a tick later, always comes first, while a
-// waiter that died holds the queue up only briefly.
-func (c *config) expiry() time.Duration {
-	return 3*c.tick() + 100*time.Millisecond
-}
-
-// expiryMillis is expiry in whole milliseconds, as Redis takes it.
-func (c *config) expiryMillis() int64 {
-	return c.expiry().Milliseconds()
 }

@@ -174,7 +174,7 @@ func (c *Client) rerelease(ctx context.Context, rs []release) (done []release) {
 	d := c.settings().commandTimeout
 	for _, r := range rs {
 		args := append([]any{""}, anys(r.tokens)...)
-		if _, _, err := c.driver.eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
+		if _, _, err := c.redis.eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
 			done = append(done, r)
 		}
 	}

@@ -259,7 +259,7 @@ func TestCommandTimeout_waitingForAConnection(t *testing.T) {
 		start := time.Now()
 		ok, err := m.TryLock(ctx)
 		took := time.Since(start)
-		if ok || !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "no connection from the Pool within 200ms") {
+		if ok || !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "not sent to Redis within 200ms (WithCommandTimeout): no connection from the Pool") {
 			t.Errorf("TryLock() = %v, %v; want the pool's wait cut by the command timeout", ok, err)
 		}
 		if took < d || took > d+500*time.Millisecond {

@@ -200,7 +200,7 @@ func (c *Client) slotMap(ctx context.Context) ([]string, error) {
 	if single {
 		return nil, nil
 	}
-	reply, err := c.driver.do(ctx, c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
+	reply, err := c.redis.command(ctx, c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
 	var se *serverError
 	if errors.As(err, &se) && strings.Contains(se.msg, "cluster support disabled") {
 		c.mu.Lock()
@@ -238,7 +238,7 @@ func (c *Client) slotMap(ctx context.Context) ([]string, error) {
 // runID returns the run_id of the node that owns key, or "" when Redis
 // cannot tell.
 func (c *Client) runID(ctx context.Context, key string) string {
-	reply, err := c.driver.do(ctx, c.settings().commandTimeout, []string{key}, "INFO", "server")
+	reply, err := c.redis.command(ctx, c.settings().commandTimeout, []string{key}, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
 		return ""

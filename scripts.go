@@ -1,5 +1,7 @@
 package uncomplicated
 
+import "github.com/uncomplicated-mutex/uncomplicated/driver"
+
 // The Mutex's scripts. Every change to a lock is one Lua script, so it is
 // atomic, and reads user data only from KEYS and ARGV. KEYS[1] is the lock,
 // holding its holder's token with the lease as TTL; KEYS[2] its fence
@@ -40,7 +42,7 @@ end
 // message whose fence is not above that counter came from a release before
 // this attempt, and is stale. A fence counter that is not an integer undoes
 // the SET and fails.
-var acquireScript = newScript(3, queueLua+`
+var acquireScript = driver.NewScript(3, queueLua + `
 local cur
 if ARGV[2] == '0' then
   cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET')
@@ -74,7 +76,7 @@ return {1, fence}
 // out of the queue. Replies like acquireScript, also {1, fence} when the
 // lock holds the waiter's token already (a lost reply asked again). The
 // INCR comes first, so a broken counter fails before anything is written.
-var takeOverScript = newScript(3, leaseLua+queueLua+`
+var takeOverScript = driver.NewScript(3, leaseLua + queueLua + `
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   if ARGV[2] == '0' then
@@ -99,7 +101,7 @@ return {1, fence}
 // the queue first; if a release handed it the lock meanwhile, it releases
 // that. Replies 0 when no token was ours, 1 when the lock is free, or the
 // token of the waiter it was handed to.
-var releaseScript = newScript(3, mutexHandOff+`
+var releaseScript = driver.NewScript(3, mutexHandOff + `
 leave(KEYS[3])
 local cur = redis.call('GET', KEYS[1])
 for i = 2, #ARGV do
@@ -113,7 +115,7 @@ return 0
 // refreshScript, if the lock holds one of our tokens ARGV[3..], replaces it
 // with ARGV[2] and restarts the lease ARGV[1]. Replies 1, or 0 when no
 // token was ours.
-var refreshScript = newScript(1, `
+var refreshScript = driver.NewScript(1, `
 local cur = redis.call('GET', KEYS[1])
 for i = 3, #ARGV do
   if cur == ARGV[i] then

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // The RWMutex's and the Semaphore's scripts, run directly on miniredis and
@@ -48,7 +50,7 @@ func later() string { return strconv.FormatInt(time.Now().Add(time.Hour).UnixMil
 
 // released runs a release script and reads its reply, failing the test on
 // an error.
-func released(t *testing.T, conn redis.Conn, s *Script, keysAndArgs ...any) (ok bool, next []string) {
+func released(t *testing.T, conn redis.Conn, s *driver.Script, keysAndArgs ...any) (ok bool, next []string) {
 	t.Helper()
 	ok, next, err := parseRelease(must2(doScript(conn, s, keysAndArgs...)))
 	if err != nil {
@@ -253,7 +255,7 @@ func must2(reply any, err error) any {
 func TestRWUnlockScripts_leave(t *testing.T) {
 	cases := []struct {
 		name    string
-		release *Script
+		release *driver.Script
 		kind    string
 		queued  bool // whether the waiter that gives up joined the queue
 	}{
@@ -408,7 +410,7 @@ func TestHolderScripts_badFence(t *testing.T) {
 func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 	cases := []struct {
 		name    string
-		release *Script
+		release *driver.Script
 		keys    []any
 		hold    []any // the command that makes "h" a holder
 		queue   string

@@ -10,14 +10,15 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
 // The scripts' rules, run directly on miniredis and on a real server.
 
 // doScript runs s on conn with its KEYS and ARGV, as the driver does.
-func doScript(conn redis.Conn, s *Script, keysAndArgs ...any) (any, error) {
-	return redis.NewScript(s.keys, s.src).Do(conn, keysAndArgs...)
+func doScript(conn redis.Conn, s *driver.Script, keysAndArgs ...any) (any, error) {
+	return redis.NewScript(s.Keys(), s.Source()).Do(conn, keysAndArgs...)
 }
 
 // mutexKeys are the KEYS of the Mutex's scripts in these tests: the lock,
@@ -53,7 +54,7 @@ func scriptServers(t *testing.T) map[string]*redis.Pool {
 // A listening is a test's connection that listens as a Client's does:
 // sharded where Redis has SPUBLISH (redis-server), else not (miniredis).
 type listening struct {
-	sub     Subscription
+	sub     driver.Subscription
 	publish string // the command that reaches it
 }
 
@@ -65,7 +66,7 @@ func subscribe(t *testing.T, pool *redis.Pool, channels ...string) *listening {
 	if _, err := scriptConn(t, pool).Do("SPUBLISH", "probe", ""); err != nil {
 		l.publish = "PUBLISH"
 	}
-	sub, err := (&redigoDriver{pool: pool}).listen(context.Background(), l.publish == "SPUBLISH")
+	sub, err := (&redigoDriver{pool: pool}).Listen(context.Background(), l.publish == "SPUBLISH")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func subscribe(t *testing.T, pool *redis.Pool, channels ...string) *listening {
 	l.sub = sub
 	for _, ch := range channels {
 		sub.Subscribe(ch)
-		if e := l.next(t); e.Kind != EventSubscribed {
+		if e := l.next(t); e.Kind != driver.EventSubscribed {
 			t.Fatalf("%+v; want the subscription to %s", e, ch)
 		}
 	}
@@ -81,7 +82,7 @@ func subscribe(t *testing.T, pool *redis.Pool, channels ...string) *listening {
 }
 
 // next returns the next event l hears.
-func (l *listening) next(t *testing.T) Event {
+func (l *listening) next(t *testing.T) driver.Event {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -96,7 +97,7 @@ func (l *listening) next(t *testing.T) Event {
 func message(t *testing.T, l *listening) string {
 	t.Helper()
 	e := l.next(t)
-	if e.Kind != EventMessage {
+	if e.Kind != driver.EventMessage {
 		t.Fatalf("%+v; want a message", e)
 	}
 	return string(e.Data)
@@ -181,7 +182,7 @@ func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "SET", "lock", "b")
 			steps := []struct {
-				script *Script
+				script *driver.Script
 				args   []any
 				want   int64
 				value  string

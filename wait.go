@@ -5,9 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
@@ -36,9 +37,9 @@ type spec struct {
 	lock     Kind // the primitive, for an Observer
 	kind     *holdKind
 	keys     []string
-	channel  string  // where this Client hears of hand-offs to its waiters
-	acquire  *Script // one attempt
-	takeOver *Script // a take-over of stale blockers
+	channel  string         // where this Client hears of hand-offs to its waiters
+	acquire  *driver.Script // one attempt
+	takeOver *driver.Script // a take-over of stale blockers
 	// extra returns the arguments after the five of every attempt: none
 	// blocking (nil stale) or the stale blockers to take over from.
 	extra func(stale []string) []any
@@ -428,22 +429,13 @@ func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token 
 	}
 }
 
-// jitter returns a random duration in [0, bound), or 0 when bound is not
-// positive.
-func jitter(bound time.Duration) time.Duration {
-	if bound <= 0 {
-		return 0
-	}
-	return rand.N(bound)
-}
-
 // attempt runs an acquiring script with args (see queueLua). When its
 // reply is lost after it may have run, it runs it again: the scripts reply
 // the hold when token has it already, and the entry, if it was joining
 // the queue, rejoins only if it is not there. When that fails too, or the
 // lost reply did not come in time (see askAgain), the release of kind
 // gives back in the background whatever token may hold.
-func (b *base) attempt(ctx context.Context, s *Script, keys []string, kind *holdKind, token string, args []any) (grant, error) {
+func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, token string, args []any) (grant, error) {
 	g, unknown, err := b.grantOf(ctx, s, keys, kind, args)
 	if !unknown {
 		return g, err
@@ -465,7 +457,7 @@ func (b *base) attempt(ctx context.Context, s *Script, keys []string, kind *hold
 // grantOf runs s and reads its grant of a hold of kind; unknown reports
 // a reply lost after the script may have run. Its error is the call's
 // (see gaveUp).
-func (b *base) grantOf(ctx context.Context, s *Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
+func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
 	reply, sent, err := b.eval(ctx, s, keys, args...)
 	if err == nil {
 		g, err = parseGrant(reply)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
+
 	"github.com/benbjohnson/clock"
 )
 
@@ -41,7 +43,7 @@ const (
 
 // wakeups is a Client's listening connection and its subscriptions.
 type wakeups struct {
-	driver  driver
+	redis   *link
 	clock   clock.Clock
 	timeout time.Duration   // the command timeout, for the probe of sharded pub/sub
 	probe   string          // the channel of that probe, under the Client's prefix
@@ -49,10 +51,10 @@ type wakeups struct {
 	cancel  context.CancelFunc
 	sharded int // sharded pub/sub: 0 not known yet, 1 yes, -1 no; run's own
 
-	mu       sync.Mutex    // guards the fields below
-	conn     Subscription  // the listening connection; nil while down
-	retrying bool          // waiting out a backoff: nothing will be confirmed soon
-	changed  chan struct{} // closed, and made again, when conn fails or retrying is set
+	mu       sync.Mutex          // guards the fields below
+	conn     driver.Subscription // the listening connection; nil while down
+	retrying bool                // waiting out a backoff: nothing will be confirmed soon
+	changed  chan struct{}       // closed, and made again, when conn fails or retrying is set
 	chans    map[string]*channel
 	idle     *list.List // names of channels without waiters, least recently used first
 	// gone holds the tokens of waiters that left the queue without the
@@ -73,10 +75,10 @@ type channel struct {
 	idle       *list.Element          // its place in wakeups.idle when it has no waiters
 }
 
-func newWakeups(d driver, clk clock.Clock, timeout time.Duration, prefix string) *wakeups {
+func newWakeups(l *link, clk clock.Clock, timeout time.Duration, prefix string) *wakeups {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &wakeups{
-		driver: d, clock: clk, timeout: timeout, probe: prefix + ":probe", ctx: ctx, cancel: cancel,
+		redis: l, clock: clk, timeout: timeout, probe: prefix + ":probe", ctx: ctx, cancel: cancel,
 		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
 		gone: map[string]func(context.Context){},
 	}
@@ -193,7 +195,7 @@ func (w *wakeups) run() {
 	for w.ctx.Err() == nil {
 		began := w.clock.Now()
 		sub, err := w.open()
-		if errors.Is(err, errNoPubSub) { // cannot listen: waiters only tick
+		if errors.Is(err, driver.ErrNoPubSub) { // cannot listen: waiters only tick
 			w.mu.Lock()
 			w.retrying = true
 			w.signal()
@@ -218,10 +220,10 @@ func (w *wakeups) run() {
 // SPUBLISH, which the release scripts use where Redis has it (see
 // queueLua), is tried once per Client, on "<prefix>:probe", a channel
 // under the prefix that an ACL for the locks allows, where nobody listens.
-func (w *wakeups) open() (Subscription, error) {
+func (w *wakeups) open() (driver.Subscription, error) {
 	if w.sharded == 0 {
 		ctx, cancel := context.WithTimeout(w.ctx, releaseTimeout)
-		_, err := w.driver.do(ctx, w.timeout, []string{w.probe}, "SPUBLISH", w.probe, "")
+		_, err := w.redis.command(ctx, w.timeout, []string{w.probe}, "SPUBLISH", w.probe, "")
 		cancel()
 		var se *serverError
 		switch {
@@ -233,7 +235,7 @@ func (w *wakeups) open() (Subscription, error) {
 			return nil, err
 		}
 	}
-	return w.driver.listen(w.ctx, w.sharded > 0)
+	return w.redis.listen(w.ctx, w.sharded > 0)
 }
 
 // pause waits out a backoff; it reports false when the Client closed.
@@ -259,7 +261,7 @@ func (w *wakeups) pause(d time.Duration) bool {
 
 // serve subscribes conn to the channels that have waiters and reads it
 // until it fails or the Client closes.
-func (w *wakeups) serve(conn Subscription) {
+func (w *wakeups) serve(conn driver.Subscription) {
 	w.mu.Lock()
 	w.conn = conn
 	for name, ch := range w.chans {
@@ -289,7 +291,7 @@ func (w *wakeups) serve(conn Subscription) {
 		case err != nil:
 			w.down()
 			return
-		case e.Kind == EventMessage:
+		case e.Kind == driver.EventMessage:
 			w.deliver(e.Channel, e.Data)
 		default:
 			w.confirm(e)
@@ -348,12 +350,12 @@ func (w *wakeups) down() {
 // unsubscription that Redis made of its own, when the channel's slot moved
 // to another node of a Cluster, is followed by a new SUBSCRIBE, which the
 // driver sends to the slot's new node; its waiters tick meanwhile.
-func (w *wakeups) confirm(e Event) {
+func (w *wakeups) confirm(e driver.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	name := e.Channel
 	ch := w.chans[name]
-	if ch != nil && ch.pending == 0 && ch.subscribed && e.Kind == EventUnsubscribed {
+	if ch != nil && ch.pending == 0 && ch.subscribed && e.Kind == driver.EventUnsubscribed {
 		if ch.confirmed {
 			ch.ready, ch.confirmed = make(chan struct{}), false
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // NewClient returns a Client whose locks talk to Redis through rdb: a
@@ -37,10 +38,10 @@ func NewClient(rdb redis.UniversalClient, opts ...uncomplicated.Option) *uncompl
 	return uncomplicated.NewDriverClient(NewDriver(rdb), opts...)
 }
 
-// NewDriver returns the uncomplicated.Driver of rdb, for code that wraps
+// NewDriver returns the driver.Driver of rdb, for code that wraps
 // it (to count or fail calls in tests, say).
-func NewDriver(rdb redis.UniversalClient) uncomplicated.Driver {
-	d := &driver{rdb: rdb, watch: true}
+func NewDriver(rdb redis.UniversalClient) driver.Driver {
+	d := &rdbDriver{rdb: rdb, watch: true}
 	switch c := rdb.(type) {
 	case *redis.ClusterClient:
 		d.cluster, d.watch = c, !c.Options().ContextTimeoutEnabled
@@ -50,8 +51,8 @@ func NewDriver(rdb redis.UniversalClient) uncomplicated.Driver {
 	return d
 }
 
-// driver is the uncomplicated.Driver of a go-redis client.
-type driver struct {
+// rdbDriver is the driver.Driver of a go-redis client.
+type rdbDriver struct {
 	rdb     redis.UniversalClient
 	cluster *redis.ClusterClient // rdb, when it is one
 	// watch: go-redis does not end a call when its ctx ends, as it does
@@ -61,7 +62,7 @@ type driver struct {
 }
 
 // bounded runs f, returning by the end of ctx (see watch).
-func bounded[T any](d *driver, ctx context.Context, f func() (T, error)) (T, error) {
+func bounded[T any](d *rdbDriver, ctx context.Context, f func() (T, error)) (T, error) {
 	if !d.watch || ctx.Done() == nil {
 		return f()
 	}
@@ -86,7 +87,7 @@ func bounded[T any](d *driver, ctx context.Context, f func() (T, error)) (T, err
 // Eval runs the script once: go-redis sends a command again after its
 // reply was lost, which would run a script twice, and package
 // uncomplicated decides itself what to do when a script may have run.
-func (d *driver) Eval(ctx context.Context, s *uncomplicated.Script, keys []string, args []any) (any, error) {
+func (d *rdbDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
 	reply, err := d.once(ctx, eval("evalsha", s.SHA1(), keys, args)...)
 	if noScript(err) {
 		reply, err = d.once(ctx, eval("eval", s.Source(), keys, args)...)
@@ -95,7 +96,7 @@ func (d *driver) Eval(ctx context.Context, s *uncomplicated.Script, keys []strin
 }
 
 // once runs a command that go-redis does not send again.
-func (d *driver) once(ctx context.Context, args ...any) (any, error) {
+func (d *rdbDriver) once(ctx context.Context, args ...any) (any, error) {
 	return bounded(d, ctx, func() (any, error) {
 		cmd := onlyOnce{redis.NewCmd(ctx, args...)}
 		_ = d.rdb.Process(ctx, cmd)
@@ -110,7 +111,7 @@ func (d *driver) once(ctx context.Context, args ...any) (any, error) {
 // otherwise learn of its replica's promotion only at its next periodic
 // reload (ClusterStateReloadInterval, a minute by default). go-redis
 // spaces such reloads itself.
-func (d *driver) reload(ctx context.Context, err error) {
+func (d *rdbDriver) reload(ctx context.Context, err error) {
 	var re redis.Error
 	if d.cluster != nil && err != nil && !errors.Is(err, redis.Nil) && (!errors.As(err, &re) || strings.HasPrefix(err.Error(), "CLUSTERDOWN ")) {
 		d.cluster.ReloadState(ctx)
@@ -134,7 +135,7 @@ func eval(cmd, script string, keys []string, args []any) []any {
 
 // EvalWait sends the script and WAIT in one pipeline, which go-redis
 // writes on one connection; on a Cluster, to the master of the keys' slot.
-func (d *driver) EvalWait(ctx context.Context, s *uncomplicated.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+func (d *rdbDriver) EvalWait(ctx context.Context, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
 	type waited struct {
 		reply any
 		acked int64
@@ -148,7 +149,7 @@ func (d *driver) EvalWait(ctx context.Context, s *uncomplicated.Script, keys []s
 
 // evalWaitRedirected is EvalWait, once more after a MOVED and with the
 // source after a NOSCRIPT.
-func (d *driver) evalWaitRedirected(ctx context.Context, s *uncomplicated.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+func (d *rdbDriver) evalWaitRedirected(ctx context.Context, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
 	reply, acked, err := d.evalWait(ctx, s, false, keys, args, replicas, timeout)
 	if moved(err) && d.cluster != nil { // a slot moved: learn where, and try once more
 		d.cluster.ReloadState(ctx)
@@ -163,7 +164,7 @@ func (d *driver) evalWaitRedirected(ctx context.Context, s *uncomplicated.Script
 }
 
 // evalWait runs EVALSHA (EVAL with source) and WAIT.
-func (d *driver) evalWait(ctx context.Context, s *uncomplicated.Script, source bool, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+func (d *rdbDriver) evalWait(ctx context.Context, s *driver.Script, source bool, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
 	node, err := d.node(ctx, keys)
 	if err != nil {
 		return nil, 0, err
@@ -190,7 +191,7 @@ func (d *driver) evalWait(ctx context.Context, s *uncomplicated.Script, source b
 // Do runs cmd through rdb, which routes a command whose first argument is
 // keys[0] by that key and follows redirections; a command about the node
 // rather than a key (INFO) goes to the master that owns keys[0].
-func (d *driver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
+func (d *rdbDriver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
 	all := append([]any{cmd}, args...)
 	return bounded(d, ctx, func() (any, error) {
 		if d.cluster == nil || len(keys) == 0 || len(args) > 0 && args[0] == keys[0] {
@@ -211,7 +212,7 @@ func (d *driver) Do(ctx context.Context, keys []string, cmd string, args ...any)
 
 // node is the client that runs calls about keys on one connection: rdb, or
 // on a Cluster the master of their slot.
-func (d *driver) node(ctx context.Context, keys []string) (redis.Cmdable, error) {
+func (d *rdbDriver) node(ctx context.Context, keys []string) (redis.Cmdable, error) {
 	if d.cluster == nil || len(keys) == 0 {
 		return d.rdb, nil
 	}

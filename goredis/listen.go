@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // A Client listens on one go-redis PubSub per node: on a Cluster, one per
@@ -22,7 +22,7 @@ import (
 
 // Listen opens a Subscription; its connections open with their first
 // channel.
-func (d *driver) Listen(ctx context.Context, sharded bool) (uncomplicated.Subscription, error) {
+func (d *rdbDriver) Listen(ctx context.Context, sharded bool) (driver.Subscription, error) {
 	if d.cluster != nil {
 		d.cluster.ReloadState(ctx)
 	}
@@ -30,7 +30,7 @@ func (d *driver) Listen(ctx context.Context, sharded bool) (uncomplicated.Subscr
 	s := &subscription{
 		d: d, sharded: sharded, ctx: rctx, cancel: cancel,
 		nodes: map[string]*redis.PubSub{}, channels: map[string]string{},
-		events: make(chan uncomplicated.Event, 64), failed: make(chan struct{}),
+		events: make(chan driver.Event, 64), failed: make(chan struct{}),
 		pending: make(chan struct{}, 1),
 	}
 	s.sender.Add(1)
@@ -38,13 +38,13 @@ func (d *driver) Listen(ctx context.Context, sharded bool) (uncomplicated.Subscr
 	return s, nil
 }
 
-// subscription is the uncomplicated.Subscription of a driver.
+// subscription is the driver.Subscription of a driver.
 type subscription struct {
-	d       *driver
+	d       *rdbDriver
 	sharded bool
 	ctx     context.Context // ends the readers; cancelled by Close
 	cancel  context.CancelFunc
-	events  chan uncomplicated.Event
+	events  chan driver.Event
 	readers sync.WaitGroup
 	sender  sync.WaitGroup
 	pending chan struct{} // signals send that queue has commands
@@ -143,14 +143,14 @@ func (s *subscription) send() {
 	}
 }
 
-func (s *subscription) Receive(ctx context.Context) (uncomplicated.Event, error) {
+func (s *subscription) Receive(ctx context.Context) (driver.Event, error) {
 	select {
 	case e := <-s.events:
 		return e, nil
 	case <-s.failed:
-		return uncomplicated.Event{}, s.err
+		return driver.Event{}, s.err
 	case <-ctx.Done():
-		return uncomplicated.Event{}, ctx.Err()
+		return driver.Event{}, ctx.Err()
 	}
 }
 
@@ -209,14 +209,14 @@ func (s *subscription) read(ps *redis.PubSub) {
 			s.fail(err)
 			return
 		}
-		var e uncomplicated.Event
+		var e driver.Event
 		switch m := msg.(type) {
 		case *redis.Message:
-			e = uncomplicated.Event{Kind: uncomplicated.EventMessage, Channel: m.Channel, Data: []byte(m.Payload)}
+			e = driver.Event{Kind: driver.EventMessage, Channel: m.Channel, Data: []byte(m.Payload)}
 		case *redis.Subscription:
-			e = uncomplicated.Event{Kind: uncomplicated.EventSubscribed, Channel: m.Channel}
+			e = driver.Event{Kind: driver.EventSubscribed, Channel: m.Channel}
 			if m.Kind == "unsubscribe" || m.Kind == "sunsubscribe" {
-				e.Kind = uncomplicated.EventUnsubscribed
+				e.Kind = driver.EventUnsubscribed
 			}
 		default: // *redis.Pong
 			continue

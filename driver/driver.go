@@ -1,0 +1,137 @@
+// Package driver is the contract between uncomplicated and a Redis client
+// library: what a Client needs of Redis, and the shapes of its replies.
+//
+// Users never import it. Those who write a driver for a client library
+// (go-redis, rueidis, valkey-go...) implement Driver and hand it to
+// uncomplicated.NewDriverClient, as the module
+// github.com/uncomplicated-mutex/uncomplicated/goredis does; NewClient's
+// redigo driver implements the same contract.
+//
+// Every call names the keys it is about, all of one lock and so of one
+// hash slot: a driver for Redis Cluster runs it on the node that owns that
+// slot, following MOVED and ASK as its library does. A call with no keys
+// may run on any node.
+//
+// Replies are what redigo returns: an integer as int64, a bulk string as
+// []byte, a status as string, an array as []any and a nil reply as nil.
+// An error reply of Redis is an error with a method RedisError() in its
+// chain, as go-redis's are; any other error means the reply did not come.
+// An error of a call that never left for Redis is marked with NotSent.
+//
+// Every method returns once ctx ends. The Client bounds ctx by its command
+// timeout (uncomplicated.WithCommandTimeout) before each call, and turns
+// what ran out of it into an error matching os.ErrDeadlineExceeded.
+package driver
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"errors"
+	"time"
+)
+
+// A Driver carries a Client's calls to Redis through a client library.
+type Driver interface {
+	// Eval runs script on keys with args: EVALSHA, then EVAL when Redis
+	// replies NOSCRIPT.
+	Eval(ctx context.Context, script *Script, keys []string, args []any) (any, error)
+	// EvalWait runs script as Eval does and then, on the same connection,
+	// WAIT replicas timeout, so that WAIT counts the replicas that have
+	// the script's writes. acked is WAIT's reply.
+	EvalWait(ctx context.Context, script *Script, keys []string, args []any, replicas int, timeout time.Duration) (reply any, acked int64, err error)
+	// Do runs one command on the node that owns keys.
+	Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error)
+	// Listen opens a connection that listens on channels: with SSUBSCRIBE
+	// when sharded, each channel on the node that owns its slot (so a
+	// Cluster driver keeps a connection per node), or else with SUBSCRIBE,
+	// for a server without sharded pub/sub such as miniredis. The Client
+	// closes it. A driver that cannot listen returns ErrNoPubSub, and the
+	// Client's waiters then try again on their ticks only.
+	Listen(ctx context.Context, sharded bool) (Subscription, error)
+}
+
+// A Subscription is a connection that listens on channels.
+//
+// Subscribe, Unsubscribe and Ping send their command and return: a failure
+// shows on Receive. They are called while another goroutine waits in
+// Receive.
+type Subscription interface {
+	Subscribe(channel string)
+	Unsubscribe(channel string)
+	Ping()
+	// Receive returns the next event, skipping the replies to Ping, until
+	// ctx ends or the connection fails. After an error the Client closes
+	// the Subscription and opens another.
+	Receive(ctx context.Context) (Event, error)
+	Close()
+}
+
+// An Event is what a Subscription receives.
+type Event struct {
+	Kind    EventKind
+	Channel string
+	Data    []byte // a message's
+}
+
+// An EventKind tells the events of a Subscription apart.
+type EventKind int
+
+const (
+	// EventMessage is a message published on the channel.
+	EventMessage EventKind = iota + 1
+	// EventSubscribed is Redis's confirmation of a Subscribe.
+	EventSubscribed
+	// EventUnsubscribed is Redis's confirmation of an Unsubscribe, or an
+	// unsubscription of its own: Redis Cluster ends the subscriptions to
+	// the channels of a slot that moves to another node.
+	EventUnsubscribed
+)
+
+// A Script is one of the Client's Lua scripts.
+type Script struct {
+	src  string
+	sha  string
+	keys int
+}
+
+// NewScript returns the Script of the Lua source src, which takes keys
+// KEYS.
+func NewScript(keys int, src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{src: src, sha: hex.EncodeToString(sum[:]), keys: keys}
+}
+
+// Keys returns the number of KEYS the script takes: every call passes that
+// many.
+func (s *Script) Keys() int { return s.keys }
+
+// Source returns the script's Lua source, for EVAL.
+func (s *Script) Source() string { return s.src }
+
+// SHA1 returns the hex SHA-1 of the source, for EVALSHA.
+func (s *Script) SHA1() string { return s.sha }
+
+// ErrNoPubSub is Listen's error when the driver's connections cannot
+// listen.
+var ErrNoPubSub = errors.New("uncomplicated: connection cannot listen")
+
+// ErrNotSent matches the errors NotSent marks.
+var ErrNotSent = errors.New("uncomplicated: not sent to Redis")
+
+// NotSent marks err as the error of a call that never left for Redis, such
+// as a pool with no connection to give: the Client then knows that a
+// script did not run.
+func NotSent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return notSent{err}
+}
+
+// notSent is an error NotSent marked; it reads as the error it marks.
+type notSent struct{ err error }
+
+func (e notSent) Error() string        { return e.err.Error() }
+func (e notSent) Unwrap() error        { return e.err }
+func (e notSent) Is(target error) bool { return target == ErrNotSent }
