@@ -42,7 +42,7 @@ end
 // message whose fence is not above that counter came from a release before
 // this attempt, and is stale. A fence counter that is not an integer undoes
 // the SET and fails.
-var acquireScript = driver.NewScript(3, queueLua + `
+var acquireScript = driver.NewScript(3, queueLua+`
 local cur
 if ARGV[2] == '0' then
   cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET')
@@ -76,7 +76,7 @@ return {1, fence}
 // out of the queue. Replies like acquireScript, also {1, fence} when the
 // lock holds the waiter's token already (a lost reply asked again). The
 // INCR comes first, so a broken counter fails before anything is written.
-var takeOverScript = driver.NewScript(3, leaseLua + queueLua + `
+var takeOverScript = driver.NewScript(3, leaseLua+queueLua+`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   if ARGV[2] == '0' then
@@ -101,7 +101,7 @@ return {1, fence}
 // the queue first; if a release handed it the lock meanwhile, it releases
 // that. Replies 0 when no token was ours, 1 when the lock is free, or the
 // token of the waiter it was handed to.
-var releaseScript = driver.NewScript(3, mutexHandOff + `
+var releaseScript = driver.NewScript(3, mutexHandOff+`
 leave(KEYS[3])
 local cur = redis.call('GET', KEYS[1])
 for i = 2, #ARGV do

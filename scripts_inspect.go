@@ -18,7 +18,7 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // Holders are {token, expiry score} pairs of the live ones; a queue is
 // {token, entry} pairs of the queued waiters still alive. A key of the
 // wrong type reads as missing.
-var inspectScript = driver.NewScript(12, timeLua + `
+var inspectScript = driver.NewScript(12, timeLua+`
 local t = now()
 local limit = tonumber(ARGV[1])
 local function get(key)
@@ -71,7 +71,7 @@ return {
 
 // forceMutexScript removes the holder of a Mutex and hands the lock on
 // (see mutexHandOff). Replies the token it removed, or nothing.
-var forceMutexScript = driver.NewScript(3, mutexHandOff + `
+var forceMutexScript = driver.NewScript(3, mutexHandOff+`
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   return {}
@@ -84,7 +84,7 @@ return {cur}
 // forceRWScript removes the writer and the live readers of an RWMutex and
 // hands the lock on (see rwHandOff). Replies the writer's token, "" when
 // there was none, and then the readers'.
-var forceRWScript = driver.NewScript(5, rwHandOff + `
+var forceRWScript = driver.NewScript(5, rwHandOff+`
 local t = now()
 prune(KEYS[2], nil, t)
 local gone = redis.call('ZRANGE', KEYS[2], 0, -1)
@@ -101,7 +101,7 @@ return gone
 // on, as many as its waiters' number of permits lets in (see semHandOff);
 // each hand-off takes a queue entry, so the loop ends. Replies the tokens
 // it removed.
-var forceSemScript = driver.NewScript(4, semHandOff + `
+var forceSemScript = driver.NewScript(4, semHandOff+`
 local t = now()
 prune(KEYS[1], KEYS[2], t)
 local gone = redis.call('ZRANGE', KEYS[1], 0, -1)

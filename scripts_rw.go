@@ -68,7 +68,7 @@ end
 // the lease restarts), and {0, fence counter, writer, readers} when
 // blocked. A blocked writer that waits counts among the waiting writers
 // for its expiry, queued or not.
-var rwLockScript = driver.NewScript(5, timeLua + leaseLua + queueLua + `
+var rwLockScript = driver.NewScript(5, timeLua+leaseLua+queueLua+`
 local cur = redis.call('GET', KEYS[1])
 if cur == ARGV[1] then
   if ARGV[2] == '0' then
@@ -120,7 +120,7 @@ return {1, fence}
 // it already was (a hand-off, or a lost reply asked again: the lease
 // restarts), and {0, fence counter, writer, {}} when blocked, with no
 // writer when only waiting writers block it.
-var rwRLockScript = driver.NewScript(5, timeLua + queueLua + `
+var rwRLockScript = driver.NewScript(5, timeLua+queueLua+`
 local t = now()
 prune(KEYS[2], nil, t)
 if redis.call('ZSCORE', KEYS[2], ARGV[1]) then
@@ -147,7 +147,7 @@ return {1, 0}
 // ARGV[1] (else ""), as releaseScript takes it, and stops counting as a
 // waiting writer. Replies 0 when no token holds it, else what rwHandOff
 // returns.
-var rwUnlockScript = driver.NewScript(5, rwHandOff + `
+var rwUnlockScript = driver.NewScript(5, rwHandOff+`
 if ARGV[1] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[2])
 end
@@ -169,7 +169,7 @@ return 0
 // the readers and, when it was the last, hands the lock on. A reader that
 // gives up passes "q" or "-" as ARGV[1] (else ""). Replies 0 when no token
 // is a reader, else 1 or what rwHandOff returns.
-var rwRUnlockScript = driver.NewScript(5, rwHandOff + `
+var rwRUnlockScript = driver.NewScript(5, rwHandOff+`
 leave(KEYS[5])
 local t = now()
 prune(KEYS[2], nil, t)
@@ -189,7 +189,7 @@ return 1
 // rwRRefreshScript, if one of the tokens ARGV[3..] is a reader in KEYS[2]
 // (KEYS[1] is the writer, unused), replaces it with ARGV[2] and restarts
 // the lease ARGV[1]. Replies 1, or 0 when no token is a reader.
-var rwRRefreshScript = driver.NewScript(2, timeLua + `
+var rwRRefreshScript = driver.NewScript(2, timeLua+`
 local t = now()
 prune(KEYS[2], nil, t)
 for i = 3, #ARGV do

@@ -45,7 +45,7 @@ end
 // live holders both counts them and names them for a blocked reply. An
 // attempt that joins the queue ("q") holds nothing yet, so it does not
 // look for its own permit.
-var semAcquireScript = driver.NewScript(4, timeLua + queueLua + `
+var semAcquireScript = driver.NewScript(4, timeLua+queueLua+`
 local t = now()
 if ARGV[4] ~= 'q' and live(KEYS[1], ARGV[1], t) then
   local mine = redis.call('HGET', KEYS[2], ARGV[1])
@@ -90,7 +90,7 @@ return {1, fence}
 // (else ""), as releaseScript takes it. Replies 0 when no token holds a
 // permit (its lease ended, or it was taken over), else what semHandOff
 // returns.
-var semReleaseScript = driver.NewScript(4, semHandOff + `
+var semReleaseScript = driver.NewScript(4, semHandOff+`
 leave(KEYS[4])
 local t = now()
 prune(KEYS[1], KEYS[2], t)
@@ -108,7 +108,7 @@ return handOff(t)
 // semRefreshScript, if one of the tokens ARGV[3..] holds a permit,
 // replaces it with ARGV[2], which keeps its fence, and restarts the lease
 // ARGV[1]. Replies 1, or 0 when no token holds a permit.
-var semRefreshScript = driver.NewScript(2, timeLua + `
+var semRefreshScript = driver.NewScript(2, timeLua+`
 local t = now()
 prune(KEYS[1], KEYS[2], t)
 for i = 3, #ARGV do
