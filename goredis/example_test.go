@@ -25,7 +25,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	defer srv.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr()})
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 	defer rdb.Close()
 
 	locks := goredis.NewClient(rdb) // one per process
@@ -55,8 +55,9 @@ func Example() {
 // wait until a replica has it, so that a failover keeps it.
 func Example_sentinel() {
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
-		MasterName:    "mymaster",
-		SentinelAddrs: []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
+		MasterName:            "mymaster",
+		SentinelAddrs:         []string{"10.0.0.1:26379", "10.0.0.2:26379", "10.0.0.3:26379"},
+		ContextTimeoutEnabled: true,
 	})
 	defer rdb.Close()
 	locks := goredis.NewClient(rdb, uncomplicated.WithReplicas(1, 100*time.Millisecond))
@@ -71,7 +72,8 @@ func Example_sentinel() {
 // Redis Cluster: each lock lives on the master that owns its slot.
 func Example_cluster() {
 	rdb := redis.NewClusterClient(&redis.ClusterOptions{
-		Addrs: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+		Addrs:                 []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
+		ContextTimeoutEnabled: true,
 	})
 	defer rdb.Close()
 	locks := goredis.NewClient(rdb)
