@@ -593,7 +593,7 @@ func (x *exclusive) fence() uint64 {
 // do is Do, or with acquire x.tryLock TryDo: lock, fn, unlock. It
 // reports whether fn ran.
 func (x *exclusive) do(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
-	return x.b.do(ctx, op, x.spec.lock, acquire, func(ctx context.Context, h *hold) error {
+	return x.b.acquiring(ctx, op, x.spec.lock, acquire, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
 	})
 }

@@ -86,7 +86,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	_, err := m.do(ctx, "Lock", KindMutex, m.x.lock, nil)
+	_, err := m.acquiring(ctx, "Lock", KindMutex, m.x.lock, nil)
 	return err
 }
 
@@ -98,7 +98,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
-	return m.do(ctx, "TryLock", KindMutex, m.x.tryLock, nil)
+	return m.acquiring(ctx, "TryLock", KindMutex, m.x.tryLock, nil)
 }
 
 // Unlock releases the lock if Redis still holds our token, handing it to

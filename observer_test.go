@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -26,7 +27,7 @@ type recordedCall struct {
 	events *[]string
 }
 
-func (r *callRecorder) Begin(ctx context.Context, c uncomplicated.Call) (context.Context, uncomplicated.Observation) {
+func (r *callRecorder) Begin(ctx context.Context, c observe.Call) (context.Context, observe.Observation) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	events := &[]string{fmt.Sprintf("%s %s %q %s:", c.Op, c.Kind, c.Type, c.Name)}
@@ -41,10 +42,10 @@ func (c recordedCall) add(format string, args ...any) {
 }
 
 func (c recordedCall) Waiting() { c.add("Waiting") }
-func (c recordedCall) Acquired(o uncomplicated.Outcome, fence uint64, waited time.Duration) {
+func (c recordedCall) Acquired(o observe.Outcome, fence uint64, waited time.Duration) {
 	c.add("Acquired %s fence %d after %v", o, fence, waited)
 }
-func (c recordedCall) NotAcquired(o uncomplicated.Outcome, waited time.Duration, err error) {
+func (c recordedCall) NotAcquired(o observe.Outcome, waited time.Duration, err error) {
 	c.add("NotAcquired %s after %v", o, waited)
 }
 func (c recordedCall) Lost(why string)             { c.add("Lost") }
@@ -137,7 +138,7 @@ func TestObserver_outcomes(t *testing.T) {
 	}
 }
 
-// A waiter that a release hands the lock to hears OutcomeHandedOff; the
+// A waiter that a release hands the lock to hears observe.HandedOff; the
 // type part of an object's lock is the Call's Type.
 func TestObserver_handedOff(t *testing.T) {
 	env := uncomplicatedtest.New(t)

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
 // Defaults used when no option says otherwise.
@@ -67,10 +69,10 @@ type config struct {
 	every    time.Duration // auto-refresh period of Do; 0 means off
 	// commandTimeout bounds each call to Redis; 0 means only ctx does.
 	commandTimeout time.Duration
-	replicas       int           // replicas that must acknowledge an acquisition; 0: none
-	replicaWait    time.Duration // how long they have
-	observer       Observer      // nil: none
-	label          string        // the holder label (WithHolderLabel)
+	replicas       int              // replicas that must acknowledge an acquisition; 0: none
+	replicaWait    time.Duration    // how long they have
+	observer       observe.Observer // nil: none
+	label          string           // the holder label (WithHolderLabel)
 }
 
 func defaults() config {

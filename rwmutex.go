@@ -122,7 +122,7 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	_, err := rw.do(ctx, "Lock", KindRWMutex, rw.x.lock, nil)
+	_, err := rw.acquiring(ctx, "Lock", KindRWMutex, rw.x.lock, nil)
 	return err
 }
 
@@ -134,7 +134,7 @@ func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.do(ctx, "TryLock", KindRWMutex, rw.x.tryLock, nil)
+	return rw.acquiring(ctx, "TryLock", KindRWMutex, rw.x.tryLock, nil)
 }
 
 // Unlock releases the write lock if Redis still has it, and hands the lock
@@ -205,7 +205,7 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	_, err := rw.do(ctx, "RLock", KindRWMutex, rw.rlock, nil)
+	_, err := rw.acquiring(ctx, "RLock", KindRWMutex, rw.rlock, nil)
 	return err
 }
 
@@ -235,7 +235,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.do(ctx, "TryRLock", KindRWMutex, rw.tryRLock, nil)
+	return rw.acquiring(ctx, "TryRLock", KindRWMutex, rw.tryRLock, nil)
 }
 
 func (rw *RWMutex) addReader(h *hold) {
@@ -287,7 +287,7 @@ func (rw *RWMutex) TryRDo(ctx context.Context, fn func(context.Context) error) (
 
 // rdo is RDo, or with acquire tryReader TryRDo.
 func (rw *RWMutex) rdo(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
-	return rw.do(ctx, op, KindRWMutex, acquire, func(ctx context.Context, h *hold) error {
+	return rw.acquiring(ctx, op, KindRWMutex, acquire, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
 	})
 }

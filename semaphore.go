@@ -97,7 +97,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	var p *Permit
-	if _, err := s.do(ctx, "Acquire", KindSemaphore, s.acquireHold, permit(&p)); err != nil {
+	if _, err := s.acquiring(ctx, "Acquire", KindSemaphore, s.acquireHold, permit(&p)); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -112,7 +112,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 		return nil, false, err
 	}
 	var p *Permit
-	ok, err := s.do(ctx, "TryAcquire", KindSemaphore, s.tryHold, permit(&p))
+	ok, err := s.acquiring(ctx, "TryAcquire", KindSemaphore, s.tryHold, permit(&p))
 	if !ok {
 		return nil, false, err
 	}
@@ -126,7 +126,7 @@ func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) erro
 	if err := s.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := s.do(ctx, "Do", KindSemaphore, s.acquireHold, s.run(fn))
+	_, err := s.acquiring(ctx, "Do", KindSemaphore, s.acquireHold, s.run(fn))
 	return err
 }
 
@@ -136,7 +136,7 @@ func (s *Semaphore) TryDo(ctx context.Context, fn func(context.Context) error) (
 	if err := s.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return s.do(ctx, "TryDo", KindSemaphore, s.tryHold, s.run(fn))
+	return s.acquiring(ctx, "TryDo", KindSemaphore, s.tryHold, s.run(fn))
 }
 
 // acquireHold and tryHold acquire a permit's hold.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
@@ -122,7 +123,7 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 	if !g.ok {
 		return nil, nil
 	}
-	return b.granted(ctx, c, token, g.fence, from, OutcomeAcquired, o)
+	return b.granted(ctx, c, token, g.fence, from, observe.Acquired, o)
 }
 
 // wait acquires c's hold in Redis; this is the one wait loop.
@@ -146,7 +147,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			return nil, b.gaveUp(ctx, err, "")
 		}
 		if g.ok {
-			return b.granted(ctx, c, w.token, g.fence, from, OutcomeAcquired, o)
+			return b.granted(ctx, c, w.token, g.fence, from, observe.Acquired, o)
 		}
 		w.blocked(g)
 		if w.releaseOrphans(ctx, g) { // try again at once
@@ -167,7 +168,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			}
 			if g.ok {
 				b.logTakeOver(ctx, c.kind.what, age, g.fence, len(stale))
-				return b.granted(ctx, c, w.token, g.fence, from, OutcomeTakenOver, o)
+				return b.granted(ctx, c, w.token, g.fence, from, observe.TakenOver, o)
 			}
 			// Another waiter took over first, or the blockers changed.
 			w.blocked(g)
@@ -178,29 +179,43 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			return nil, b.gaveUp(ctx, err, w.busy(&p))
 		}
 		if w.handedOver(fence, from) {
-			return b.granted(ctx, c, w.token, fence, from, OutcomeHandedOff, o)
+			return b.granted(ctx, c, w.token, fence, from, observe.HandedOff, o)
 		}
 	}
+}
+
+// acquiring is an acquiring call op on a lock of kind, from its beginning
+// to its end for an Observer: acquire, and then, if that got a hold and run
+// is not nil, run it (Do's fn and release). It reports whether it got the
+// hold.
+func (b *base) acquiring(ctx context.Context, op string, kind Kind, acquire func(context.Context, *observing) (*hold, error), run func(context.Context, *hold) error) (bool, error) {
+	ctx, o := b.observe(ctx, op, kind)
+	h, err := acquire(ctx, o)
+	if h != nil && run != nil {
+		err = run(ctx, h)
+	}
+	o.end(err)
+	return h != nil, err
 }
 
 // granted records and logs a hold of c that Redis granted to token, for
 // a call sent at or after from; how tells an attempt, a release's
 // hand-off or a take-over, to o. Under WithReplicas it fails when the
 // replicas do not have the hold.
-func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64, from time.Time, how Outcome, o *observing) (*hold, error) {
+func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64, from time.Time, how observe.Outcome, o *observing) (*hold, error) {
 	if !c.kind.fenced {
 		fence = 0
 	}
 	if b.cfg.replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
-		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == OutcomeHandedOff))
+		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
 		o.acquired(how, fence)
-		return b.newHold(c.kind, c.keys, token, fence, from, how == OutcomeHandedOff, o), nil
+		return b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, o), nil
 	}
-	h := b.newHold(c.kind, c.keys, token, fence, from, how == OutcomeHandedOff, nil)
+	h := b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, nil)
 	if err := h.replicate(ctx); err != nil { // a hold given back is never reported
 		return nil, err
 	}
-	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == OutcomeHandedOff))
+	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
 	o.acquired(how, fence)
 	h.observe(o)
 	return h, nil

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
-	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
 // The names of the instruments, for views and queries. The Prometheus
@@ -94,7 +94,7 @@ func (i *instruments) orNone() {
 
 // acquisition records the end of an acquiring call on a lock of kind and
 // typ: its outcome, and how long it waited.
-func (i *instruments) acquisition(ctx context.Context, kind, typ attribute.KeyValue, outcome uncomplicated.Outcome, waited time.Duration) {
+func (i *instruments) acquisition(ctx context.Context, kind, typ attribute.KeyValue, outcome observe.Outcome, waited time.Duration) {
 	attrs := metric.WithAttributeSet(attribute.NewSet(kind, typ, KeyOutcome.String(string(outcome))))
 	i.acquisitions.Add(ctx, 1, attrs)
 	i.wait.Record(ctx, waited.Seconds(), attrs)

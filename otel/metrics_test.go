@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/otel"
 )
 
@@ -44,12 +45,12 @@ func TestMetrics_contended(t *testing.T) {
 		t.Errorf("%s after the hand-off = %d; want 0", otel.MetricWaiters, got)
 	}
 	for _, c := range []struct {
-		outcome   uncomplicated.Outcome
+		outcome   observe.Outcome
 		waitCount uint64
 		waitSum   float64
 	}{
-		{uncomplicated.OutcomeAcquired, 1, 0},
-		{uncomplicated.OutcomeHandedOff, 1, 2},
+		{observe.Acquired, 1, 0},
+		{observe.HandedOff, 1, 2},
 	} {
 		a := attrs(uncomplicated.KindMutex, c.outcome)
 		if got := r.count(t, otel.MetricAcquisitions, a); got != 1 {
@@ -123,7 +124,7 @@ func TestMetrics_holdTime(t *testing.T) {
 
 // A TryLock that finds the lock held is busy, at once, and never waits.
 func TestMetrics_busy(t *testing.T) {
-	busy := attrs(uncomplicated.KindMutex, uncomplicated.OutcomeBusy)
+	busy := attrs(uncomplicated.KindMutex, observe.Busy)
 	ctx := context.Background()
 	r := newRig(t)
 	holder, other := r.mutex(t), r.mutex(t)
@@ -170,7 +171,7 @@ func TestMetrics_lost(t *testing.T) {
 	if n, _ := r.histogram(t, otel.MetricHoldDuration, mutex); n != 1 {
 		t.Errorf("%s count = %d; want 1", otel.MetricHoldDuration, n)
 	}
-	if s := r.span(t, "uncomplicated.Lock", uncomplicated.OutcomeAcquired); len(s.Events()) != 0 {
+	if s := r.span(t, "uncomplicated.Lock", observe.Acquired); len(s.Events()) != 0 {
 		t.Errorf("Lock span events %v; want none", eventNames(s))
 	}
 }

@@ -41,7 +41,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
 // ScopeName is the name of the instrumentation scope of the Observer's
@@ -52,11 +52,11 @@ const ScopeName = "github.com/uncomplicated-mutex/uncomplicated/otel"
 const (
 	// KeyKind is the lock's kind, on every metric and span.
 	KeyKind = attribute.Key("uncomplicated.lock.kind")
-	// KeyType is the type part of the lock's name (uncomplicated.Call's
+	// KeyType is the type part of the lock's name (observe.Call's
 	// Type), on every metric and span: "" for a lock of Client.Named, which
 	// no lock of an object can have, as its type part is never empty.
 	KeyType = attribute.Key("uncomplicated.lock.type")
-	// KeyOutcome is how an acquisition ended, an uncomplicated.Outcome, on
+	// KeyOutcome is how an acquisition ended, an observe.Outcome, on
 	// the wait histogram, the acquisitions counter and the span.
 	KeyOutcome = attribute.Key("uncomplicated.outcome")
 	// KeyName is the lock's full name, on spans only.
@@ -98,8 +98,8 @@ type observer struct {
 }
 
 var (
-	_ uncomplicated.Observer    = (*observer)(nil)
-	_ uncomplicated.Observation = (*observation)(nil)
+	_ observe.Observer    = (*observer)(nil)
+	_ observe.Observation = (*observation)(nil)
 )
 
 // NewObserver returns an Observer that records the locks' calls as the
@@ -119,7 +119,7 @@ var (
 // returns (false, nil), the answer it exists to give.
 //
 // The Observer is safe for concurrent use, and so are its Observations.
-func NewObserver(opts ...Option) uncomplicated.Observer {
+func NewObserver(opts ...Option) observe.Observer {
 	cfg := config{}
 	for _, opt := range opts {
 		if opt != nil {
@@ -140,8 +140,8 @@ func NewObserver(opts ...Option) uncomplicated.Observer {
 
 // Begin starts the call's span, and returns ctx with it and the call's
 // Observation.
-func (ob *observer) Begin(ctx context.Context, call uncomplicated.Call) (context.Context, uncomplicated.Observation) {
-	kind, typ := KeyKind.String(string(call.Kind)), KeyType.String(call.Type)
+func (ob *observer) Begin(ctx context.Context, call observe.Call) (context.Context, observe.Observation) {
+	kind, typ := KeyKind.String(call.Kind), KeyType.String(call.Type)
 	ctx, span := ob.startSpan(ctx, call, kind, typ)
 	return ctx, &observation{
 		metrics: &ob.metrics,
@@ -182,14 +182,14 @@ func (o *observation) Waiting() {
 }
 
 // Acquired records the outcome and the wait, and the fence on the span.
-func (o *observation) Acquired(outcome uncomplicated.Outcome, fence uint64, waited time.Duration) {
+func (o *observation) Acquired(outcome observe.Outcome, fence uint64, waited time.Duration) {
 	o.doneWaiting()
 	o.metrics.acquisition(o.ctx, o.kind, o.typ, outcome, waited)
 	acquiredSpan(o.span, outcome, fence)
 }
 
 // NotAcquired records the outcome and the wait.
-func (o *observation) NotAcquired(outcome uncomplicated.Outcome, waited time.Duration, err error) {
+func (o *observation) NotAcquired(outcome observe.Outcome, waited time.Duration, err error) {
 	o.doneWaiting()
 	o.metrics.acquisition(o.ctx, o.kind, o.typ, outcome, waited)
 	notAcquiredSpan(o.span, outcome, err)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/otel"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
@@ -39,7 +40,7 @@ const orderType = "otel_test.order"
 // and that no call is left counted as waiting.
 type rig struct {
 	*uncomplicatedtest.Env
-	obs    uncomplicated.Observer
+	obs    observe.Observer
 	reader *sdkmetric.ManualReader
 	spans  *tracetest.SpanRecorder
 }
@@ -107,7 +108,7 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 
 // attrs is the attributes of a metric of a lock of kind on an order:
 // with the outcome, unless it is "".
-func attrs(kind uncomplicated.Kind, outcome uncomplicated.Outcome) []attribute.KeyValue {
+func attrs(kind uncomplicated.Kind, outcome observe.Outcome) []attribute.KeyValue {
 	a := []attribute.KeyValue{otel.KeyKind.String(string(kind)), otel.KeyType.String(orderType)}
 	if outcome != "" {
 		a = append(a, otel.KeyOutcome.String(string(outcome)))
@@ -183,7 +184,7 @@ func (r *rig) histogram(t *testing.T, name string, attrs []attribute.KeyValue) (
 }
 
 // span returns the one ended span named name whose outcome is outcome.
-func (r *rig) span(t *testing.T, name string, outcome uncomplicated.Outcome) sdktrace.ReadOnlySpan {
+func (r *rig) span(t *testing.T, name string, outcome observe.Outcome) sdktrace.ReadOnlySpan {
 	t.Helper()
 	var found []sdktrace.ReadOnlySpan
 	for _, s := range r.spans.Ended() {
@@ -288,13 +289,13 @@ func TestObserver_primitives(t *testing.T) {
 			if err := tc.do(r.Client); err != nil {
 				t.Fatalf("Do() = %v", err)
 			}
-			if got := r.count(t, otel.MetricAcquisitions, attrs(tc.kind, uncomplicated.OutcomeAcquired)); got != 1 {
+			if got := r.count(t, otel.MetricAcquisitions, attrs(tc.kind, observe.Acquired)); got != 1 {
 				t.Errorf("%s{acquired} = %d; want 1", otel.MetricAcquisitions, got)
 			}
 			if n, _ := r.histogram(t, otel.MetricHoldDuration, attrs(tc.kind, "")); n != 1 {
 				t.Errorf("%s count = %d; want 1", otel.MetricHoldDuration, n)
 			}
-			s := r.span(t, tc.span, uncomplicated.OutcomeAcquired)
+			s := r.span(t, tc.span, observe.Acquired)
 			if v, _ := attr(s.Attributes(), otel.KeyKind); v.AsString() != string(tc.kind) {
 				t.Errorf("span %s = %q; want %q", otel.KeyKind, v.AsString(), tc.kind)
 			}
@@ -327,11 +328,11 @@ func TestNewObserver_globalProviders(t *testing.T) {
 	global.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
 
 	obs := otel.NewObserver(otel.WithMeterProvider(nil), otel.WithTracerProvider(nil))
-	_, o := obs.Begin(context.Background(), uncomplicated.Call{Op: "Lock", Kind: uncomplicated.KindMutex, Type: orderType, Name: "lock:x"})
-	o.Acquired(uncomplicated.OutcomeAcquired, 1, 0)
+	_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(uncomplicated.KindMutex), Type: orderType, Name: "lock:x"})
+	o.Acquired(observe.Acquired, 1, 0)
 	o.End(nil)
 
-	if got := countIn(t, collect(t, reader), otel.MetricAcquisitions, attrs(uncomplicated.KindMutex, uncomplicated.OutcomeAcquired)); got != 1 {
+	if got := countIn(t, collect(t, reader), otel.MetricAcquisitions, attrs(uncomplicated.KindMutex, observe.Acquired)); got != 1 {
 		t.Errorf("%s{acquired} = %d; want 1", otel.MetricAcquisitions, got)
 	}
 	ended := spans.Ended()
@@ -379,9 +380,9 @@ func TestNewObserver_meterFails(t *testing.T) {
 		t.Errorf("handled %v; want 5 times %v", handled, errNoInstrument)
 	}
 	mu.Unlock()
-	_, o := obs.Begin(context.Background(), uncomplicated.Call{Op: "Lock", Kind: uncomplicated.KindMutex, Name: "lock:x"})
+	_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(uncomplicated.KindMutex), Name: "lock:x"})
 	o.Waiting()
-	o.Acquired(uncomplicated.OutcomeAcquired, 1, time.Second)
+	o.Acquired(observe.Acquired, 1, time.Second)
 	o.Lost("gone")
 	o.Released(time.Second)
 	o.End(nil)
@@ -398,9 +399,9 @@ func TestObservation_concurrent(t *testing.T) {
 	const calls = 100
 	var wg sync.WaitGroup
 	for range calls {
-		_, o := obs.Begin(context.Background(), uncomplicated.Call{Op: "Lock", Kind: uncomplicated.KindMutex, Type: orderType, Name: "lock:x"})
+		_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(uncomplicated.KindMutex), Type: orderType, Name: "lock:x"})
 		o.Waiting()
-		o.Acquired(uncomplicated.OutcomeHandedOff, 1, time.Second)
+		o.Acquired(observe.HandedOff, 1, time.Second)
 		wg.Add(2)
 		go func() {
 			defer wg.Done()

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
 // The events of a call's span.
@@ -25,7 +25,7 @@ const spanPrefix = "uncomplicated."
 
 // startSpan starts the span of call on a lock of kind and typ, and
 // returns ctx with it.
-func (ob *observer) startSpan(ctx context.Context, call uncomplicated.Call, kind, typ attribute.KeyValue) (context.Context, trace.Span) {
+func (ob *observer) startSpan(ctx context.Context, call observe.Call, kind, typ attribute.KeyValue) (context.Context, trace.Span) {
 	return ob.tracer.Start(ctx, spanPrefix+call.Op,
 		trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(KeyName.String(call.Name), kind, typ))
@@ -33,21 +33,21 @@ func (ob *observer) startSpan(ctx context.Context, call uncomplicated.Call, kind
 
 // acquiredSpan adds an acquisition to span: its outcome, its fence if it
 // has one (a reader has none), and the event of a take-over.
-func acquiredSpan(span trace.Span, outcome uncomplicated.Outcome, fence uint64) {
+func acquiredSpan(span trace.Span, outcome observe.Outcome, fence uint64) {
 	span.SetAttributes(KeyOutcome.String(string(outcome)))
 	if fence > 0 { // a Redis counter: it fits an int64
 		span.SetAttributes(KeyFence.Int64(int64(fence)))
 	}
-	if outcome == uncomplicated.OutcomeTakenOver {
+	if outcome == observe.TakenOver {
 		span.AddEvent(EventTakenOver)
 	}
 }
 
 // notAcquiredSpan adds a failed acquisition to span: its outcome, and the
 // Error status for a stale holder or a failure of Redis.
-func notAcquiredSpan(span trace.Span, outcome uncomplicated.Outcome, err error) {
+func notAcquiredSpan(span trace.Span, outcome observe.Outcome, err error) {
 	span.SetAttributes(KeyOutcome.String(string(outcome)))
-	if (outcome == uncomplicated.OutcomeStale || outcome == uncomplicated.OutcomeError) && err != nil {
+	if (outcome == observe.Stale || outcome == observe.Error) && err != nil {
 		span.SetStatus(codes.Error, err.Error())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/otel"
 )
 
@@ -20,14 +21,14 @@ import (
 func TestSpans_staleHolder(t *testing.T) {
 	cases := []struct {
 		policy     uncomplicated.StalePolicy
-		outcome    uncomplicated.Outcome
+		outcome    observe.Outcome
 		wantErr    error
 		wantEvents []string
 		wantStatus codes.Code
 		wantFence  bool
 	}{
-		{uncomplicated.TakeOver, uncomplicated.OutcomeTakenOver, nil, []string{otel.EventTakenOver}, codes.Unset, true},
-		{uncomplicated.Fail, uncomplicated.OutcomeStale, uncomplicated.ErrStale, nil, codes.Error, false},
+		{uncomplicated.TakeOver, observe.TakenOver, nil, []string{otel.EventTakenOver}, codes.Unset, true},
+		{uncomplicated.Fail, observe.Stale, uncomplicated.ErrStale, nil, codes.Error, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.policy.String(), func(t *testing.T) {
@@ -78,7 +79,7 @@ func TestSpans_busy(t *testing.T) {
 	if ok, err := other.TryLock(ctx); ok || err != nil {
 		t.Fatalf("TryLock() = %v, %v; want false, nil", ok, err)
 	}
-	s := r.span(t, "uncomplicated.TryLock", uncomplicated.OutcomeBusy)
+	s := r.span(t, "uncomplicated.TryLock", observe.Busy)
 	if got := s.Status().Code; got != codes.Unset {
 		t.Errorf("span status %v; want Unset", got)
 	}
@@ -110,7 +111,7 @@ func TestSpans_doLost(t *testing.T) {
 		t.Fatalf("Do() = %v; want ErrLost", err)
 	}
 
-	s := r.span(t, "uncomplicated.Do", uncomplicated.OutcomeAcquired)
+	s := r.span(t, "uncomplicated.Do", observe.Acquired)
 	if !s.SpanContext().Equal(fnSpan) {
 		t.Errorf("fn ran under span %v; want Do's, %v", fnSpan.SpanID(), s.SpanContext().SpanID())
 	}
