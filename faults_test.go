@@ -460,8 +460,21 @@ func TestFault_handOffOutlivedItsLease(t *testing.T) {
 	eventually(t, "the waiter queued", func() bool { l, _ := mr.List(queue); return len(l) == 1 })
 
 	release := fp.stallNextReply()
-	mock.Add(time.Second) // the waiter's next tick: an attempt that finds the holder
-	recv(t, fp.stalled)   // ran in Redis; its reply held back
+	// The waiter's next tick: an attempt that finds the holder, runs in
+	// Redis and has its reply held back. The waiter may set its tick's
+	// timer after a first Add, so time moves on until the attempt comes.
+	deadline := time.Now().Add(10 * time.Second)
+	for stalled := false; !stalled; {
+		mock.Add(time.Second)
+		select {
+		case <-fp.stalled:
+			stalled = true
+		case <-time.After(20 * time.Millisecond):
+			if time.Now().After(deadline) {
+				t.Fatal("no attempt of the waiter after 10s")
+			}
+		}
+	}
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatal(err) // hands the lock to the waiter, fence 2
 	}
