@@ -9,9 +9,10 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// A Client holds what the locks of one process share: the connection to
-// Redis (a driver), the default options, the connection that listens for
-// hand-offs and the restart watch. It is safe for concurrent use.
+// A Client holds what the locks of one process share. That is the
+// connection to Redis (a driver), the default options, the connection that
+// listens for hand-offs and the restart watch. It is safe for concurrent
+// use.
 type Client struct {
 	redis *link // nil for a nil Pool or Driver
 	opts  []Option
@@ -61,15 +62,14 @@ func newClient(l *link, opts []Option) *Client {
 	}
 }
 
-// Close wakes every call waiting for one of the Client's locks and makes
-// it return ErrClosed, as every later Lock, TryLock, Refresh, Held, New
-// and Named does; a call to Redis under way when Close is called ends when
-// Redis answers or its command timeout passes. A release (Unlock, RUnlock,
+// Close wakes every call waiting for one of the Client's locks and makes it
+// return ErrClosed. So does every later Lock, TryLock, Refresh, Held, New
+// and Named; a call to Redis under way when Close is called ends when Redis
+// answers or its command timeout passes. A release (Unlock, RUnlock,
 // Release) still releases, and then reports ErrClosed too. Close gives the
-// connection that listened for wake-ups back to the pool; it does not
-// close the pool. It waits, up to a few seconds when Redis does not
-// answer, for the clean-up of acquisitions whose reply was lost. Close is
-// idempotent.
+// connection that listened for wake-ups back to the pool; it does not close
+// the pool. It waits, up to a few seconds when Redis does not answer, for
+// the clean-up of acquisitions whose reply was lost. Close is idempotent.
 func (c *Client) Close() error {
 	if c == nil || c.done == nil {
 		return fmt.Errorf("%w: nil *Client", ErrInvalidArgument)

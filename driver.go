@@ -25,9 +25,9 @@ import (
 // hash tag, so that sharded pub/sub fits.
 
 // NewDriverClient returns a Client whose calls to Redis go through d, with
-// opts as the defaults of every lock it makes, as NewClient does for a
-// redigo Pool. Close does not close what d uses. Drivers implement the
-// contract of package driver.
+// opts as the defaults of its locks. It is NewClient for any driver, not
+// only a redigo Pool. Close does not close what d uses. Drivers implement
+// the contract of package driver.
 func NewDriverClient(d driver.Driver, opts ...Option) *Client {
 	if isNil(d) {
 		return newClient(nil, opts)

@@ -434,11 +434,11 @@ func withFence(ctx context.Context, fence uint64) context.Context {
 }
 
 // FenceOf returns the fence of the hold that Do runs fn under, given fn's
-// ctx or one derived from it: inside fn of Mutex.Do, RWMutex.Do and
+// ctx or one derived from it. Inside fn of Mutex.Do, RWMutex.Do and
 // Semaphore.Do it returns the hold's fence and true, so that code deep
 // inside fn can pass the fence to the store it writes to. Inside fn of
-// RWMutex.RDo (read holds have no fence), outside any Do, and for a nil
-// ctx it returns 0, false.
+// RWMutex.RDo (read holds have no fence), outside any Do, and for a nil ctx
+// it returns 0, false.
 func FenceOf(ctx context.Context) (uint64, bool) {
 	if ctx == nil {
 		return 0, false

@@ -92,7 +92,8 @@ const MaxInspected = 100
 // is 0.
 const DefaultListLimit = 1000
 
-// Inspect returns what Redis has of the lock named name, its full name as
+// Inspect returns what Redis has of the lock named name.
+// The name is its full name as
 // Mutex.Name and List report it ("lock:orders.Order:42"; for a lock of
 // Client.Named, see Named's Name). It costs Redis one script, which reads
 // the lock's keys (whichever kind it is) and up to MaxInspected of its
@@ -108,15 +109,15 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 }
 
 // List returns the locks under the Client's prefix whose full names match
-// the pattern match ("" for all; path.Match's syntax, as in
-// "lock:orders.Order:*"), each as Inspect reads it, in SCAN's order: the
-// first limit found (DefaultListLimit when limit is 0), and more reports
-// that there were others. A lock counts while Redis has anything of it,
-// its fence counter included, which stays after its last release. It
+// the pattern match. The pattern is "" for all, or in path.Match's syntax,
+// as in "lock:orders.Order:*"), each as Inspect reads it, in SCAN's order:
+// the first limit found (DefaultListLimit when limit is 0), and more
+// reports that there were others. A lock counts while Redis has anything of
+// it, its fence counter included, which stays after its last release. It
 // costs Redis a SCAN of the whole keyspace, 1000 keys per call (on a
 // Cluster, of every master), and then one Inspect per lock; it is for an
-// operator, not for a program's hot path. A bad pattern or a negative
-// limit gives an error wrapping ErrInvalidArgument.
+// operator, not for a program's hot path. A bad pattern or a negative limit
+// gives an error wrapping ErrInvalidArgument.
 func (c *Client) List(ctx context.Context, match string, limit int) (locks []LockInfo, more bool, err error) {
 	cfg, err := c.inspecting(ctx)
 	if err == nil && limit < 0 {
@@ -145,7 +146,8 @@ func (c *Client) List(ctx context.Context, match string, limit int) (locks []Loc
 	return locks, more, nil
 }
 
-// ForceRelease breaks a lock: it removes its holders (the holder, the
+// ForceRelease breaks a lock, whoever holds it.
+// It removes its holders (the holder, the
 // writer and readers, or the permits) and hands the lock to its waiters as
 // a release would, under a new fence; a waiter not yet queued gets it at
 // its next attempt, with a higher fence too. It returns the lock as it was

@@ -23,12 +23,12 @@ import (
 // and no lock name can be one of them.
 
 // A LockTyper names the type part of its lock itself, so that the lock
-// survives a rename of its Go package or type: processes built before and
+// survives a rename of its Go package or type. Processes built before and
 // after the rename still exclude each other. Two Go types with the same
-// LockType share their locks, ID for ID. A LockType with a pointer
-// receiver names the locks of values too, so T and *T still share them. A
-// LockType that returns "" or panics makes the constructors return an error
-// wrapping ErrInvalidID.
+// LockType share their locks, ID for ID. A LockType with a pointer receiver
+// names the locks of values too, so T and *T still share them. A LockType
+// that returns "" or panics makes the constructors return an error wrapping
+// ErrInvalidID.
 type LockTyper interface {
 	LockType() string
 }

@@ -60,7 +60,7 @@ func (m *Mutex) Name() string {
 	return m.name
 }
 
-// Fence returns the fencing token of the current hold: it is higher than
+// Fence returns the fencing token of the current hold. It is higher than
 // that of every earlier hold of this lock name, for as long as the Redis
 // data lives. It returns 0 when the lock is not held.
 func (m *Mutex) Fence() uint64 {
@@ -116,13 +116,13 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return m.x.unlock(ctx, nil)
 }
 
-// Refresh proves the holder alive: if Redis still holds our token, it
-// replaces it with a new one, which tells waiters the lock is busy rather
-// than stuck, and restarts the lease. The fence does not change. It returns
-// an error wrapping ErrNotHeld when the lock is not ours any more (and
-// ErrLost when it was), and ErrClosed after Client.Close; the hold stays
-// until Unlock. When the reply is lost, the next Refresh or Unlock accepts
-// either token.
+// Refresh proves the holder alive and restarts the lease. If Redis still
+// holds our token, it replaces it with a new one, which tells waiters the
+// lock is busy rather than stuck, and restarts the lease. The fence does
+// not change. It returns an error wrapping ErrNotHeld when the lock is not
+// ours any more (and ErrLost when it was), and ErrClosed after
+// Client.Close; the hold stays until Unlock. When the reply is lost, the
+// next Refresh or Unlock accepts either token.
 func (m *Mutex) Refresh(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
@@ -143,11 +143,11 @@ func (m *Mutex) Held(ctx context.Context) (bool, error) {
 }
 
 // Lost returns a channel that is closed when the current hold is known to
-// be lost: Refresh, Held or Unlock found another token or no key, Do's
-// auto-refresh could not renew the lease before it ended, or the Client saw
-// Redis restart and the key gone. Each hold has its own channel; an Unlock
-// that releases the lock leaves it open. When nothing is held, Lost returns
-// a closed channel.
+// be lost. That is when Refresh, Held or Unlock found another token or no
+// key, Do's auto-refresh could not renew the lease before it ended, or the
+// Client saw Redis restart and the key gone. Each hold has its own channel;
+// an Unlock that releases the lock leaves it open. When nothing is held,
+// Lost returns a closed channel.
 func (m *Mutex) Lost() <-chan struct{} {
 	if m == nil {
 		return closed

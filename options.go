@@ -104,9 +104,9 @@ func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
 
-// WithTicks sets how finely a waiter divides the timeout: between attempts it
-// sleeps a random time below min(timeout/ticks, 1s), a bound raised to 1ms
-// if smaller. Default 100; must be positive.
+// WithTicks sets how finely a waiter divides the timeout. Between attempts
+// it sleeps a random time below min(timeout/ticks, 1s), a bound raised to
+// 1ms if smaller. Default 100; must be positive.
 func WithTicks(n int) Option {
 	return func(c *config) { c.ticks = n }
 }
@@ -117,14 +117,14 @@ func WithStalePolicy(p StalePolicy) Option {
 	return func(c *config) { c.policy = p }
 }
 
-// WithLease sets how long a hold lasts in Redis (the lock key's time to
-// live, or a reader's or permit's expiry), counted from acquisition and
-// from each Refresh: the lease frees the lock of a holder that crashed.
-// A lease at or below the timeout means stale detection never triggers:
-// the lock expires before a waiter's patience runs out, and the waiter
-// simply acquires it. Default: twice the timeout. Zero means no expiry:
-// only a release or a take-over ends the hold. Must not be negative; a
-// positive lease is rounded up to whole milliseconds.
+// WithLease sets how long a hold lasts in Redis, counted from acquisition
+// and from each Refresh. It is the lock key's time to live, or a reader's
+// or permit's expiry; the lease frees the lock of a holder that crashed. A
+// lease at or below the timeout means stale detection never triggers: the
+// lock expires before a waiter's patience runs out, and the waiter simply
+// acquires it. Default: twice the timeout. Zero means no expiry: only a
+// release or a take-over ends the hold. Must not be negative; a positive
+// lease is rounded up to whole milliseconds.
 func WithLease(d time.Duration) Option {
 	return func(c *config) { c.lease, c.leaseSet = d, true }
 }
@@ -175,41 +175,43 @@ func WithAutoRefresh(d time.Duration) Option {
 	return func(c *config) { c.every = d }
 }
 
-// WithCommandTimeout bounds each call the library makes to Redis (getting
-// a connection from the Pool, then one command or script) to d, whatever
-// the ctx passed in, so that no call hangs on a server that accepts
-// connections but stops answering. A call that runs out of time returns an
-// error matching os.ErrDeadlineExceeded; Lock returns it rather than
-// waiting on. It is real time, not the WithClock clock, as a connection's
-// deadlines are. Under a ctx that can never end (context.Background) it
-// also takes the place of the read timeout of the pool's connections;
-// under any other ctx the earlier of the two ends a command. Default 10
-// seconds; 0 means no bound other than ctx; must not be negative.
+// WithCommandTimeout bounds each call the library makes to Redis to d,
+// whatever the ctx passed in. A call is getting a connection from the Pool,
+// then one command or script, so that no call hangs on a server that
+// accepts connections but stops answering. A call that runs out of time
+// returns an error matching os.ErrDeadlineExceeded; Lock returns it rather
+// than waiting on. It is real time, not the WithClock clock, as a
+// connection's deadlines are. Under a ctx that can never end
+// (context.Background) it also takes the place of the read timeout of the
+// pool's connections; under any other ctx the earlier of the two ends a
+// command. Default 10 seconds; 0 means no bound other than ctx; must not be
+// negative.
 func WithCommandTimeout(d time.Duration) Option {
 	return func(c *config) { c.commandTimeout = d }
 }
 
-// WithReplicas makes each acquisition, by an attempt, a hand-off or a
-// take-over, and each release wait until n replicas of the lock's master
-// have it: after Redis grants the lock, the holder refreshes it and sends
-// WAIT n on the same connection, which returns once n replicas
-// acknowledged every write so far, or after timeout. With fewer, the lock
-// is given back and the acquisition fails with ErrNotReplicated; a release
-// with fewer is repeated on the next master, if a failover comes (see the
-// restart watch). A failover to one of those replicas then keeps the hold
-// and the fence counter. It costs a round trip to the replicas on every
-// acquisition and release. Default 0, off; n must not be negative, and
-// timeout must be positive when n is not 0.
+// WithReplicas makes each acquisition and each release wait until n
+// replicas of the lock's master have it. An acquisition by an attempt, a
+// hand-off or a take-over waits alike: after Redis grants the lock, the
+// holder refreshes it and sends WAIT n on the same connection, which
+// returns once n replicas acknowledged every write so far, or after
+// timeout. With fewer, the lock is given back and the acquisition fails
+// with ErrNotReplicated; a release with fewer is repeated on the next
+// master, if a failover comes (see the restart watch). A failover to one of
+// those replicas then keeps the hold and the fence counter. It costs a
+// round trip to the replicas on every acquisition and release. Default 0,
+// off; n must not be negative, and timeout must be positive when n is not
+// 0.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicas, c.replicaWait = n, timeout }
 }
 
 // WithHolderLabel sets the label that Client.Inspect and ulock status show
-// for this process's holds and waiters, so that an operator can tell who
-// holds a lock; "" shows none. It travels inside the hold's token (see
-// Holder), so it costs no round trip, but it is readable by anyone who can
-// read Redis: put no secret in it. At most MaxLabel bytes. Default: the
-// host name and the process ID, "web-3:4127".
+// for this process's holds and waiters. It lets an operator tell who holds
+// a lock; "" shows none. It travels inside the hold's token (see Holder),
+// so it costs no round trip, but it is readable by anyone who can read
+// Redis: put no secret in it. At most MaxLabel bytes. Default: the host
+// name and the process ID, "web-3:4127".
 func WithHolderLabel(s string) Option {
 	return func(c *config) { c.label = s }
 }

@@ -14,9 +14,9 @@ const MaxPermits = 10000
 // processes: each Acquire gets a Permit with its own token, lease and
 // fence. A holder that dies gives its permit back when its lease ends; one
 // that keeps its token for its patience (see WithTimeout) while a waiter
-// waits is stale, and the waiter fails with ErrStale or, with TakeOver, evicts it
-// and takes its permit. It is safe for concurrent use; make one with
-// NewSemaphore or Client.NamedSemaphore. The zero value returns
+// waits is stale, and the waiter fails with ErrStale or, with TakeOver,
+// evicts it and takes its permit. It is safe for concurrent use; make one
+// with NewSemaphore or Client.NamedSemaphore. The zero value returns
 // ErrInvalidArgument.
 //
 // The number of permits is the caller's: each attempt lets its caller in
@@ -85,7 +85,7 @@ func (s *Semaphore) Permits() int {
 	return s.permits
 }
 
-// Acquire waits for a permit: it tries at once and then after random
+// Acquire waits for a permit. It tries at once and then after random
 // sub-second ticks, and joins the semaphore's queue, so that a Release
 // hands its permit to the oldest waiter. A holder that keeps one token for
 // its patience is stale: Acquire then returns an error wrapping ErrStale,
@@ -221,10 +221,10 @@ func (p *Permit) Fence() uint64 {
 	return p.h.fence
 }
 
-// Lost returns a channel closed when the permit is known to be lost:
-// Refresh, Held or Release found it gone, Do's auto-refresh could not renew
-// it in time, or the Client saw Redis restart without it. After Release it
-// returns a closed channel.
+// Lost returns a channel closed when the permit is known to be lost. That
+// is when Refresh, Held or Release found it gone, Do's auto-refresh could
+// not renew it in time, or the Client saw Redis restart without it. After
+// Release it returns a closed channel.
 func (p *Permit) Lost() <-chan struct{} {
 	if p == nil || p.h == nil {
 		return closed
