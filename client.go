@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-
-	"github.com/gomodule/redigo/redis"
 )
 
 // A Client holds what the locks of one process share. That is the
@@ -36,22 +34,6 @@ type Client struct {
 	cleanups  sync.WaitGroup     // background clean-ups, the listening connection, the restart watch
 
 	tokens owned // the tokens of its waiters and holds, and the holds it released
-}
-
-// NewClient returns a Client using pool, with opts as the defaults of every
-// lock it makes. Options are checked, and a nil pool reported, by New and
-// the other constructors.
-func NewClient(pool Pool, opts ...Option) *Client {
-	if isNil(pool) {
-		return newClient(nil, opts)
-	}
-	d := &redigoDriver{pool: pool}
-	c := newClient(&link{d: d}, opts)
-	d.explain = c.poolError
-	if p, ok := pool.(*redis.Pool); ok && p.MaxActive == 1 {
-		c.deaf = true
-	}
-	return c
 }
 
 func newClient(l *link, opts []Option) *Client {

@@ -155,7 +155,15 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 	h.b.c.tokens.own(next) // before Redis may have it
 	sent := h.b.cfg.clock.Now()
 	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
+	if err = h.refreshed(ctx, tokens, next, sent, ok, err); err != nil {
+		return 0, err
+	}
+	return acked, nil
+}
 
+// refreshed records what a Refresh of tokens to next, sent at sent, came
+// to: ok and err as Redis replied.
+func (h *hold) refreshed(ctx context.Context, tokens []string, next string, sent time.Time, ok bool, err error) error {
 	found := false // the loss, logged once mu is unlocked
 	defer func() {
 		if found {
@@ -180,13 +188,13 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 			keep := min(len(tokens), maxTokens-1)
 			h.tokens, gone = append([]string{next}, tokens[:keep]...), tokens[keep:]
 		}
-		return 0, err
+		return err
 	case !ok:
 		if current {
 			found = h.signal().fire()
 			h.b.c.unwatch(h)
 		}
-		return 0, h.b.lostError(h.kind.what + " expired or taken over")
+		return h.b.lostError(h.kind.what + " expired or taken over")
 	}
 	if current {
 		h.tokens, h.from, gone = []string{next}, sent, tokens
@@ -196,7 +204,7 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 			h.stopTake()
 		}
 	}
-	return acked, nil
+	return nil
 }
 
 // release ends the hold and gives it back in Redis, which hands the lock
@@ -234,12 +242,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		remember.tokens = append(slices.Clip(tokens), past...)
 	}
 	if opErr != nil {
-		remember.failed = true
-		h.b.c.tokens.remember(remember)
-		if later {
-			h.b.background(ctx, h.kind.release, h.keys, args...)
-		}
-		return h.b.redisError(ctx, opErr)
+		return h.releaseFailed(ctx, remember, args, later, opErr)
 	}
 	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, anys(args)...)
 	var ok bool
@@ -249,12 +252,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	}
 	switch {
 	case err != nil:
-		remember.failed = true
-		h.b.c.tokens.remember(remember)
-		if later && h.b.ctxErr(ctx) != nil {
-			h.b.background(ctx, h.kind.release, h.keys, args...)
-		}
-		return h.b.redisError(ctx, err)
+		return h.releaseFailed(ctx, remember, args, later && h.b.ctxErr(ctx) != nil, err)
 	case !ok:
 		h.lose(ctx, lost, "expired or taken over")
 		return h.b.lostError(h.kind.what + " expired or taken over")
@@ -264,6 +262,18 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	h.b.handedOff(next)
 	h.b.logReleased(ctx, h.kind.what, h.fence, slog.Bool("handed_off", len(next) > 0))
 	return nil
+}
+
+// releaseFailed returns the error of a release r that failed with err,
+// which the Client's restart watch repeats; with again, it is also made
+// once more in the background.
+func (h *hold) releaseFailed(ctx context.Context, r release, args []string, again bool, err error) error {
+	r.failed = true
+	h.b.c.tokens.remember(r)
+	if again {
+		h.b.background(ctx, h.kind.release, h.keys, args...)
+	}
+	return h.b.redisError(ctx, err)
 }
 
 // observe lets o hear of the hold's loss and release.

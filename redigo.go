@@ -40,6 +40,22 @@ type Pool interface {
 
 var _ Pool = (*redis.Pool)(nil)
 
+// NewClient returns a Client using pool, with opts as the defaults of every
+// lock it makes. Options are checked, and a nil pool reported, by New and
+// the other constructors.
+func NewClient(pool Pool, opts ...Option) *Client {
+	if isNil(pool) {
+		return newClient(nil, opts)
+	}
+	d := &redigoDriver{pool: pool}
+	c := newClient(&link{d: d}, opts)
+	d.explain = c.poolError
+	if p, ok := pool.(*redis.Pool); ok && p.MaxActive == 1 {
+		c.deaf = true
+	}
+	return c
+}
+
 // redigoDriver is the driver.Driver of a Pool.
 type redigoDriver struct {
 	pool Pool
