@@ -60,8 +60,10 @@ fi
 go mod edit -replace "$module/goredis=$goredis" "$tmp/go.mod"
 echo "building against ${new_label} and ${old:0:7}" >&2
 (cd "$bench" && go build -o "$tmp/bench-new" .)
-# -mod=mod lets the go command add to the copies what the old library needs.
-(cd "$bench" && go build -mod=mod -modfile "$tmp/go.mod" -o "$tmp/bench-old" .)
+# -mod=mod lets the go command add to the copies what the old library needs;
+# GOWORK=off keeps the repository's go.work, which names the working tree,
+# out of it.
+(cd "$bench" && GOWORK=off go build -mod=mod -modfile "$tmp/go.mod" -o "$tmp/bench-old" .)
 
 # run runs binary $1 once and appends its row's JSON line to $tmp/$1.jsonl.
 run() {

@@ -2,19 +2,14 @@ module github.com/uncomplicated-mutex/uncomplicated/benchmarks
 
 go 1.26.0
 
-replace (
-	github.com/uncomplicated-mutex/uncomplicated => ..
-	github.com/uncomplicated-mutex/uncomplicated/goredis => ../goredis
-)
-
 require (
 	github.com/bsm/redislock v0.9.4
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
-	github.com/uncomplicated-mutex/uncomplicated v0.0.0-00010101000000-000000000000
-	github.com/uncomplicated-mutex/uncomplicated/goredis v0.0.0-00010101000000-000000000000
+	github.com/uncomplicated-mutex/uncomplicated v0.1.0
+	github.com/uncomplicated-mutex/uncomplicated/goredis v0.1.0
 )
 
 require (

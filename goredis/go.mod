@@ -2,12 +2,10 @@ module github.com/uncomplicated-mutex/uncomplicated/goredis
 
 go 1.26.0
 
-replace github.com/uncomplicated-mutex/uncomplicated => ../
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/uncomplicated-mutex/uncomplicated v0.0.0-00010101000000-000000000000
+	github.com/uncomplicated-mutex/uncomplicated v0.1.0
 )
 
 require (

@@ -2,12 +2,10 @@ module github.com/uncomplicated-mutex/uncomplicated/otel
 
 go 1.26.0
 
-replace github.com/uncomplicated-mutex/uncomplicated => ../
-
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/gomodule/redigo v1.9.3
-	github.com/uncomplicated-mutex/uncomplicated v0.0.0-00010101000000-000000000000
+	github.com/uncomplicated-mutex/uncomplicated v0.1.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

@@ -2,16 +2,11 @@ module github.com/uncomplicated-mutex/uncomplicated/torture
 
 go 1.26.0
 
-replace (
-	github.com/uncomplicated-mutex/uncomplicated => ..
-	github.com/uncomplicated-mutex/uncomplicated/goredis => ../goredis
-)
-
 require (
 	github.com/gomodule/redigo v1.9.3
 	github.com/redis/go-redis/v9 v9.23.0
-	github.com/uncomplicated-mutex/uncomplicated v0.0.0-00010101000000-000000000000
-	github.com/uncomplicated-mutex/uncomplicated/goredis v0.0.0-00010101000000-000000000000
+	github.com/uncomplicated-mutex/uncomplicated v0.1.0
+	github.com/uncomplicated-mutex/uncomplicated/goredis v0.1.0
 	go.uber.org/goleak v1.3.0
 )
 
