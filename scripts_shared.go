@@ -108,6 +108,22 @@ end
 // queue, else "-", so that it leaves the queue and stops counting as
 // waiting (a waiting writer holds readers back), and releases what a
 // hand-off may have just given it.
+// attemptArgs are the ARGV of an acquiring script, as queueLua reads them:
+// the five of every attempt, then the primitive's own (spec.extra).
+type attemptArgs struct {
+	token  string
+	lease  int64  // ms; 0: none
+	entry  string // the waiter's queue entry; "" before it may queue
+	op     string // what to do with the entry: "q", "r", "x" or ""
+	expiry int64  // the entry's, in ms; 0: the attempt does not wait
+	extra  []any
+}
+
+// argv returns a's ARGV, in the order queueLua reads them.
+func (a attemptArgs) argv() []any {
+	return append([]any{a.token, a.lease, a.entry, a.op, a.expiry}, a.extra...)
+}
+
 const queueLua = `
 local function seen(fence)
   if ARGV[4] ~= 'r' and ARGV[4] ~= 'x' then

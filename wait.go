@@ -115,8 +115,8 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 			b.c.tokens.disown(token)
 		}
 	}()
-	args := append([]any{token, b.cfg.leaseMillis(), "", "", 0}, c.extra(nil)...)
-	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, token, args)
+	args := attemptArgs{token: token, lease: b.cfg.leaseMillis(), extra: c.extra(nil)}
+	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
 	if err != nil {
 		return nil, b.gaveUp(ctx, err, "")
 	}
@@ -244,8 +244,9 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 	if stale != nil {
 		s, op = w.c.takeOver, w.queued()
 	}
-	args := append([]any{w.token, w.b.cfg.leaseMillis(), w.entry, op, w.b.cfg.expiryMillis()}, w.c.extra(stale)...)
-	return w.b.attempt(ctx, s, w.c.keys, w.c.kind, w.token, args)
+	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: w.entry, op: op,
+		expiry: w.b.cfg.expiryMillis(), extra: w.c.extra(stale)}
+	return w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
 }
 
 // blocked records what an attempt that found the lock taken saw, and
@@ -446,26 +447,26 @@ func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token 
 
 // attempt runs an acquiring script with args (see queueLua). When its
 // reply is lost after it may have run, it runs it again: the scripts reply
-// the hold when token has it already, and the entry, if it was joining
+// the hold when the token has it already, and the entry, if it was joining
 // the queue, rejoins only if it is not there. When that fails too, or the
 // lost reply did not come in time (see askAgain), the release of kind
-// gives back in the background whatever token may hold.
-func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, token string, args []any) (grant, error) {
-	g, unknown, err := b.grantOf(ctx, s, keys, kind, args)
+// gives back in the background whatever the token may hold.
+func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args attemptArgs) (grant, error) {
+	g, unknown, err := b.grantOf(ctx, s, keys, kind, args.argv())
 	if !unknown {
 		return g, err
 	}
 	if askAgain(err) {
-		if args[3] == "q" {
-			args[3] = "r"
+		if args.op == "q" {
+			args.op = "r"
 		}
 		var again error
-		if g, _, again = b.grantOf(ctx, s, keys, kind, args); again == nil {
+		if g, _, again = b.grantOf(ctx, s, keys, kind, args.argv()); again == nil {
 			return g, nil
 		}
 		err = errors.Join(err, again)
 	}
-	b.background(ctx, kind.release, keys, "", token)
+	b.background(ctx, kind.release, keys, "", args.token)
 	return grant{}, err
 }
 
