@@ -55,7 +55,7 @@ func (b *base) redisError(ctx context.Context, err error) error {
 	if cerr := b.ctxErr(ctx); cerr != nil {
 		err = cerr
 	}
-	return fmt.Errorf("uncomplicated: %s: %w", b.name, err)
+	return newError(b.name, "uncomplicated: "+b.name+": "+err.Error(), err)
 }
 
 // gaveUp is the error of an acquisition that ended without the lock, for
@@ -72,7 +72,7 @@ func (b *base) gaveUp(ctx context.Context, err error, busy string) error {
 	case errors.Is(err, ErrClosed):
 		return b.notObtained("client closed", ErrClosed)
 	case cerr != nil && busy != "":
-		return &lockError{msg: ErrNotObtained.Error() + ": " + busy + ": " + cerr.Error(), errs: []error{ErrNotObtained, cerr}}
+		return newError(b.name, ErrNotObtained.Error()+": "+busy+": "+cerr.Error(), cerr, ErrNotObtained)
 	case cerr != nil:
 		return b.notObtained("ctx ended waiting for Redis: "+cerr.Error(), cerr)
 	}
@@ -95,10 +95,7 @@ func (b *base) ctxErr(ctx context.Context) error {
 // notObtained is the error of a Lock that gave up; it matches
 // ErrNotObtained and cause.
 func (b *base) notObtained(why string, cause error) error {
-	return &lockError{
-		msg:  ErrNotObtained.Error() + ": " + b.name + ": " + why,
-		errs: []error{ErrNotObtained, cause},
-	}
+	return newError(b.name, ErrNotObtained.Error()+": "+b.name+": "+why, cause, ErrNotObtained)
 }
 
 // Log records: Debug for the course of a lock (acquired, waiting,
@@ -199,10 +196,7 @@ func (h *hold) logLost(ctx context.Context, why string) {
 // lostError is the error of a hold found lost; it matches ErrLost and
 // ErrNotHeld.
 func (b *base) lostError(why string) error {
-	return &lockError{
-		msg:  ErrLost.Error() + ": " + b.name + ": " + why,
-		errs: []error{ErrLost, ErrNotHeld},
-	}
+	return newError(b.name, ErrLost.Error()+": "+b.name+": "+why, ErrLost, ErrNotHeld)
 }
 
 // enter takes sem, waiting while another goroutine of this process holds
@@ -260,7 +254,7 @@ func (b *base) open(ctx context.Context) error {
 // Client or an ended ctx.
 func (b *base) usable(ctx context.Context) error {
 	if b.c.closed() {
-		return fmt.Errorf("%w: %s", ErrClosed, b.name)
+		return newError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return b.redisError(ctx, err)
@@ -271,14 +265,14 @@ func (b *base) usable(ctx context.Context) error {
 // notHeld is the error of a call about a hold when there is none: why
 // says so.
 func (b *base) notHeld(why string) error {
-	return fmt.Errorf("%w: %s: %s", ErrNotHeld, b.name, why)
+	return newError(b.name, ErrNotHeld.Error()+": "+b.name+": "+why, ErrNotHeld)
 }
 
 // afterClose adds ErrClosed to the error of a release after Client.Close,
 // which still releases.
 func (b *base) afterClose(err error) error {
 	if b.c.closed() {
-		err = errors.Join(fmt.Errorf("%w: %s: released after Close", ErrClosed, b.name), err)
+		err = errors.Join(newError(b.name, ErrClosed.Error()+": "+b.name+": released after Close", ErrClosed), err)
 	}
 	return err
 }

@@ -209,7 +209,55 @@ func TestAcquiring_failuresMatchErrNotObtained(t *testing.T) {
 				if !errors.Is(err, uncomplicated.ErrNotObtained) || !f.cause(err) || !strings.Contains(err.Error(), f.says) {
 					t.Errorf("%s = %v; want ErrNotObtained, its cause, and %q", a.name, err, f.says)
 				}
+				_, op, _ := strings.Cut(a.name, ".")
+				if e, ok := asError(err); !ok || e.Op != op || e.Name != "lock:job" {
+					t.Errorf("%s = %#v; want an *Error of %s on lock:job", a.name, e, op)
+				}
 			})
 		}
 	}
+}
+
+// The calls about a hold say in their *Error which call failed on which
+// lock; Do returns fn's own error as it is.
+func TestError_opAndName(t *testing.T) {
+	ctx := context.Background()
+	env := uncomplicatedtest.New(t)
+	m := mustNamed(t, env.Client, "job")
+	rw := mustNamedRW(t, env.Client, "job-rw")
+	for _, c := range []struct {
+		op  string
+		err error
+	}{
+		{"Unlock", m.Unlock(ctx)},
+		{"Refresh", m.Refresh(ctx)},
+		{"RUnlock", rw.RUnlock(ctx)},
+	} {
+		e, ok := asError(c.err)
+		if !ok || e.Op != c.op || !strings.HasPrefix(e.Name, "lock:job") || !errors.Is(c.err, uncomplicated.ErrNotHeld) {
+			t.Errorf("%s without a hold = %v; want an *Error of %s matching ErrNotHeld", c.op, c.err, c.op)
+		}
+	}
+
+	mustLock(t, m)
+	env.Advance(10*time.Minute + time.Second) // the lease ends
+	if _, err := m.Held(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Unlock(ctx)
+	if e, ok := asError(err); !ok || e.Op != "Unlock" || e.Name != "lock:job" || !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("Unlock of a lost hold = %#v; want an *Error of Unlock on lock:job matching ErrLost", err)
+	}
+
+	mine := errors.New("fn failed")
+	if err := m.Do(ctx, func(context.Context) error { return mine }); err != mine {
+		t.Errorf("Do = %v; want fn's error as it is", err)
+	}
+}
+
+// asError finds the *Error in err.
+func asError(err error) (*uncomplicated.Error, bool) {
+	var e *uncomplicated.Error
+	ok := errors.As(err, &e)
+	return e, ok
 }

@@ -133,10 +133,7 @@ func (h *hold) replicate(ctx context.Context) error {
 	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 		h.b.background(ctx, h.kind.release, h.keys, args...) // give it back all the same
 	}
-	return &lockError{
-		msg:  ErrNotObtained.Error() + ": " + h.b.name + ": " + why,
-		errs: []error{ErrNotObtained, ErrNotReplicated, err},
-	}
+	return newError(h.b.name, ErrNotObtained.Error()+": "+h.b.name+": "+why, err, ErrNotObtained, ErrNotReplicated)
 }
 
 // refresh is Refresh; with wait, it waits for replicas as replicate does.

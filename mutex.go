@@ -113,7 +113,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	return m.x.unlock(ctx, nil)
+	return opError("Unlock", m.name, m.x.unlock(ctx, nil))
 }
 
 // Refresh proves the holder alive and restarts the lease. If Redis still
@@ -127,7 +127,7 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	return m.x.refresh(ctx)
+	return opError("Refresh", m.name, m.x.refresh(ctx))
 }
 
 // Held asks Redis whether the lock still holds this hold's token. It
@@ -139,7 +139,8 @@ func (m *Mutex) Held(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
-	return m.x.held(ctx)
+	held, err := m.x.held(ctx)
+	return held, opError("Held", m.name, err)
 }
 
 // Lost returns a channel that is closed when the current hold is known to

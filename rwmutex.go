@@ -147,7 +147,7 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	return rw.x.unlock(ctx, nil)
+	return opError("Unlock", rw.name, rw.x.unlock(ctx, nil))
 }
 
 // Do runs fn while holding the write lock, as Mutex.Do does.
@@ -174,7 +174,7 @@ func (rw *RWMutex) Refresh(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	return rw.x.refresh(ctx)
+	return opError("Refresh", rw.name, rw.x.refresh(ctx))
 }
 
 // Held asks Redis whether it still has this RWMutex's write hold, as
@@ -183,7 +183,8 @@ func (rw *RWMutex) Held(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.x.held(ctx)
+	held, err := rw.x.held(ctx)
+	return held, opError("Held", rw.name, err)
 }
 
 // Lost returns a channel closed when the write hold is known to be lost,
@@ -256,13 +257,13 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	n := len(rw.readers)
 	if n == 0 {
 		rw.mu.Unlock()
-		return rw.afterClose(rw.notHeld("not read-locked"))
+		return opError("RUnlock", rw.name, rw.afterClose(rw.notHeld("not read-locked")))
 	}
 	h := rw.readers[n-1]
 	rw.readers[n-1] = nil
 	rw.readers = rw.readers[:n-1]
 	rw.mu.Unlock()
-	return h.release(ctx, false)
+	return opError("RUnlock", rw.name, h.release(ctx, false))
 }
 
 // RDo runs fn while holding a read lock of its own, as Do does with the

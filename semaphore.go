@@ -189,7 +189,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	if err := p.check(ctx); err != nil {
 		return err
 	}
-	return p.h.release(ctx, false)
+	return opError("Release", p.h.b.name, p.h.release(ctx, false))
 }
 
 // Refresh proves the holder alive: it gives the permit a new token, which
@@ -200,7 +200,7 @@ func (p *Permit) Refresh(ctx context.Context) error {
 	if err := p.check(ctx); err != nil {
 		return err
 	}
-	return p.h.Refresh(ctx)
+	return opError("Refresh", p.h.b.name, p.h.Refresh(ctx))
 }
 
 // Held asks Redis whether it still has the permit. It returns (false, nil)
@@ -209,7 +209,8 @@ func (p *Permit) Held(ctx context.Context) (bool, error) {
 	if err := p.check(ctx); err != nil {
 		return false, err
 	}
-	return p.h.Held(ctx)
+	held, err := p.h.Held(ctx)
+	return held, opError("Held", p.h.b.name, err)
 }
 
 // Fence returns the permit's fencing token: higher than that of every

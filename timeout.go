@@ -76,11 +76,11 @@ func (l limit) timedOut(err error) error {
 	if notSent || !ctxErr { // what kept it from leaving, or what came instead of the reply
 		msg += ": " + err.Error()
 	}
-	errs := []error{os.ErrDeadlineExceeded}
+	var cause error // os.ErrDeadlineExceeded's, and what came instead of the reply
 	if !ctxErr {
-		errs = append(errs, err)
+		cause = err
 	}
-	return &lockError{msg: msg, errs: errs}
+	return newError("", msg, cause, os.ErrDeadlineExceeded)
 }
 
 // bound is a ctx that can only end at its deadline, made for a caller's

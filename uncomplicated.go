@@ -25,56 +25,6 @@
 // has accepted.
 package uncomplicated
 
-import "errors"
-
-// Errors returned by this package, matched with errors.Is. Returned errors
-// add the lock name and the cause.
-var (
-	// ErrNotObtained: an acquisition (Lock, RLock, Acquire, their Try and
-	// Do forms) ended without the lock: its ctx ended, its Client was
-	// closed, the holder was stale and the policy is Fail, or a call to
-	// Redis failed or ran out of the command timeout. The error matches
-	// that cause too: ctx.Err(), ErrClosed, ErrStale, the Redis error or
-	// os.ErrDeadlineExceeded.
-	ErrNotObtained = errors.New("uncomplicated: lock not obtained")
-	// ErrStale: the holder kept one token for its timeout, or the waiter's
-	// if longer.
-	ErrStale = errors.New("uncomplicated: stale lock")
-	// ErrNotHeld: Unlock or Refresh found that the lock is not ours: never
-	// locked, already unlocked, expired, taken over or overwritten.
-	ErrNotHeld = errors.New("uncomplicated: lock not held")
-	// ErrLost: a hold ended without Unlock: Refresh, Held or Unlock found
-	// another token or no key, or the lease ran out while auto-refresh could
-	// not reach Redis. The errors of Refresh and Unlock that find it match
-	// ErrNotHeld too.
-	ErrLost = errors.New("uncomplicated: lock lost")
-	// ErrInvalidID: the object is nil, its ID method panics, or the ID is
-	// nil or prints empty; or Named was given "".
-	ErrInvalidID = errors.New("uncomplicated: invalid lock id")
-	// ErrInvalidArgument: an option out of range, a nil Client, Pool,
-	// Mutex, context or function.
-	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
-	// ErrClosed: the Client was closed.
-	ErrClosed = errors.New("uncomplicated: client closed")
-	// ErrUnexpectedReply: Redis answered something the scripts cannot
-	// return: a server that is not Redis 7 or later, or a proxy that
-	// mangles replies.
-	ErrUnexpectedReply = errors.New("uncomplicated: unexpected reply from Redis")
-	// ErrNotReplicated: under WithReplicas, fewer replicas than asked for
-	// acknowledged an acquisition in time; the lock was given back. The
-	// error matches ErrNotObtained too.
-	ErrNotReplicated = errors.New("uncomplicated: acquisition not replicated")
-)
-
-// lockError is an error with its own message that matches several others.
-type lockError struct {
-	msg  string
-	errs []error
-}
-
-func (e *lockError) Error() string   { return e.msg }
-func (e *lockError) Unwrap() []error { return e.errs }
-
 // An Identifier is any domain object with an ID: ID() int64, string,
 // uuid.UUID... The ID's fmt %v form names the lock.
 type Identifier[K any] interface{ ID() K }

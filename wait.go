@@ -194,6 +194,7 @@ func (b *base) acquiring(ctx context.Context, op string, kind Kind, acquire func
 	if h != nil && run != nil {
 		err = run(ctx, h)
 	}
+	err = opError(op, b.name, err)
 	o.end(err)
 	return h != nil, err
 }
