@@ -17,7 +17,8 @@ import (
 // cancelled with an ErrLost cause when the hold is lost, and stop, which
 // ends the refreshing, waits for it, and returns what it panicked with, if
 // it did (a Pool's panic), for Do to panic with once the lock is released.
-func (b *base) refreshWhile(ctx context.Context, h *hold) (context.Context, func() any) {
+func refreshWhile(ctx context.Context, h *hold) (context.Context, func() any) {
+	b := h.b
 	fctx, cancel := context.WithCancelCause(ctx)
 	lost := h.lostSignal()
 	// Refreshing goes on after ctx ends, as fn may still run, and a
@@ -38,7 +39,7 @@ func (b *base) refreshWhile(ctx context.Context, h *hold) (context.Context, func
 				cancel(fmt.Errorf("uncomplicated: %s: auto-refresh panicked: %v", b.name, p))
 			}
 		}()
-		if err := b.refreshUntil(rctx, h, tick.C, expiry, lost, done); err != nil {
+		if err := refreshUntil(rctx, h, tick.C, expiry, lost, done); err != nil {
 			cancel(err)
 		}
 	}()
@@ -61,7 +62,8 @@ func (b *base) refreshWhile(ctx context.Context, h *hold) (context.Context, func
 // another call, found it gone, or the lease ended (expiry fires at its
 // end, as far as the last Refresh that got through tells) before a Refresh
 // got through. A failed Refresh is tried again on the next tick.
-func (b *base) refreshUntil(ctx context.Context, h *hold, tick <-chan time.Time, expiry *clock.Timer, lost *signal, done <-chan struct{}) error {
+func refreshUntil(ctx context.Context, h *hold, tick <-chan time.Time, expiry *clock.Timer, lost *signal, done <-chan struct{}) error {
+	b := h.b
 	for {
 		select {
 		case <-done:

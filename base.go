@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -174,25 +175,6 @@ func (b *base) logReleased(ctx context.Context, what string, fence uint64, attrs
 	}
 }
 
-// lose closes s, the Lost signal of h, found lost because why, and logs
-// it the first time: a nil s (no Lost channel was asked for) is logged
-// every time, as it is found only by the release that ends the hold. The
-// caller holds no lock of the hold: a handler may call back into it.
-func (h *hold) lose(ctx context.Context, s *signal, why string) {
-	if s == nil || s.fire() {
-		h.logLost(ctx, why)
-	}
-}
-
-// logLost records that h was found lost, and tells its Observation; see
-// lose.
-func (h *hold) logLost(ctx context.Context, why string) {
-	h.observer().lost(why)
-	if h.b.logs(ctx, slog.LevelWarn) {
-		h.b.log(ctx, slog.LevelWarn, h.kind.what+" lost", slog.Uint64("fence", h.fence), slog.String("why", why))
-	}
-}
-
 // lostError is the error of a hold found lost; it matches ErrLost and
 // ErrNotHeld.
 func (b *base) lostError(why string) error {
@@ -348,4 +330,39 @@ func (b *base) logFailure(ctx context.Context, err error) {
 	if b.logs(ctx, level) {
 		b.log(ctx, level, "Redis call failed", slog.Any("error", err))
 	}
+}
+
+// newHold records a hold that Redis granted to token, for a call sent at
+// or after from, and lets the Client's restart watch check it. With
+// claimed, a release handed it over with a claim, which the hold takes
+// half-way through (see claim.go). Its Observation, o, may be nil, and set
+// later with observe. The token is already the Client's own (see owned).
+func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
+	h := &hold{
+		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.clock.Now(),
+		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.lease, obs: o,
+	}
+	if claimed && b.cfg.claims() {
+		h.mu.Lock()
+		h.claimed, h.lease = true, b.cfg.claim()
+		h.takeAt(from.Add(h.lease / 2))
+		h.mu.Unlock()
+	}
+	b.c.watch(h)
+	return h
+}
+
+// leaseEnd is the latest a lease restarted now would end, by the Client's
+// clock; zero without a lease.
+func (b *base) leaseEnd() time.Time {
+	if b.cfg.lease == 0 {
+		return time.Time{}
+	}
+	return b.cfg.clock.Now().Add(b.cfg.lease)
+}
+
+// holderToken returns a new token for a hold, or a waiter, that began at
+// since.
+func (b *base) holderToken(since time.Time) string {
+	return newToken() + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
 }

@@ -27,26 +27,6 @@ import (
 // Redis nothing more than one that was not handed over; until it is taken,
 // its lease is the claim.
 
-// maxClaim bounds a claim.
-const maxClaim = time.Second
-
-// claim is how long a hand-off holds the lock for the waiter until the
-// waiter takes it: a second, and never more than the lease. It is a whole
-// number of milliseconds, at least one.
-func (c *config) claim() time.Duration {
-	d := maxClaim
-	if c.lease > 0 {
-		d = min(d, c.lease)
-	}
-	return max(d.Truncate(time.Millisecond), time.Millisecond)
-}
-
-// claims reports whether a hand-off's claim is shorter than the lease, so
-// that the holder must take it.
-func (c *config) claims() bool {
-	return c.lease == 0 || c.claim().Milliseconds() < c.leaseMillis()
-}
-
 // A take is the pending take of a hold's claim.
 type take struct {
 	timer *clock.Timer

@@ -81,26 +81,6 @@ var (
 // maxTokens bounds the tokens kept for one hold after lost Refresh replies.
 const maxTokens = 4
 
-// newHold records a hold that Redis granted to token, for a call sent at
-// or after from, and lets the Client's restart watch check it. With
-// claimed, a release handed it over with a claim, which the hold takes
-// half-way through (see claim.go). Its Observation, o, may be nil, and set
-// later with observe. The token is already the Client's own (see owned).
-func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
-	h := &hold{
-		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.clock.Now(),
-		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.lease, obs: o,
-	}
-	if claimed && b.cfg.claims() {
-		h.mu.Lock()
-		h.claimed, h.lease = true, b.cfg.claim()
-		h.takeAt(from.Add(h.lease / 2))
-		h.mu.Unlock()
-	}
-	b.c.watch(h)
-	return h
-}
-
 // Refresh proves the holder alive: if Redis still has the hold, it
 // replaces its token with a new one, which tells waiters it is busy rather
 // than stuck, and restarts its lease. The fence does not change. It
@@ -369,15 +349,6 @@ func (h *hold) leaseLeft() time.Duration {
 	return from.Add(lease).Sub(h.b.cfg.clock.Now())
 }
 
-// leaseEnd is the latest a lease restarted now would end, by the Client's
-// clock; zero without a lease.
-func (b *base) leaseEnd() time.Time {
-	if b.cfg.lease == 0 {
-		return time.Time{}
-	}
-	return b.cfg.clock.Now().Add(b.cfg.lease)
-}
-
 // run is Do for a hold acquired for it: fn, with auto-refresh if
 // configured, then release, also when fn panics (the panic then goes on).
 // fn's ctx carries the hold's fence for FenceOf. The release ignores ctx's
@@ -387,7 +358,7 @@ func (b *base) leaseEnd() time.Time {
 func (h *hold) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) (err error) {
 	fctx, stop := withFence(ctx, h.fence), func() any { return nil }
 	if h.b.cfg.every > 0 {
-		fctx, stop = h.b.refreshWhile(fctx, h)
+		fctx, stop = refreshWhile(fctx, h)
 	}
 	defer func() {
 		panicked := stop()
@@ -603,4 +574,23 @@ func (x *exclusive) do(ctx context.Context, op string, acquire func(context.Cont
 	return x.b.acquiring(ctx, op, x.spec.lock, acquire, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
 	})
+}
+
+// lose closes s, the Lost signal of h, found lost because why, and logs
+// it the first time: a nil s (no Lost channel was asked for) is logged
+// every time, as it is found only by the release that ends the hold. The
+// caller holds no lock of the hold: a handler may call back into it.
+func (h *hold) lose(ctx context.Context, s *signal, why string) {
+	if s == nil || s.fire() {
+		h.logLost(ctx, why)
+	}
+}
+
+// logLost records that h was found lost, and tells its Observation; see
+// lose.
+func (h *hold) logLost(ctx context.Context, why string) {
+	h.observer().lost(why)
+	if h.b.logs(ctx, slog.LevelWarn) {
+		h.b.log(ctx, slog.LevelWarn, h.kind.what+" lost", slog.Uint64("fence", h.fence), slog.String("why", why))
+	}
 }

@@ -27,12 +27,6 @@ const (
 	clientIDLen = 11
 )
 
-// holderToken returns a new token for a hold, or a waiter, that began at
-// since.
-func (b *base) holderToken(since time.Time) string {
-	return newToken() + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
-}
-
 // tokenTail is what follows since in the tokens of a lock with cfg: its
 // timeout and escaped label, each after a '.'.
 func tokenTail(cfg config) string {

@@ -46,3 +46,23 @@ func jitter(bound time.Duration) time.Duration {
 	}
 	return rand.N(bound)
 }
+
+// maxClaim bounds a claim (see claim.go).
+const maxClaim = time.Second
+
+// claim is how long a hand-off holds the lock for the waiter until the
+// waiter takes it: a second, and never more than the lease. It is a whole
+// number of milliseconds, at least one.
+func (c *config) claim() time.Duration {
+	d := maxClaim
+	if c.lease > 0 {
+		d = min(d, c.lease)
+	}
+	return max(d.Truncate(time.Millisecond), time.Millisecond)
+}
+
+// claims reports whether a hand-off's claim is shorter than the lease, so
+// that the holder must take it.
+func (c *config) claims() bool {
+	return c.lease == 0 || c.claim().Milliseconds() < c.leaseMillis()
+}

@@ -487,3 +487,15 @@ func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kin
 	}
 	return grant{}, mayHaveRun(sent, err), err
 }
+
+// observe begins a call op of kind on the lock.
+func (b *base) observe(ctx context.Context, op string, kind Kind) (context.Context, *observing) {
+	if b.cfg.observer == nil {
+		return ctx, nil
+	}
+	ctx, o := b.cfg.observer.Begin(ctx, observe.Call{Op: op, Kind: string(kind), Type: b.typ, Name: b.name})
+	if o == nil {
+		return ctx, nil
+	}
+	return ctx, &observing{o: o, clock: b.cfg.clock, start: b.cfg.clock.Now()}
+}
