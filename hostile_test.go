@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
@@ -469,13 +471,13 @@ func TestHostile_optionExtremes(t *testing.T) {
 		{"WithLease(0)", uncomplicated.WithLease(0), -1 * time.Millisecond},
 		{"WithLease(1ns)", uncomplicated.WithLease(1), time.Millisecond},
 		{"WithLease(MaxInt64)", uncomplicated.WithLease(math.MaxInt64), math.MaxInt64},
-		{"WithTicks(1)", uncomplicated.WithTicks(1), 2 * uncomplicated.DefaultTimeout},
-		{"WithTicks(MaxInt)", uncomplicated.WithTicks(math.MaxInt), 2 * uncomplicated.DefaultTimeout},
-		{"WithStalePolicy(TakeOver)", uncomplicated.WithStalePolicy(uncomplicated.TakeOver), 2 * uncomplicated.DefaultTimeout},
-		{"WithClock(nil)", uncomplicated.WithClock(nil), 2 * uncomplicated.DefaultTimeout},
-		{"WithLogger(nil)", uncomplicated.WithLogger(nil), 2 * uncomplicated.DefaultTimeout},
-		{"nil Option", nil, 2 * uncomplicated.DefaultTimeout},
-		{"WithPrefix odd", uncomplicated.WithPrefix("a*b?[c]\x00:"), 2 * uncomplicated.DefaultTimeout},
+		{"WithTicks(1)", uncomplicated.WithTicks(1), 2 * limits.Timeout},
+		{"WithTicks(MaxInt)", uncomplicated.WithTicks(math.MaxInt), 2 * limits.Timeout},
+		{"WithStalePolicy(TakeOver)", uncomplicated.WithStalePolicy(uncomplicated.TakeOver), 2 * limits.Timeout},
+		{"WithClock(nil)", uncomplicated.WithClock(nil), 2 * limits.Timeout},
+		{"WithLogger(nil)", uncomplicated.WithLogger(nil), 2 * limits.Timeout},
+		{"nil Option", nil, 2 * limits.Timeout},
+		{"WithPrefix odd", uncomplicated.WithPrefix("a*b?[c]\x00:"), 2 * limits.Timeout},
 	}
 	backends := []struct {
 		name string

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 )
 
@@ -49,7 +51,7 @@ type LockInfo struct {
 	// or the readers of an RWMutex, the permits of a Semaphore.
 	Holders []Holder
 	// Waiters are the waiters in the lock's queue, oldest first, up to
-	// MaxInspected. A waiter joins the queue once its Client listens for
+	// 100. A waiter joins the queue once its Client listens for
 	// hand-offs; one that has just begun to wait may not be there yet.
 	Waiters []Holder
 	// WaitingWriters is, for an RWMutex, how many writers wait: while one
@@ -84,19 +86,11 @@ type Holder struct {
 	Fence     uint64 // a holder's fence; 0 for a reader and a waiter
 }
 
-// MaxInspected bounds the holders and the waiters that Inspect reports of
-// one lock, and so what it costs Redis.
-const MaxInspected = 100
-
-// DefaultListLimit is the number of locks that List returns when its limit
-// is 0.
-const DefaultListLimit = 1000
-
 // Inspect returns what Redis has of the lock named name.
 // The name is its full name as
 // Mutex.Name and List report it ("lock:orders.Order:42"; for a lock of
 // Client.Named, see Named's Name). It costs Redis one script, which reads
-// the lock's keys (whichever kind it is) and up to MaxInspected of its
+// the lock's keys (whichever kind it is) and up to 100 of its
 // holders and waiters. A name that is not under the Client's prefix, or
 // holds '{' or '}', gives an error wrapping ErrInvalidArgument.
 func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
@@ -111,7 +105,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 // List returns the locks under the Client's prefix whose full names match
 // the pattern match. The pattern is "" for all, or in path.Match's syntax,
 // as in "lock:orders.Order:*"), each as Inspect reads it, in SCAN's order:
-// the first limit found (DefaultListLimit when limit is 0), and more
+// the first limit found (1,000 when limit is 0), and more
 // reports that there were others. A lock counts while Redis has anything of
 // it, its fence counter included, which stays after its last release. It
 // costs Redis a SCAN of the whole keyspace, 1000 keys per call (on a
@@ -130,7 +124,7 @@ func (c *Client) List(ctx context.Context, match string, limit int) (locks []Loc
 		return nil, false, err
 	}
 	if limit == 0 {
-		limit = DefaultListLimit
+		limit = limits.ListLimit
 	}
 	names, more, err := c.scanNames(ctx, cfg, match, limit)
 	if err != nil {
@@ -210,7 +204,7 @@ type inspection struct {
 // inspect runs inspectScript on the lock name.
 func (c *Client) inspect(ctx context.Context, cfg config, name string) (inspection, error) {
 	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
-	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, inspectScript, keys, MaxInspected)
+	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, inspectScript, keys, limits.Inspected)
 	if err != nil {
 		return inspection{info: LockInfo{Name: name}}, fmt.Errorf("uncomplicated: %s: %w", name, err)
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
@@ -25,10 +27,10 @@ func TestInspect_labels(t *testing.T) {
 		opts []uncomplicated.Option
 		want string
 	}{
-		{nil, host[:min(len(host), uncomplicated.MaxLabel-len(pid))] + pid},
+		{nil, host[:min(len(host), limits.Label-len(pid))] + pid},
 		{[]uncomplicated.Option{uncomplicated.WithHolderLabel("")}, ""},
 		{[]uncomplicated.Option{uncomplicated.WithHolderLabel("café 1:{x} %41.")}, "café 1:{x} %41."},
-		{[]uncomplicated.Option{uncomplicated.WithHolderLabel(strings.Repeat("x", uncomplicated.MaxLabel))}, strings.Repeat("x", uncomplicated.MaxLabel)},
+		{[]uncomplicated.Option{uncomplicated.WithHolderLabel(strings.Repeat("x", limits.Label))}, strings.Repeat("x", limits.Label)},
 	}
 	for i, tc := range cases {
 		m := mustNamed(t, env.NewClient(append(tc.opts, uncomplicated.WithLease(time.Minute))...), "labelled"+strconv.Itoa(i))
@@ -40,7 +42,7 @@ func TestInspect_labels(t *testing.T) {
 			t.Fatalf("Inspect(%s) = %+v, %v", m.Name(), info, err)
 		}
 		h := info.Holders[0]
-		if h.Label != tc.want || !h.Since.Equal(start.Truncate(time.Millisecond)) || h.LeaseLeft != 50*time.Second || h.Fence != m.Fence() || h.Timeout != uncomplicated.DefaultTimeout {
+		if h.Label != tc.want || !h.Since.Equal(start.Truncate(time.Millisecond)) || h.LeaseLeft != 50*time.Second || h.Fence != m.Fence() || h.Timeout != limits.Timeout {
 			t.Errorf("holder = %+v; want label %q, since %v, 50s left, fence %d, the default timeout", h, tc.want, start, m.Fence())
 		}
 	}
@@ -50,8 +52,8 @@ func TestInspect_labels(t *testing.T) {
 			t.Errorf("Inspect of an older version's token %q = %+v, %v; want a holder without a timeout, and its label if any", old, info, err)
 		}
 	}
-	if _, err := env.Client.Named("x", uncomplicated.WithHolderLabel(strings.Repeat("x", uncomplicated.MaxLabel+1))); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
-		t.Errorf("a label of %d bytes = %v; want ErrInvalidArgument", uncomplicated.MaxLabel+1, err)
+	if _, err := env.Client.Named("x", uncomplicated.WithHolderLabel(strings.Repeat("x", limits.Label+1))); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("a label of %d bytes = %v; want ErrInvalidArgument", limits.Label+1, err)
 	}
 }
 

@@ -10,17 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/benbjohnson/clock"
 
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
-)
-
-// Defaults used when no option says otherwise.
-const (
-	DefaultTimeout        = 5 * time.Minute
-	DefaultTicks          = 100
-	DefaultPrefix         = "lock"
-	DefaultCommandTimeout = 10 * time.Second
 )
 
 // StalePolicy says what a waiter does when the holder of a lock has been
@@ -77,15 +71,15 @@ type config struct {
 
 func defaults() config {
 	return config{
-		timeout: DefaultTimeout,
-		ticks:   DefaultTicks,
+		timeout: limits.Timeout,
+		ticks:   limits.Ticks,
 		policy:  Fail,
 		clock:   clock.New(),
 		logger:  slog.New(slog.DiscardHandler),
-		prefix:  DefaultPrefix,
+		prefix:  limits.Prefix,
 		label:   defaultLabel(),
 
-		commandTimeout: DefaultCommandTimeout,
+		commandTimeout: limits.CommandTimeout,
 	}
 }
 
@@ -210,14 +204,11 @@ func WithReplicas(n int, timeout time.Duration) Option {
 // for this process's holds and waiters. It lets an operator tell who holds
 // a lock; "" shows none. It travels inside the hold's token (see Holder),
 // so it costs no round trip, but it is readable by anyone who can read
-// Redis: put no secret in it. At most MaxLabel bytes. Default: the host
+// Redis: put no secret in it. At most 64 bytes. Default: the host
 // name and the process ID, "web-3:4127".
 func WithHolderLabel(s string) Option {
 	return func(c *config) { c.label = s }
 }
-
-// MaxLabel bounds the length of a holder label.
-const MaxLabel = 64
 
 // defaultLabel is the host name and the process ID, read once.
 var defaultLabel = sync.OnceValue(func() string {
@@ -226,7 +217,7 @@ var defaultLabel = sync.OnceValue(func() string {
 		host = "unknown"
 	}
 	pid := ":" + strconv.Itoa(os.Getpid())
-	return host[:min(len(host), MaxLabel-len(pid))] + pid
+	return host[:min(len(host), limits.Label-len(pid))] + pid
 })
 
 // build applies opts over the defaults and checks the result.
@@ -266,8 +257,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
 	case c.replicas < 0 || c.replicas > 0 && c.replicaWait <= 0:
 		return fmt.Errorf("%w: replicas must not be negative, and their timeout must be positive, got %d and %v", ErrInvalidArgument, c.replicas, c.replicaWait)
-	case len(c.label) > MaxLabel:
-		return fmt.Errorf("%w: holder label must be at most %d bytes, got %d", ErrInvalidArgument, MaxLabel, len(c.label))
+	case len(c.label) > limits.Label:
+		return fmt.Errorf("%w: holder label must be at most %d bytes, got %d", ErrInvalidArgument, limits.Label, len(c.label))
 	case c.commandTimeout < 0:
 		return fmt.Errorf("%w: command timeout must not be negative, got %v", ErrInvalidArgument, c.commandTimeout)
 	case c.every < 0 || c.every > 0 && (c.every < minTick || c.every >= c.lease):

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
@@ -149,7 +151,7 @@ func TestCommandTimeout_default(t *testing.T) {
 		opts []uncomplicated.Option
 		want time.Duration // 0: no deadline
 	}{
-		{"default", nil, uncomplicated.DefaultCommandTimeout},
+		{"default", nil, limits.CommandTimeout},
 		{"set", []uncomplicated.Option{uncomplicated.WithCommandTimeout(time.Second)}, time.Second},
 		{"off", []uncomplicated.Option{uncomplicated.WithCommandTimeout(0)}, 0},
 	}

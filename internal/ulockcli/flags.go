@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
 )
 
@@ -32,7 +34,7 @@ func (r *redisFlags) add(fs *flag.FlagSet) {
 		def = DefaultURL
 	}
 	fs.StringVar(&r.url, "redis", def, "")
-	fs.StringVar(&r.prefix, "prefix", uncomplicated.DefaultPrefix, "")
+	fs.StringVar(&r.prefix, "prefix", limits.Prefix, "")
 }
 
 // parse parses args, whose flags may come before and after the positional

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
 )
 
@@ -41,8 +43,8 @@ func (s *session) run(ctx context.Context, args []string) int {
 	var f runFlags
 	f.redisFlags.add(fs)
 	fs.StringVar(&f.kind, "kind", "mutex", "")
-	fs.DurationVar(&f.timeout, "timeout", uncomplicated.DefaultTimeout, "")
-	fs.IntVar(&f.ticks, "ticks", uncomplicated.DefaultTicks, "")
+	fs.DurationVar(&f.timeout, "timeout", limits.Timeout, "")
+	fs.IntVar(&f.ticks, "ticks", limits.Ticks, "")
 	fs.DurationVar(&f.lease, "lease", 0, "")
 	fs.StringVar(&f.policy, "policy", "fail", "")
 	fs.DurationVar(&f.wait, "wait", -1, "")

@@ -12,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
 )
 
@@ -62,7 +64,7 @@ func (s *session) list(ctx context.Context, args []string) int {
 	r.add(fs)
 	asJSON := fs.Bool("json", false, "")
 	match := fs.String("match", "", "")
-	limit := fs.Int("limit", uncomplicated.DefaultListLimit, "")
+	limit := fs.Int("limit", limits.ListLimit, "")
 	names, rest, done, code := s.parse(fs, args)
 	if done {
 		return code

@@ -1,0 +1,24 @@
+// Package limits holds the defaults and bounds of package uncomplicated
+// that its own commands (ulock) and tests need too, so that each is
+// written once. Users read them in the options' documentation.
+package limits
+
+import "time"
+
+// The defaults of the options of package uncomplicated.
+const (
+	Timeout        = 5 * time.Minute  // WithTimeout
+	Ticks          = 100              // WithTicks
+	Prefix         = "lock"           // WithPrefix
+	CommandTimeout = 10 * time.Second // WithCommandTimeout
+)
+
+// Label bounds the length of a holder label (WithHolderLabel).
+const Label = 64
+
+// Inspected bounds the holders and the waiters that Client.Inspect reports
+// of one lock.
+const Inspected = 100
+
+// ListLimit is the number of locks Client.List returns when its limit is 0.
+const ListLimit = 1000
