@@ -568,10 +568,10 @@ func (x *exclusive) fence() uint64 {
 	return 0
 }
 
-// do is Do, or with acquire x.tryLock TryDo: lock, fn, unlock. It
+// withLock is Do, or with acquire x.tryLock TryDo: lock, fn, unlock. It
 // reports whether fn ran.
-func (x *exclusive) do(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
-	return x.b.acquiring(ctx, op, x.spec.lock, acquire, func(ctx context.Context, h *hold) error {
+func (x *exclusive) withLock(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
+	return x.b.acquiring(ctx, op, x.spec.primitive, acquire, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
 	})
 }

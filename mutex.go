@@ -37,7 +37,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 	m := &Mutex{base: b}
 	prefix, key := b.cfg.prefix, b.name
 	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
-		lock: KindMutex, kind: mutexKind,
+		primitive: KindMutex, kind: mutexKind,
 		keys:    mutexKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
 		extra: func(stale []string) []any {
@@ -170,7 +170,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
 	if err := m.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := m.x.do(ctx, "Do", m.x.lock, fn)
+	_, err := m.x.withLock(ctx, "Do", m.x.lock, fn)
 	return err
 }
 
@@ -182,7 +182,7 @@ func (m *Mutex) TryDo(ctx context.Context, fn func(context.Context) error) (bool
 	if err := m.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return m.x.do(ctx, "TryDo", m.x.tryLock, fn)
+	return m.x.withLock(ctx, "TryDo", m.x.tryLock, fn)
 }
 
 // check reports a nil or zero Mutex, a nil ctx and a nil fn.

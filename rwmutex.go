@@ -62,7 +62,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 	keys := rwKeysOf(prefix, key)
 	channel := wakeChannel(prefix, key, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: &spec{
-		lock: KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
+		primitive: KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
 				return []any{"", ""}
@@ -80,7 +80,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
 	}}
 	rw.reader = &spec{
-		lock: KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
+		primitive: KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
 				return []any{""}
@@ -155,7 +155,7 @@ func (rw *RWMutex) Do(ctx context.Context, fn func(context.Context) error) error
 	if err := rw.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := rw.x.do(ctx, "Do", rw.x.lock, fn)
+	_, err := rw.x.withLock(ctx, "Do", rw.x.lock, fn)
 	return err
 }
 
@@ -165,7 +165,7 @@ func (rw *RWMutex) TryDo(ctx context.Context, fn func(context.Context) error) (b
 	if err := rw.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return rw.x.do(ctx, "TryDo", rw.x.tryLock, fn)
+	return rw.x.withLock(ctx, "TryDo", rw.x.tryLock, fn)
 }
 
 // Refresh proves the writer alive, as Mutex.Refresh does. Read holds are

@@ -54,7 +54,7 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 	s := &Semaphore{base: b, permits: permits}
 	prefix, key := b.cfg.prefix, b.name
 	s.spec = &spec{
-		lock: KindSemaphore, kind: permitKind,
+		primitive: KindSemaphore, kind: permitKind,
 		keys:    semKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
 		extra: func(stale []string) []any {

@@ -35,12 +35,12 @@ const (
 // take-over, with the arguments that follow the five of every attempt
 // (see queueLua).
 type spec struct {
-	lock     Kind // the primitive, for an Observer
-	kind     *holdKind
-	keys     []string
-	channel  string         // where this Client hears of hand-offs to its waiters
-	acquire  *driver.Script // one attempt
-	takeOver *driver.Script // a take-over of stale blockers
+	primitive Kind // the primitive, for an Observer
+	kind      *holdKind
+	keys      []string
+	channel   string         // where this Client hears of hand-offs to its waiters
+	acquire   *driver.Script // one attempt
+	takeOver  *driver.Script // a take-over of stale blockers
 	// extra returns the arguments after the five of every attempt: none
 	// blocking (nil stale) or the stale blockers to take over from.
 	extra func(stale []string) []any
@@ -405,16 +405,16 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 // sleep is nap for the waiter, which wakes when its subscription is
 // confirmed until it is in the queue.
 func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Duration) (uint64, error) {
-	return w.b.nap(ctx, obs, w.l, w.token, !w.inQueue, left)
+	return w.b.sleepFor(ctx, obs, w.l, w.token, !w.inQueue, left)
 }
 
-// nap waits a random time below the tick, but not past left, the rest of
+// sleepFor waits a random time below the tick, but not past left, the rest of
 // the waiter's patience, so that staleness is judged exactly at the timeout.
 // It returns early with what l hears (the fence of a hand-off to token),
 // and, with ready, at once when l's subscription is confirmed, or when the
 // listening connection fails while the waiter waits for that; with ctx's
 // error when ctx ends, and ErrClosed when the Client closes.
-func (b *base) nap(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (uint64, error) {
+func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (uint64, error) {
 	d := min(jitter(b.cfg.tick()), left)
 	t := b.cfg.clock.Timer(d)
 	defer t.Stop()
