@@ -261,3 +261,20 @@ func asError(err error) (*uncomplicated.Error, bool) {
 	ok := errors.As(err, &e)
 	return e, ok
 }
+
+// Inspect and ForceRelease that Redis fails name themselves in their
+// *Error too.
+func TestError_inspection(t *testing.T) {
+	fp, _ := newFaultPool(t)
+	c := uncomplicated.NewClient(fp)
+	t.Cleanup(func() { _ = c.Close() })
+	fp.down.Store(true)
+	_, err := c.Inspect(context.Background(), "lock:job")
+	if e, ok := asError(err); !ok || e.Op != "Inspect" || e.Name != "lock:job" {
+		t.Errorf("Inspect of a broken lock = %#v; want an *Error of Inspect on lock:job", err)
+	}
+	_, err = c.ForceRelease(context.Background(), "lock:job")
+	if e, ok := asError(err); !ok || e.Op != "ForceRelease" || e.Name != "lock:job" {
+		t.Errorf("ForceRelease of a broken lock = %#v; want an *Error of ForceRelease on lock:job", err)
+	}
+}

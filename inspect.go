@@ -99,7 +99,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 		return LockInfo{}, err
 	}
 	in, err := c.inspect(ctx, cfg, name)
-	return in.info, err
+	return in.info, opError("Inspect", name, err)
 }
 
 // List returns the locks under the Client's prefix whose full names match
@@ -133,7 +133,7 @@ func (c *Client) List(ctx context.Context, match string, limit int) (locks []Loc
 	for _, name := range names {
 		in, err := c.inspect(ctx, cfg, name)
 		if err != nil {
-			return nil, false, err
+			return nil, false, opError("List", name, err)
 		}
 		locks = append(locks, in.info)
 	}
@@ -149,6 +149,12 @@ func (c *Client) List(ctx context.Context, match string, limit int) (locks []Loc
 // free). A holder that was only slow finds its hold lost at its next
 // Refresh or release. It costs two scripts: an Inspect, and the removal.
 func (c *Client) ForceRelease(ctx context.Context, name string) (LockInfo, error) {
+	info, err := c.forceRelease(ctx, name)
+	return info, opError("ForceRelease", name, err)
+}
+
+// forceRelease is ForceRelease.
+func (c *Client) forceRelease(ctx context.Context, name string) (LockInfo, error) {
 	cfg, err := c.inspecting(ctx, name)
 	if err != nil {
 		return LockInfo{}, err
@@ -166,11 +172,11 @@ func (c *Client) ForceRelease(ctx context.Context, name string) (LockInfo, error
 	}
 	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, s, keys)
 	if err != nil {
-		return in.info, fmt.Errorf("uncomplicated: %s: %w", name, err)
+		return in.info, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	gone, err := strs(reply)
 	if err != nil {
-		return in.info, fmt.Errorf("uncomplicated: %s: %w", name, err)
+		return in.info, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in.info.Holders = in.removed(gone)
 	return in.info, nil
@@ -206,11 +212,11 @@ func (c *Client) inspect(ctx context.Context, cfg config, name string) (inspecti
 	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
 	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, inspectScript, keys, limits.Inspected)
 	if err != nil {
-		return inspection{info: LockInfo{Name: name}}, fmt.Errorf("uncomplicated: %s: %w", name, err)
+		return inspection{info: LockInfo{Name: name}}, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in, err := parseInspection(name, reply)
 	if err != nil {
-		return in, fmt.Errorf("uncomplicated: %s: %w", name, err)
+		return in, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	return in, nil
 }
