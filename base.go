@@ -126,7 +126,7 @@ func (b *base) logWaiting(ctx context.Context, what string) {
 
 // staleError is the error, logged, of an acquisition of what that found
 // its blockers (who: "one holder token", "the same holders") stuck for age
-// under Fail.
+// without WithTakeOver.
 func (b *base) staleError(ctx context.Context, what, who string, age time.Duration) error {
 	if b.logs(ctx, slog.LevelWarn) {
 		b.log(ctx, slog.LevelWarn, what+" stale", slog.Duration("age", age))
@@ -313,7 +313,7 @@ func (b *base) get(ctx context.Context, key string) (string, error) {
 	case []byte:
 		return string(r), nil
 	}
-	return "", fmt.Errorf("%w: GET replied %T", ErrUnexpectedReply, reply)
+	return "", fmt.Errorf("%w: GET replied %T", driver.ErrUnexpectedReply, reply)
 }
 
 // logFailure logs a failed call at Warn, or at Info for LOADING (a

@@ -9,6 +9,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -50,7 +51,7 @@ func handOff(t *testing.T, env *uncomplicatedtest.Env, p primitive, opts ...unco
 // leaseLeft is how long the only holder of "job" has left in Redis.
 func leaseLeft(t *testing.T, env *uncomplicatedtest.Env) time.Duration {
 	t.Helper()
-	info, err := env.Client.Inspect(context.Background(), "lock:job")
+	info, err := inspect.Lock(context.Background(), env.Client, "lock:job")
 	if err != nil || len(info.Holders) != 1 {
 		t.Fatalf("Inspect = %+v, %v; want one holder", info, err)
 	}

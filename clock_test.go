@@ -38,9 +38,9 @@ func stuck(t *testing.T, opts ...uncomplicated.Option) (env *uncomplicatedtest.E
 }
 
 func TestWait_staleAfterExactlyTheTimeout(t *testing.T) {
-	for _, policy := range []uncomplicated.StalePolicy{uncomplicated.Fail, uncomplicated.TakeOver} {
-		t.Run(policy.String(), func(t *testing.T) {
-			env, holder, waiter := stuck(t, uncomplicated.WithStalePolicy(policy))
+	for _, policy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("takeover=%v", policy), func(t *testing.T) {
+			env, holder, waiter := stuck(t, uncomplicated.WithTakeOver(policy))
 			start := env.Clock.Now()
 			done := lockAsync(context.Background(), waiter)
 			env.AwaitWaiters(1)
@@ -54,7 +54,7 @@ func TestWait_staleAfterExactlyTheTimeout(t *testing.T) {
 			if got := env.Clock.Since(start); got != patience {
 				t.Errorf("Lock returned after %v; want %v", got, patience)
 			}
-			if policy == uncomplicated.Fail {
+			if !policy {
 				checkStale(t, err, waiter.Name())
 				if f := holder.Fence(); f != 1 {
 					t.Errorf("holder's Fence() = %d; want 1", f)
@@ -134,9 +134,9 @@ func TestWait_newTokenResetsPatience(t *testing.T) {
 // Two waiters reach the stale holder at the same instant: one takes it
 // over, the other sees the new holder and goes on waiting for it.
 func TestWait_lostTakeOverRace(t *testing.T) {
-	env, holder, b := stuck(t, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	env, holder, b := stuck(t, uncomplicated.WithTakeOver(true))
 	c := mustNew(t, env.NewClient(uncomplicated.WithTimeout(patience), uncomplicated.WithTicks(ticks)), Order{1},
-		uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+		uncomplicated.WithTakeOver(true))
 	doneB := lockAsync(context.Background(), b)
 	doneC := lockAsync(context.Background(), c)
 	env.AwaitWaiters(2)

@@ -117,7 +117,7 @@ func loading(err error) bool {
 // answering what cannot be read.
 func mayHaveRun(sent bool, err error) bool {
 	var se *serverError
-	return sent && !errors.As(err, &se) && !errors.Is(err, ErrUnexpectedReply)
+	return sent && !errors.As(err, &se) && !errors.Is(err, driver.ErrUnexpectedReply)
 }
 
 // askAgain reports whether an acquisition whose reply was lost with err is

@@ -43,8 +43,8 @@ func TestPubSubEvent(t *testing.T) {
 		if (err != nil) != tc.err || got.Kind != tc.want.Kind || got.Channel != tc.want.Channel || string(got.Data) != string(tc.want.Data) {
 			t.Errorf("pubSubEvent(%v) = %+v, %v; want %+v, error %v", tc.reply, got, err, tc.want, tc.err)
 		}
-		if tc.err && !errors.Is(err, ErrUnexpectedReply) {
-			t.Errorf("pubSubEvent(%v) = %v; want ErrUnexpectedReply", tc.reply, err)
+		if tc.err && !errors.Is(err, driver.ErrUnexpectedReply) {
+			t.Errorf("pubSubEvent(%v) = %v; want driver.ErrUnexpectedReply", tc.reply, err)
 		}
 	}
 }

@@ -7,7 +7,7 @@ import "errors"
 var (
 	// ErrNotObtained: an acquisition (Lock, RLock, Acquire, their Try and
 	// Do forms) ended without the lock: its ctx ended, its Client was
-	// closed, the holder was stale and the policy is Fail, or a call to
+	// closed, the holder was stale and WithTakeOver is off, or a call to
 	// Redis failed or ran out of the command timeout. The error matches
 	// that cause too: ctx.Err(), ErrClosed, ErrStale, the Redis error or
 	// os.ErrDeadlineExceeded.
@@ -23,18 +23,13 @@ var (
 	// not reach Redis. The errors of Refresh and Unlock that find it match
 	// ErrNotHeld too.
 	ErrLost = errors.New("uncomplicated: lock lost")
-	// ErrInvalidID: the object is nil, its ID method panics, or the ID is
-	// nil or prints empty; or Named was given "".
-	ErrInvalidID = errors.New("uncomplicated: invalid lock id")
-	// ErrInvalidArgument: an option out of range, a nil Client, Pool,
-	// Mutex, context or function.
+	// ErrInvalidArgument: bad input, which changes nothing in Redis: an
+	// option out of range; a nil Client, Pool, Mutex, context or function;
+	// an object that is nil, whose ID method panics, or whose ID is nil or
+	// prints empty; an empty name.
 	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("uncomplicated: client closed")
-	// ErrUnexpectedReply: Redis answered something the scripts cannot
-	// return: a server that is not Redis 7 or later, or a proxy that
-	// mangles replies.
-	ErrUnexpectedReply = errors.New("uncomplicated: unexpected reply from Redis")
 	// ErrNotReplicated: under WithReplicas, fewer replicas than asked for
 	// acknowledged an acquisition in time; the lock was given back. The
 	// error matches ErrNotObtained too.
@@ -47,8 +42,8 @@ var (
 // Errors.Is matches it with its cause and with the sentinel errors above
 // that apply: an acquisition that gave up matches ErrNotObtained and what
 // ended it (ctx's error, ErrClosed, ErrStale, a Redis error). Its message
-// is complete on its own. Errors about arguments (ErrInvalidArgument,
-// ErrInvalidID) are plain errors.
+// is complete on its own. Errors about arguments (ErrInvalidArgument) are
+// plain errors.
 type Error struct {
 	Op   string // the method that failed: "Lock", "Unlock", "Refresh", "Acquire"...
 	Name string // the lock's full name, as Mutex.Name returns it

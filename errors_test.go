@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -269,12 +270,12 @@ func TestError_inspection(t *testing.T) {
 	c := uncomplicated.NewClient(fp)
 	t.Cleanup(func() { _ = c.Close() })
 	fp.down.Store(true)
-	_, err := c.Inspect(context.Background(), "lock:job")
-	if e, ok := asError(err); !ok || e.Op != "Inspect" || e.Name != "lock:job" {
-		t.Errorf("Inspect of a broken lock = %#v; want an *Error of Inspect on lock:job", err)
+	_, err := inspect.Lock(context.Background(), c, "lock:job")
+	if e, ok := asError(err); !ok || e.Op != "inspect.Lock" || e.Name != "lock:job" {
+		t.Errorf("Inspect of a broken lock = %#v; want an *Error of inspect.Lock on lock:job", err)
 	}
-	_, err = c.ForceRelease(context.Background(), "lock:job")
-	if e, ok := asError(err); !ok || e.Op != "ForceRelease" || e.Name != "lock:job" {
-		t.Errorf("ForceRelease of a broken lock = %#v; want an *Error of ForceRelease on lock:job", err)
+	_, err = inspect.ForceRelease(context.Background(), c, "lock:job")
+	if e, ok := asError(err); !ok || e.Op != "inspect.ForceRelease" || e.Name != "lock:job" {
+		t.Errorf("ForceRelease of a broken lock = %#v; want an *Error of inspect.ForceRelease on lock:job", err)
 	}
 }

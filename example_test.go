@@ -188,7 +188,7 @@ func ExampleMutex_TryLock() {
 }
 
 // A worker that hangs holding a lock with no lease is stale once nobody has
-// seen its token change for the timeout; with TakeOver the next worker
+// seen its token change for the timeout; with WithTakeOver the next worker
 // replaces it under a higher fence, and the hung worker finds out when it
 // tries to unlock.
 func Example_takeOver() {
@@ -206,7 +206,7 @@ func Example_takeOver() {
 	err := patient.Lock(ctx)
 	fmt.Println("Fail:", errors.Is(err, uncomplicated.ErrStale))
 
-	next, _ := uncomplicated.New(client, Order{N: 42}, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	next, _ := uncomplicated.New(client, Order{N: 42}, uncomplicated.WithTakeOver(true))
 	if err := next.Lock(ctx); err != nil {
 		log.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 )
 
@@ -40,8 +41,8 @@ func FuzzLockKeys(f *testing.F) {
 				switch {
 				case badPrefix && !errors.Is(e, ErrInvalidArgument):
 					t.Fatalf("prefix %q: error = %v; want ErrInvalidArgument", prefix, e)
-				case !badPrefix && name == "" && !errors.Is(e, ErrInvalidID):
-					t.Fatalf("name \"\": error = %v; want ErrInvalidID", e)
+				case !badPrefix && name == "" && !errors.Is(e, ErrInvalidArgument):
+					t.Fatalf("name \"\": error = %v; want ErrInvalidArgument", e)
 				case !badPrefix && name != "" && e != nil:
 					t.Fatalf("prefix %q, name %q: error = %v; want a lock", prefix, name, e)
 				}
@@ -251,8 +252,8 @@ func FuzzParseGrant(f *testing.F) {
 			if err != nil || !grantsEqual(got, want) {
 				t.Fatalf("parseGrant(%#v) = %+v, %v; want %+v, nil", reply, got, err, want)
 			}
-		} else if !errors.Is(err, ErrUnexpectedReply) || !grantsEqual(got, grant{}) {
-			t.Fatalf("parseGrant(%#v) = %+v, %v; want ErrUnexpectedReply", reply, got, err)
+		} else if !errors.Is(err, driver.ErrUnexpectedReply) || !grantsEqual(got, grant{}) {
+			t.Fatalf("parseGrant(%#v) = %+v, %v; want driver.ErrUnexpectedReply", reply, got, err)
 		}
 
 		// Valid replies round-trip.
@@ -268,8 +269,8 @@ func FuzzParseGrant(f *testing.F) {
 			}
 		} else {
 			for _, r := range [][]any{acquired, blocked} {
-				if _, err := parseGrant(r); !errors.Is(err, ErrUnexpectedReply) {
-					t.Fatalf("parseGrant(%#v) = %v; want ErrUnexpectedReply", r, err)
+				if _, err := parseGrant(r); !errors.Is(err, driver.ErrUnexpectedReply) {
+					t.Fatalf("parseGrant(%#v) = %v; want driver.ErrUnexpectedReply", r, err)
 				}
 			}
 		}
@@ -314,8 +315,8 @@ func FuzzParseRelease(f *testing.F) {
 			if err != nil || ok != wantOK || !slices.Equal(next, wantNext) {
 				t.Fatalf("parseRelease(%#v) = %v, %q, %v; want %v, %q, nil", reply, ok, next, err, wantOK, wantNext)
 			}
-		} else if !errors.Is(err, ErrUnexpectedReply) || ok || next != nil {
-			t.Fatalf("parseRelease(%#v) = %v, %q, %v; want ErrUnexpectedReply", reply, ok, next, err)
+		} else if !errors.Is(err, driver.ErrUnexpectedReply) || ok || next != nil {
+			t.Fatalf("parseRelease(%#v) = %v, %q, %v; want driver.ErrUnexpectedReply", reply, ok, next, err)
 		}
 
 		// Valid replies round-trip.
@@ -330,8 +331,8 @@ func FuzzParseRelease(f *testing.F) {
 			if len(token) > 0 && (err != nil || !ok || !slices.Equal(next, r.next)) {
 				t.Fatalf("parseRelease(%#v) = %v, %q, %v; want true, %q, nil", r.reply, ok, next, err, r.next)
 			}
-			if len(token) == 0 && !errors.Is(err, ErrUnexpectedReply) {
-				t.Fatalf("parseRelease(%#v) = %v; want ErrUnexpectedReply", r.reply, err)
+			if len(token) == 0 && !errors.Is(err, driver.ErrUnexpectedReply) {
+				t.Fatalf("parseRelease(%#v) = %v; want driver.ErrUnexpectedReply", r.reply, err)
 			}
 		}
 	})
@@ -348,8 +349,8 @@ func FuzzParseFlag(f *testing.F) {
 			if err != nil || got != (n == 1) {
 				t.Fatalf("parseFlag(%#v) = %v, %v; want %v, nil", reply, got, err, n == 1)
 			}
-		} else if !errors.Is(err, ErrUnexpectedReply) || got {
-			t.Fatalf("parseFlag(%#v) = %v, %v; want false, ErrUnexpectedReply", reply, got, err)
+		} else if !errors.Is(err, driver.ErrUnexpectedReply) || got {
+			t.Fatalf("parseFlag(%#v) = %v, %v; want false, driver.ErrUnexpectedReply", reply, got, err)
 		}
 	})
 }

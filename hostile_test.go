@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 
 	"github.com/alicebob/miniredis/v2"
@@ -89,7 +90,7 @@ var bigID = strings.Repeat("x", 1<<20)
 var typedNilOrder *Order
 
 func TestHostile_invalidInput(t *testing.T) {
-	IA, ID := uncomplicated.ErrInvalidArgument, uncomplicated.ErrInvalidID
+	IA, ID := uncomplicated.ErrInvalidArgument, uncomplicated.ErrInvalidArgument
 	bg := context.Background()
 	noop := func(context.Context) error { return nil }
 	var nilCtx context.Context
@@ -197,9 +198,6 @@ func TestHostile_invalidInput(t *testing.T) {
 		{name: "WithTicks(0)", call: named(uncomplicated.WithTicks(0)), want: []error{IA}},
 		{name: "WithTicks(-1)", call: named(uncomplicated.WithTicks(-1)), want: []error{IA}},
 		{name: "WithTicks(MinInt)", call: named(uncomplicated.WithTicks(math.MinInt)), want: []error{IA}},
-		{name: "WithStalePolicy(-1)", call: named(uncomplicated.WithStalePolicy(-1)), want: []error{IA}},
-		{name: "WithStalePolicy(2)", call: named(uncomplicated.WithStalePolicy(2)), want: []error{IA}},
-		{name: "WithStalePolicy(MaxInt)", call: named(uncomplicated.WithStalePolicy(math.MaxInt)), want: []error{IA}},
 		{name: "WithPrefix empty", call: named(uncomplicated.WithPrefix("")), want: []error{IA}},
 		{name: "WithPrefix {", call: named(uncomplicated.WithPrefix("{")), want: []error{IA}},
 		{name: "WithPrefix }", call: named(uncomplicated.WithPrefix("a}")), want: []error{IA}},
@@ -317,21 +315,21 @@ func TestHostile_Unlock_otherGoroutine(t *testing.T) {
 // first look, and fails at once under Fail or takes over under TakeOver,
 // without spinning.
 func TestHostile_tinyTimeout_contended(t *testing.T) {
-	for _, policy := range []uncomplicated.StalePolicy{uncomplicated.Fail, uncomplicated.TakeOver} {
-		t.Run(policy.String(), func(t *testing.T) {
+	for _, policy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("takeover=%v", policy), func(t *testing.T) {
 			r := newHostileRig(t)
 			holder := mustNew(t, r.client, Order{1}, uncomplicated.WithLease(0), uncomplicated.WithTimeout(1))
 			mustLock(t, holder)
 			other := uncomplicated.NewClient(r.pool) // another process
 			t.Cleanup(func() { _ = other.Close() })
 			waiter := mustNew(t, other, Order{1},
-				uncomplicated.WithTimeout(1), uncomplicated.WithStalePolicy(policy))
+				uncomplicated.WithTimeout(1), uncomplicated.WithTakeOver(policy))
 			before := r.snapshot()
 			err := callWithin(t, "Lock", 2*time.Second, waiter.Lock)
-			if policy == uncomplicated.Fail && !errors.Is(err, uncomplicated.ErrStale) {
+			if !policy && !errors.Is(err, uncomplicated.ErrStale) {
 				t.Errorf("Lock() = %v; want ErrStale", err)
 			}
-			if policy == uncomplicated.TakeOver && (err != nil || waiter.Fence() != 2) {
+			if policy && (err != nil || waiter.Fence() != 2) {
 				t.Errorf("Lock() = %v, fence %d; want nil, 2", err, waiter.Fence())
 			}
 			if n := r.snapshot().commands - before.commands; n > 16 { // two scripts, each loaded once, and the listener
@@ -473,7 +471,7 @@ func TestHostile_optionExtremes(t *testing.T) {
 		{"WithLease(MaxInt64)", uncomplicated.WithLease(math.MaxInt64), math.MaxInt64},
 		{"WithTicks(1)", uncomplicated.WithTicks(1), 2 * limits.Timeout},
 		{"WithTicks(MaxInt)", uncomplicated.WithTicks(math.MaxInt), 2 * limits.Timeout},
-		{"WithStalePolicy(TakeOver)", uncomplicated.WithStalePolicy(uncomplicated.TakeOver), 2 * limits.Timeout},
+		{"WithTakeOver(true)", uncomplicated.WithTakeOver(true), 2 * limits.Timeout},
 		{"WithClock(nil)", uncomplicated.WithClock(nil), 2 * limits.Timeout},
 		{"WithLogger(nil)", uncomplicated.WithLogger(nil), 2 * limits.Timeout},
 		{"nil Option", nil, 2 * limits.Timeout},
@@ -535,7 +533,7 @@ func TestHostile_optionExtremes(t *testing.T) {
 // What a call on a server that answers garbage must return.
 const (
 	okReply    = iota // the reply is valid for this call
-	unexpected        // an error wrapping ErrUnexpectedReply
+	unexpected        // an error wrapping driver.ErrUnexpectedReply
 	serverErr         // the server's error, a redis.Error
 	notHeld           // an error wrapping ErrNotHeld: a valid "not ours"
 	anyErr            // some error: the connection or the protocol failed
@@ -668,11 +666,11 @@ func checkKind(t *testing.T, call string, err error, want int) {
 			t.Errorf("%s() = %v; want nil for a valid reply", call, err)
 		}
 	case unexpected:
-		if !errors.Is(err, uncomplicated.ErrUnexpectedReply) {
-			t.Errorf("%s() = %v; want ErrUnexpectedReply", call, err)
+		if !errors.Is(err, driver.ErrUnexpectedReply) {
+			t.Errorf("%s() = %v; want driver.ErrUnexpectedReply", call, err)
 		}
 	case serverErr:
-		if !errors.As(err, &rerr) || errors.Is(err, uncomplicated.ErrUnexpectedReply) {
+		if !errors.As(err, &rerr) || errors.Is(err, driver.ErrUnexpectedReply) {
 			t.Errorf("%s() = %v; want the server's redis.Error", call, err)
 		}
 	case notHeld:
@@ -680,7 +678,7 @@ func checkKind(t *testing.T, call string, err error, want int) {
 			t.Errorf("%s() = %v; want ErrNotHeld", call, err)
 		}
 	case anyErr:
-		if err == nil || errors.Is(err, uncomplicated.ErrUnexpectedReply) {
+		if err == nil || errors.Is(err, driver.ErrUnexpectedReply) {
 			t.Errorf("%s() = %v; want the connection's or the protocol's error", call, err)
 		}
 	}
@@ -693,7 +691,7 @@ func checkKind(t *testing.T, call string, err error, want int) {
 func TestHostile_garbageHolderNoSpin(t *testing.T) {
 	f := newFakeRedis(t, heldByX)
 	client := uncomplicated.NewClient(f.pool(t), uncomplicated.WithTimeout(50*time.Millisecond),
-		uncomplicated.WithTicks(1), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+		uncomplicated.WithTicks(1), uncomplicated.WithTakeOver(true))
 	t.Cleanup(func() {
 		f.close() // first: see TestHostile_Close_garbageListener
 		_ = client.Close()
@@ -757,7 +755,7 @@ func TestHostile_hugeArrayHeader(t *testing.T) {
 	// panic can be recovered here; with a cancellable ctx it happens in
 	// redigo's own goroutine and ends the process.
 	err = noPanic(t, "Lock", func() error { return m.Lock(context.Background()) })
-	if !errors.Is(err, uncomplicated.ErrUnexpectedReply) {
-		t.Errorf("Lock() = %v; want ErrUnexpectedReply", err)
+	if !errors.Is(err, driver.ErrUnexpectedReply) {
+		t.Errorf("Lock() = %v; want driver.ErrUnexpectedReply", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
@@ -37,7 +38,7 @@ func TestInspect_labels(t *testing.T) {
 		start := env.Clock.Now()
 		mustLock(t, m)
 		env.Advance(10 * time.Second)
-		info, err := env.Client.Inspect(ctx, m.Name())
+		info, err := inspect.Lock(ctx, env.Client, m.Name())
 		if err != nil || len(info.Holders) != 1 {
 			t.Fatalf("Inspect(%s) = %+v, %v", m.Name(), info, err)
 		}
@@ -48,7 +49,7 @@ func TestInspect_labels(t *testing.T) {
 	}
 	for _, old := range []string{"BybxwByeTVOxNCHlXuxt2w", "BybxwByeTVOxNCHlXuxt2w.loyw3v5n.web-1"} {
 		env.Redis.Set("lock:old", old)
-		if info, err := env.Client.Inspect(ctx, "lock:old"); err != nil || len(info.Holders) != 1 || info.Holders[0].Timeout != 0 || info.Holders[0].Label != strings.TrimPrefix(old, "BybxwByeTVOxNCHlXuxt2w.loyw3v5n.") && old != "BybxwByeTVOxNCHlXuxt2w" {
+		if info, err := inspect.Lock(ctx, env.Client, "lock:old"); err != nil || len(info.Holders) != 1 || info.Holders[0].Timeout != 0 || info.Holders[0].Label != strings.TrimPrefix(old, "BybxwByeTVOxNCHlXuxt2w.loyw3v5n.") && old != "BybxwByeTVOxNCHlXuxt2w" {
 			t.Errorf("Inspect of an older version's token %q = %+v, %v; want a holder without a timeout, and its label if any", old, info, err)
 		}
 	}
@@ -69,7 +70,7 @@ func TestInspect_timeouts(t *testing.T) {
 	defer cancel()
 	done := lockAsync(wctx, waiter)
 	env.AwaitWaiters(1)
-	info, err := env.Client.Inspect(ctx, holder.Name())
+	info, err := inspect.Lock(ctx, env.Client, holder.Name())
 	if err != nil || len(info.Holders) != 1 || len(info.Waiters) != 1 {
 		t.Fatalf("Inspect = %+v, %v; want a holder and a waiter", info, err)
 	}
@@ -102,7 +103,7 @@ func TestInspect_sinceAfterHandOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	since := func() time.Time {
-		info, err := env.Client.Inspect(ctx, b.Name())
+		info, err := inspect.Lock(ctx, env.Client, b.Name())
 		if err != nil || len(info.Holders) != 1 {
 			t.Fatalf("Inspect = %+v, %v", info, err)
 		}
@@ -137,10 +138,10 @@ func TestForceRelease_expiredHolders(t *testing.T) {
 	}
 	env.Advance(2 * time.Second)
 	for _, name := range []string{rw.Name(), s.Name()} {
-		if info, err := env.Client.Inspect(ctx, name); err != nil || info.Held() {
+		if info, err := inspect.Lock(ctx, env.Client, name); err != nil || info.Held() {
 			t.Errorf("Inspect(%s) after the lease = %+v, %v; want free", name, info, err)
 		}
-		if gone, err := env.Client.ForceRelease(ctx, name); err != nil || gone.Held() {
+		if gone, err := inspect.ForceRelease(ctx, env.Client, name); err != nil || gone.Held() {
 			t.Errorf("ForceRelease(%s) after the lease = %+v, %v; want nothing removed", name, gone, err)
 		}
 	}
@@ -160,11 +161,11 @@ func TestInspect_kindInUse(t *testing.T) {
 	if err := rw.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	info, err := env.Client.Inspect(ctx, m.Name())
-	if err != nil || info.Kind != uncomplicated.KindRWMutex || len(info.Holders) != 1 || info.Holders[0].Role != uncomplicated.RoleWriter {
+	info, err := inspect.Lock(ctx, env.Client, m.Name())
+	if err != nil || info.Kind != inspect.KindRWMutex || len(info.Holders) != 1 || info.Holders[0].Role != inspect.RoleWriter {
 		t.Fatalf("Inspect = %+v, %v; want the RWMutex's writer", info, err)
 	}
-	if gone, err := env.Client.ForceRelease(ctx, m.Name()); err != nil || len(gone.Holders) != 1 {
+	if gone, err := inspect.ForceRelease(ctx, env.Client, m.Name()); err != nil || len(gone.Holders) != 1 {
 		t.Errorf("ForceRelease = %+v, %v; want the writer removed", gone, err)
 	}
 	if held, err := rw.Held(ctx); held || err != nil {

@@ -22,23 +22,27 @@ import (
 // as it hashes the name itself, so every key of one lock lives in one slot,
 // and no lock name can be one of them.
 
-// A LockTyper names the type part of its lock itself, so that the lock
+// An identifier is a domain object with an ID: ID() int64, string,
+// uuid.UUID... The ID's fmt %v form names the lock.
+type identifier[K any] interface{ ID() K }
+
+// A lockTyper names the type part of its lock itself, so that the lock
 // survives a rename of its Go package or type. Processes built before and
 // after the rename still exclude each other. Two Go types with the same
 // LockType share their locks, ID for ID. A LockType with a pointer receiver
 // names the locks of values too, so T and *T still share them. A LockType
 // that returns "" or panics makes the constructors return an error wrapping
-// ErrInvalidID.
-type LockTyper interface {
+// ErrInvalidArgument.
+type lockTyper interface {
 	LockType() string
 }
 
-var lockTyperType = reflect.TypeFor[LockTyper]()
+var lockTyperType = reflect.TypeFor[lockTyper]()
 
-// objectName names obj's lock, or returns an error wrapping ErrInvalidID
+// objectName names obj's lock, or returns an error wrapping ErrInvalidArgument
 // when obj is nil, its ID or LockType method panics, or the ID is nil or
 // prints empty, or LockType returns "".
-func objectName[K any](prefix string, obj Identifier[K]) (name string, err error) {
+func objectName[K any](prefix string, obj identifier[K]) (name string, err error) {
 	typ, err := lockType(obj)
 	if err != nil {
 		return "", err
@@ -55,13 +59,13 @@ func objectName[K any](prefix string, obj Identifier[K]) (name string, err error
 func lockType(obj any) (typ string, err error) {
 	t := reflect.TypeOf(obj)
 	if t == nil {
-		return "", fmt.Errorf("%w: nil object", ErrInvalidID)
+		return "", fmt.Errorf("%w: nil object", ErrInvalidArgument)
 	}
-	lt, ok := obj.(LockTyper)
+	lt, ok := obj.(lockTyper)
 	if !ok && t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(lockTyperType) { // *T's
 		p := reflect.New(t)
 		p.Elem().Set(reflect.ValueOf(obj))
-		lt, ok = p.Interface().(LockTyper)
+		lt, ok = p.Interface().(lockTyper)
 	}
 	if !ok {
 		for t.Kind() == reflect.Pointer {
@@ -71,11 +75,11 @@ func lockType(obj any) (typ string, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %T.LockType() panicked: %v", ErrInvalidID, obj, r)
+			err = fmt.Errorf("%w: %T.LockType() panicked: %v", ErrInvalidArgument, obj, r)
 		}
 	}()
 	if typ = lt.LockType(); typ == "" {
-		return "", fmt.Errorf("%w: %T.LockType() is empty", ErrInvalidID, obj)
+		return "", fmt.Errorf("%w: %T.LockType() is empty", ErrInvalidArgument, obj)
 	}
 	return typ, nil
 }
@@ -84,21 +88,21 @@ func lockType(obj any) (typ string, err error) {
 // An ID must print the same in every process: a pointer is followed to
 // what it points at (unless it has a String or Error method), and an ID
 // that prints as an address (a func, chan or unsafe.Pointer) is refused.
-func callID[K any](obj Identifier[K]) (id string, err error) {
+func callID[K any](obj identifier[K]) (id string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("%w: %T.ID() panicked: %v", ErrInvalidID, obj, r)
+			err = fmt.Errorf("%w: %T.ID() panicked: %v", ErrInvalidArgument, obj, r)
 		}
 	}()
 	v := any(obj.ID())
 	for {
 		if isNil(v) {
-			return "", fmt.Errorf("%w: %T.ID() is nil", ErrInvalidID, obj)
+			return "", fmt.Errorf("%w: %T.ID() is nil", ErrInvalidArgument, obj)
 		}
 		rv := reflect.ValueOf(v)
 		switch rv.Kind() {
 		case reflect.Func, reflect.Chan, reflect.UnsafePointer:
-			return "", fmt.Errorf("%w: %T.ID() is a %v, which prints as an address", ErrInvalidID, obj, rv.Kind())
+			return "", fmt.Errorf("%w: %T.ID() is a %v, which prints as an address", ErrInvalidArgument, obj, rv.Kind())
 		case reflect.Pointer:
 			if !printsItself(v) {
 				v = rv.Elem().Interface()
@@ -109,7 +113,7 @@ func callID[K any](obj Identifier[K]) (id string, err error) {
 	}
 	id = fmt.Sprintf("%v", v)
 	if id == "" {
-		return "", fmt.Errorf("%w: %T.ID() is empty", ErrInvalidID, obj)
+		return "", fmt.Errorf("%w: %T.ID() is empty", ErrInvalidArgument, obj)
 	}
 	return id, nil
 }
@@ -139,7 +143,7 @@ func isNil(v any) bool {
 // plainName names the lock of Client.Named.
 func plainName(prefix, name string) (string, error) {
 	if name == "" {
-		return "", fmt.Errorf("%w: empty name", ErrInvalidID)
+		return "", fmt.Errorf("%w: empty name", ErrInvalidArgument)
 	}
 	return prefix + ":" + escape(name), nil
 }

@@ -28,7 +28,7 @@ type ptrID struct{ n int64 }
 func (p ptrID) ID() *int64 { return &p.n }
 
 // nameOf is the lock name of obj under the default prefix.
-func nameOf[K any](t testing.TB, obj Identifier[K], opts ...Option) string {
+func nameOf[K any](t testing.TB, obj identifier[K], opts ...Option) string {
 	t.Helper()
 	m, err := New(NewClient(&redis.Pool{}, opts...), obj)
 	if err != nil {
@@ -147,13 +147,13 @@ func TestLockName_LockType(t *testing.T) {
 // out of New.
 func TestLockName_LockTypeInvalid(t *testing.T) {
 	c := NewClient(&redis.Pool{})
-	for name, obj := range map[string]Identifier[int]{
+	for name, obj := range map[string]identifier[int]{
 		"empty":       lockTyped{func() string { return "" }},
 		"panics":      lockTyped{func() string { panic("no type") }},
 		"nil pointer": (*legacyInvoice)(nil),
 	} {
-		if _, err := New(c, obj); !errors.Is(err, ErrInvalidID) {
-			t.Errorf("%s: New() = %v; want ErrInvalidID", name, err)
+		if _, err := New(c, obj); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s: New() = %v; want ErrInvalidArgument", name, err)
 		}
 	}
 }

@@ -2,6 +2,8 @@ package uncomplicated
 
 import (
 	"context"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 )
 
 // A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
@@ -13,17 +15,23 @@ type Mutex struct {
 	x exclusive
 }
 
-// New returns the Mutex of obj's lock, named lock:<package>.<Type>:<ID>,
-// or lock:<LockType>:<ID> when obj is a LockTyper; opts override the
-// Client's. It returns an error wrapping ErrInvalidID or
-// ErrInvalidArgument for bad input; nothing is sent to Redis.
-func New[K any](c *Client, obj Identifier[K], opts ...Option) (*Mutex, error) {
+// New returns the Mutex of obj's lock, named lock:<package>.<Type>:<ID>.
+//
+// Any domain object with an ID method can be locked: ID() int64, string,
+// uuid.UUID...; the ID's fmt %v form names the lock. When obj also has a
+// method LockType() string, its result replaces <package>.<Type>, so that
+// the lock survives a rename of the Go package or type, and Go types with
+// the same LockType share their locks. opts override the Client's. Bad
+// input (a nil obj, an ID that panics or prints empty, an empty LockType, a
+// bad option) gives an error wrapping ErrInvalidArgument, and nothing is
+// sent to Redis.
+func New[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*Mutex, error) {
 	return c.mutex(opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
 }
 
-// Named returns the Mutex of a lock with a plain name, lock:<name>. It
-// returns an error wrapping ErrInvalidID for "" or ErrInvalidArgument for
-// a bad option; nothing is sent to Redis.
+// Named returns the Mutex of a lock with a plain name, lock:<name>. An
+// empty name or a bad option gives an error wrapping ErrInvalidArgument;
+// nothing is sent to Redis.
 func (c *Client) Named(name string, opts ...Option) (*Mutex, error) {
 	return c.mutex(opts, func(prefix string) (string, error) { return plainName(prefix, name) })
 }
@@ -37,7 +45,7 @@ func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) 
 	m := &Mutex{base: b}
 	prefix, key := b.cfg.prefix, b.name
 	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
-		primitive: KindMutex, kind: mutexKind,
+		primitive: inspection.KindMutex, kind: mutexKind,
 		keys:    mutexKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
 		extra: func(stale []string) []any {
@@ -76,7 +84,7 @@ func (m *Mutex) Fence() uint64 {
 // hands the lock to it; it also tries again after random sub-second ticks,
 // and joins the queue only once its Client listens for hand-offs. A holder
 // that keeps one token for its patience (see WithTimeout) is stale: Lock
-// then returns an error wrapping ErrStale, or with TakeOver replaces the
+// then returns an error wrapping ErrStale, or with WithTakeOver replaces the
 // holder. Every failure wraps ErrNotObtained and its cause: ctx.Err() when
 // ctx ends (the message names who held the lock), ErrClosed, ErrStale, or
 // the Redis error, which ends Lock at once but for LOADING (a restarted
@@ -86,7 +94,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	_, err := m.acquiring(ctx, "Lock", KindMutex, m.x.lock, nil)
+	_, err := m.acquiring(ctx, "Lock", inspection.KindMutex, m.x.lock, nil)
 	return err
 }
 
@@ -98,7 +106,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
-	return m.acquiring(ctx, "TryLock", KindMutex, m.x.tryLock, nil)
+	return m.acquiring(ctx, "TryLock", inspection.KindMutex, m.x.tryLock, nil)
 }
 
 // Unlock releases the lock if Redis still holds our token, handing it to

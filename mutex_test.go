@@ -26,13 +26,13 @@ func TestNew_invalid(t *testing.T) {
 		err  func() error
 		want error
 	}{
-		{"nil object", func() error { _, err := uncomplicated.New[int64](c, nil); return err }, uncomplicated.ErrInvalidID},
-		{"nil pointer", func() error { _, err := uncomplicated.New[int64](c, (*Order)(nil)); return err }, uncomplicated.ErrInvalidID},
-		{"empty ID", func() error { _, err := uncomplicated.New(c, Code("")); return err }, uncomplicated.ErrInvalidID},
-		{"nil ID", func() error { _, err := uncomplicated.New(c, nilID{}); return err }, uncomplicated.ErrInvalidID},
-		{"ID panics", func() error { _, err := uncomplicated.New(c, panicky{}); return err }, uncomplicated.ErrInvalidID},
-		{"ID is a func", func() error { _, err := uncomplicated.New(c, funcID{}); return err }, uncomplicated.ErrInvalidID},
-		{"empty name", func() error { _, err := c.Named(""); return err }, uncomplicated.ErrInvalidID},
+		{"nil object", func() error { _, err := uncomplicated.New[int64](c, nil); return err }, uncomplicated.ErrInvalidArgument},
+		{"nil pointer", func() error { _, err := uncomplicated.New[int64](c, (*Order)(nil)); return err }, uncomplicated.ErrInvalidArgument},
+		{"empty ID", func() error { _, err := uncomplicated.New(c, Code("")); return err }, uncomplicated.ErrInvalidArgument},
+		{"nil ID", func() error { _, err := uncomplicated.New(c, nilID{}); return err }, uncomplicated.ErrInvalidArgument},
+		{"ID panics", func() error { _, err := uncomplicated.New(c, panicky{}); return err }, uncomplicated.ErrInvalidArgument},
+		{"ID is a func", func() error { _, err := uncomplicated.New(c, funcID{}); return err }, uncomplicated.ErrInvalidArgument},
+		{"empty name", func() error { _, err := c.Named(""); return err }, uncomplicated.ErrInvalidArgument},
 		{"zero timeout", func() error { _, err := c.Named("x", uncomplicated.WithTimeout(0)); return err }, U},
 		{"negative timeout", func() error { _, err := c.Named("x", uncomplicated.WithTimeout(-time.Second)); return err }, U},
 		{"zero ticks", func() error { _, err := c.Named("x", uncomplicated.WithTicks(0)); return err }, U},
@@ -40,7 +40,6 @@ func TestNew_invalid(t *testing.T) {
 		{"negative lease", func() error { _, err := c.Named("x", uncomplicated.WithLease(-1)); return err }, U},
 		{"empty prefix", func() error { _, err := c.Named("x", uncomplicated.WithPrefix("")); return err }, U},
 		{"prefix with brace", func() error { _, err := c.Named("x", uncomplicated.WithPrefix("a{b}")); return err }, U},
-		{"unknown policy", func() error { _, err := c.Named("x", uncomplicated.WithStalePolicy(7)); return err }, U},
 		{"client option", func() error { _, err := env.NewClient(uncomplicated.WithTicks(0)).Named("x"); return err }, U},
 		{"nil client", func() error { _, err := uncomplicated.New(nil, Order{1}); return err }, U},
 		{"nil client Named", func() error { _, err := (*uncomplicated.Client)(nil).Named("x"); return err }, U},
@@ -92,7 +91,7 @@ func TestMutex_invalidCalls(t *testing.T) {
 }
 
 func TestMutex_TryLock(t *testing.T) {
-	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithTakeOver(true))
 	ctx := context.Background()
 	a := mustNew(t, env.Client, Order{1}, uncomplicated.WithLease(0))
 	b := mustNew(t, env.NewClient(), Order{1})
@@ -316,7 +315,7 @@ func TestMutex_usableAfterFailures(t *testing.T) {
 }
 
 func TestMutex_Fence(t *testing.T) {
-	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithTakeOver(true))
 	ctx := context.Background()
 	a := mustNew(t, env.Client, Order{1}, uncomplicated.WithLease(0))
 	var fences []uint64
@@ -349,7 +348,7 @@ func TestMutex_Fence(t *testing.T) {
 // A fence counter that is not a number makes Lock fail at once and leaves
 // no lock behind; a take-over fails the same way and leaves the holder.
 func TestMutex_brokenFence(t *testing.T) {
-	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(patience), uncomplicated.WithTakeOver(true))
 	m := mustNew(t, env.Client, Order{1})
 	fenceKey := fenceKeyOf("lock", m)
 	env.Redis.Set(fenceKey, "not a number")

@@ -98,7 +98,7 @@ func TestObserver_outcomes(t *testing.T) {
 			if err := recv(t, done); !errors.Is(err, uncomplicated.ErrStale) {
 				t.Fatalf("waiter under Fail = %v; want ErrStale", err)
 			}
-			taking := env.NewClient(append(opts, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))...)
+			taking := env.NewClient(append(opts, uncomplicated.WithTakeOver(true))...)
 			inFn, leave := make(chan struct{}), make(chan struct{})
 			go func() {
 				done <- p.do(ctx, taking, "report", func(context.Context) error { close(inFn); <-leave; return nil })

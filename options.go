@@ -17,32 +17,6 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
-// StalePolicy says what a waiter does when the holder of a lock has been
-// stuck, showing the same token, for its patience (see WithTimeout).
-type StalePolicy int
-
-const (
-	// Fail makes Lock return an error wrapping ErrStale. It is the default:
-	// a stuck holder may only be slow, and taking its lock breaks exclusion.
-	Fail StalePolicy = iota
-	// TakeOver makes Lock replace the stuck holder's token with its own,
-	// atomically and only if the token is still the one it watched. The new
-	// hold gets a higher fence, which lets a protected store reject the old
-	// holder's late writes.
-	TakeOver
-)
-
-// String returns "Fail" or "TakeOver".
-func (p StalePolicy) String() string {
-	switch p {
-	case Fail:
-		return "Fail"
-	case TakeOver:
-		return "TakeOver"
-	}
-	return fmt.Sprintf("StalePolicy(%d)", int(p))
-}
-
 // An Option configures a Client (as defaults for all its locks) or a single
 // lock: a Mutex, an RWMutex or a Semaphore. Options are checked by the
 // constructors (New, Named, NewRW, NamedRW, NewSemaphore, NamedSemaphore),
@@ -54,7 +28,7 @@ type Option func(*config)
 type config struct {
 	timeout  time.Duration
 	ticks    int
-	policy   StalePolicy
+	takeOver bool // a stuck holder is taken over, not reported (WithTakeOver)
 	lease    time.Duration
 	leaseSet bool // lease was given; otherwise it is twice timeout
 	clock    clock.Clock
@@ -73,7 +47,6 @@ func defaults() config {
 	return config{
 		timeout: limits.Timeout,
 		ticks:   limits.Ticks,
-		policy:  Fail,
 		clock:   clock.New(),
 		logger:  slog.New(slog.DiscardHandler),
 		prefix:  limits.Prefix,
@@ -105,10 +78,14 @@ func WithTicks(n int) Option {
 	return func(c *config) { c.ticks = n }
 }
 
-// WithStalePolicy sets what a waiter does about a stuck holder: Fail (the
-// default) or TakeOver.
-func WithStalePolicy(p StalePolicy) Option {
-	return func(c *config) { c.policy = p }
+// WithTakeOver sets what a waiter does about a stuck holder. When false,
+// the default, Lock fails with an error wrapping ErrStale: a stuck holder
+// may only be slow, and taking its lock breaks exclusion. When true, Lock
+// replaces the holder's token with its own, atomically and only if it is
+// still the token it watched, under a higher fence, which lets a protected
+// store refuse the old holder's late writes.
+func WithTakeOver(on bool) Option {
+	return func(c *config) { c.takeOver = on }
 }
 
 // WithLease sets how long a hold lasts in Redis, counted from acquisition
@@ -136,7 +113,7 @@ func WithClock(clk clock.Clock) Option {
 }
 
 // WithLogger sets where the locks' records go. Debug: "acquired", "busy,
-// waiting", "released". Warn: "stale" (under Fail), "taken over", "lost",
+// waiting", "released". Warn: "stale" (without WithTakeOver), "taken over", "lost",
 // and "Redis call failed" for a call that failed while its ctx was alive.
 // Info: "Redis call failed" for LOADING, which Lock waits out. Each record
 // has the lock name ("lock") and, when it is about a hold, its "fence".
@@ -251,8 +228,6 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: ticks must be positive, got %d", ErrInvalidArgument, c.ticks)
 	case c.lease < 0:
 		return fmt.Errorf("%w: lease must not be negative, got %v", ErrInvalidArgument, c.lease)
-	case c.policy != Fail && c.policy != TakeOver:
-		return fmt.Errorf("%w: unknown stale policy %v", ErrInvalidArgument, c.policy)
 	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
 		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
 	case c.replicas < 0 || c.replicas > 0 && c.replicaWait <= 0:

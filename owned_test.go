@@ -10,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
@@ -125,7 +126,7 @@ func TestRerelease_afterFailover(t *testing.T) {
 			}
 			switchTo(after)
 			eventually(t, "the release repeated", func() bool {
-				info, err := other.Inspect(context.Background(), "lock:job")
+				info, err := inspect.Lock(context.Background(), other, "lock:job")
 				return err == nil && !info.Held()
 			})
 		})

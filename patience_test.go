@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // The patience of a waiter blocked by several holders, step by step: each
@@ -148,8 +150,8 @@ func TestParseGrant(t *testing.T) {
 	for _, tc := range cases {
 		got, err := parseGrant(tc.reply)
 		if tc.err {
-			if !errors.Is(err, ErrUnexpectedReply) {
-				t.Errorf("parseGrant(%v) = %v; want ErrUnexpectedReply", tc.reply, err)
+			if !errors.Is(err, driver.ErrUnexpectedReply) {
+				t.Errorf("parseGrant(%v) = %v; want driver.ErrUnexpectedReply", tc.reply, err)
 			}
 			continue
 		}

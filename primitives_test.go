@@ -3,6 +3,7 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -282,7 +283,7 @@ func TestFenceOf_RDo(t *testing.T) {
 	}
 }
 
-var policies = []uncomplicated.StalePolicy{uncomplicated.Fail, uncomplicated.TakeOver}
+var policies = []bool{false, true}
 
 // With only WithTimeout(d) set, a holder that hangs (never refreshes) is
 // found stale d after the waiter first saw it: its lease, twice d, has not
@@ -292,12 +293,12 @@ func TestDefaultLease_staleAtTheTimeout(t *testing.T) {
 	const d = time.Minute
 	for _, p := range primitives {
 		for _, policy := range policies {
-			t.Run(p.name+"/"+policy.String(), func(t *testing.T) {
+			t.Run(p.name+"/"+fmt.Sprintf("takeover=%v", policy), func(t *testing.T) {
 				env := uncomplicatedtest.New(t)
 				holder := env.NewClient(uncomplicated.WithTimeout(d))
 				held := p.take(t, holder, "report").fence
 				env.Advance(d / 4) // the waiter comes later
-				waiter := env.NewClient(uncomplicated.WithTimeout(d), uncomplicated.WithStalePolicy(policy))
+				waiter := env.NewClient(uncomplicated.WithTimeout(d), uncomplicated.WithTakeOver(policy))
 				start := env.Clock.Now()
 				done := make(chan waited, 1)
 				go func() {
@@ -325,12 +326,12 @@ type waited struct {
 	err   error
 }
 
-func checkStalePolicy(t *testing.T, policy uncomplicated.StalePolicy, got waited, held uint64) {
+func checkStalePolicy(t *testing.T, policy bool, got waited, held uint64) {
 	t.Helper()
 	switch {
-	case policy == uncomplicated.Fail && !errors.Is(got.err, uncomplicated.ErrStale):
+	case !policy && !errors.Is(got.err, uncomplicated.ErrStale):
 		t.Errorf("waiter's error = %v; want ErrStale", got.err)
-	case policy == uncomplicated.TakeOver && (got.err != nil || got.fence <= held):
+	case policy && (got.err != nil || got.fence <= held):
 		t.Errorf("waiter's take-over = fence %d, %v; want a fence above %d, nil", got.fence, got.err, held)
 	}
 }
@@ -338,18 +339,18 @@ func checkStalePolicy(t *testing.T, policy uncomplicated.StalePolicy, got waited
 // The same on a real redis-server, whose TTLs run on its own clock. The
 // waiter comes d/2 after the holder took the lock: at its timeout, 1.5d
 // after that, the lease has not ended, so the waiter finds the holder stale
-// and, with TakeOver, takes it over rather than acquiring a lock that
+// and, with WithTakeOver, takes it over rather than acquiring a lock that
 // expired.
 func TestRedis_defaultLease_staleAtTheTimeout(t *testing.T) {
 	const d = 300 * time.Millisecond
 	for _, p := range primitives {
 		for _, policy := range policies {
-			t.Run(p.name+"/"+policy.String(), func(t *testing.T) {
+			t.Run(p.name+"/"+fmt.Sprintf("takeover=%v", policy), func(t *testing.T) {
 				r := newRig(t)
 				held := p.take(t, r.client(uncomplicated.WithTimeout(d)), "report").fence
 				time.Sleep(d / 2)
 				rec := &logRecorder{}
-				waiter := r.client(uncomplicated.WithTimeout(d), uncomplicated.WithStalePolicy(policy),
+				waiter := r.client(uncomplicated.WithTimeout(d), uncomplicated.WithTakeOver(policy),
 					uncomplicated.WithLogger(slog.New(rec)))
 				start := time.Now()
 				f, err := p.wait(context.Background(), waiter, "report")
@@ -358,7 +359,7 @@ func TestRedis_defaultLease_staleAtTheTimeout(t *testing.T) {
 				if took < d || took >= 2*d {
 					t.Errorf("the waiter returned after %v; want between %v and the lease, %v", took, d, 2*d)
 				}
-				if policy == uncomplicated.TakeOver && !rec.has("taken over") {
+				if policy && !rec.has("taken over") {
 					t.Errorf("records = %q; want a take-over, not an acquisition of an expired lock", rec.all())
 				}
 			})
@@ -390,7 +391,7 @@ func TestLogs_levels(t *testing.T) {
 				t.Fatalf("waiter under Fail = %v; want ErrStale", err)
 			}
 
-			taking := env.NewClient(append(opts, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))...)
+			taking := env.NewClient(append(opts, uncomplicated.WithTakeOver(true))...)
 			go func() { done <- p.do(ctx, taking, "report", func(context.Context) error { return nil }) }()
 			env.AwaitWaiters(1)
 			env.Advance(patience)
@@ -485,7 +486,7 @@ func TestPatience_theHoldersTimeout(t *testing.T) {
 			env := uncomplicatedtest.New(t)
 			ctx := context.Background()
 			h := p.take(t, env.NewClient(uncomplicated.WithTimeout(holders), uncomplicated.WithLease(0)), "report")
-			waiter := env.NewClient(uncomplicated.WithTimeout(own), uncomplicated.WithTicks(ticks), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+			waiter := env.NewClient(uncomplicated.WithTimeout(own), uncomplicated.WithTicks(ticks), uncomplicated.WithTakeOver(true))
 			done := make(chan waited, 1)
 			go func() {
 				f, err := p.wait(ctx, waiter, "report")

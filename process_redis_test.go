@@ -182,7 +182,7 @@ func TestRedis_shorterTimeoutWaiter(t *testing.T) {
 	r := newRig(t)
 	holder := startProcess(t, r, "holder", "patience")
 	eventually(t, "the other process holding the lock", holder.locked)
-	waiter, _ := r.client(uncomplicated.WithTimeout(time.Second), uncomplicated.WithStalePolicy(uncomplicated.TakeOver)).Named("patience")
+	waiter, _ := r.client(uncomplicated.WithTimeout(time.Second), uncomplicated.WithTakeOver(true)).Named("patience")
 	done := lockAsync(context.Background(), waiter)
 	select {
 	case err := <-done:

@@ -137,7 +137,7 @@ func evalOn(ctx context.Context, conn redis.Conn, s *driver.Script, keys []strin
 func doOn(ctx context.Context, conn redis.Conn, cmd string, args []any) (reply any, err error) {
 	defer func() {
 		if r := recover(); r != nil { // redigo panics on some malformed replies
-			reply, err = nil, fmt.Errorf("%w: the connection panicked reading it: %v", ErrUnexpectedReply, r)
+			reply, err = nil, fmt.Errorf("%w: the connection panicked reading it: %v", driver.ErrUnexpectedReply, r)
 		}
 	}()
 	b, isBound := ctx.(*bound)
@@ -265,7 +265,7 @@ func pubSubEvent(reply any) (driver.Event, error) {
 	case k == "unsubscribe" || k == "sunsubscribe":
 		return driver.Event{Kind: driver.EventUnsubscribed, Channel: string(channel)}, nil
 	}
-	return driver.Event{}, fmt.Errorf("%w: %T %q on a listening connection", ErrUnexpectedReply, reply, kind)
+	return driver.Event{}, fmt.Errorf("%w: %T %q on a listening connection", driver.ErrUnexpectedReply, reply, kind)
 }
 
 // poison ends conn, so that returning it to the pool does not wait for

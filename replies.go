@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // grant is the reply of an acquiring script: {1, fence} when it acquired
@@ -41,7 +43,7 @@ func cutWriter(blocker string) (string, bool) {
 func parseGrant(reply any) (grant, error) {
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {
-		return grant{}, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+		return grant{}, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 	}
 	f, fok := r[1].(int64)
 	switch {
@@ -58,13 +60,13 @@ func parseGrant(reply any) (grant, error) {
 		for _, h := range hs {
 			b, ok := h.([]byte)
 			if !ok {
-				return grant{}, fmt.Errorf("%w: a holder of %T", ErrUnexpectedReply, h)
+				return grant{}, fmt.Errorf("%w: a holder of %T", driver.ErrUnexpectedReply, h)
 			}
 			g.holders = append(g.holders, string(b))
 		}
 		return g, nil
 	}
-	return grant{}, fmt.Errorf("%w: a reply of %d elements", ErrUnexpectedReply, len(r))
+	return grant{}, fmt.Errorf("%w: a reply of %d elements", driver.ErrUnexpectedReply, len(r))
 }
 
 // parseRelease reads the reply of a release: whether the hold was ours,
@@ -84,7 +86,7 @@ func parseRelease(reply any) (ok bool, next []string, err error) {
 		for _, t := range r {
 			b, ok := t.([]byte)
 			if !ok || len(b) == 0 {
-				return false, nil, fmt.Errorf("%w: a token of %T", ErrUnexpectedReply, t)
+				return false, nil, fmt.Errorf("%w: a token of %T", driver.ErrUnexpectedReply, t)
 			}
 			next = append(next, string(b))
 		}
@@ -92,7 +94,7 @@ func parseRelease(reply any) (ok bool, next []string, err error) {
 			return true, next, nil
 		}
 	}
-	return false, nil, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+	return false, nil, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 }
 
 // parseFlag reads the 1 or 0 of a refresh.
@@ -103,7 +105,7 @@ func parseFlag(reply any) (bool, error) {
 	case int64(0):
 		return false, nil
 	}
-	return false, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+	return false, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 }
 
 // anys converts tokens to script arguments.
@@ -127,13 +129,13 @@ func newToken() string {
 func strs(reply any) ([]string, error) {
 	r, ok := reply.([]any)
 	if !ok && reply != nil {
-		return nil, fmt.Errorf("%w: %T", ErrUnexpectedReply, reply)
+		return nil, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 	}
 	out := make([]string, 0, len(r))
 	for _, v := range r {
 		b, ok := v.([]byte)
 		if !ok {
-			return nil, fmt.Errorf("%w: %T in a list", ErrUnexpectedReply, v)
+			return nil, fmt.Errorf("%w: %T in a list", driver.ErrUnexpectedReply, v)
 		}
 		out = append(out, string(b))
 	}
@@ -144,11 +146,11 @@ func strs(reply any) ([]string, error) {
 func parseScan(reply any) (cursor string, keys []string, err error) {
 	r, ok := reply.([]any)
 	if !ok || len(r) != 2 {
-		return "", nil, fmt.Errorf("%w: SCAN replied %T", ErrUnexpectedReply, reply)
+		return "", nil, fmt.Errorf("%w: SCAN replied %T", driver.ErrUnexpectedReply, reply)
 	}
 	c, ok := r[0].([]byte)
 	if !ok {
-		return "", nil, fmt.Errorf("%w: SCAN cursor %T", ErrUnexpectedReply, r[0])
+		return "", nil, fmt.Errorf("%w: SCAN cursor %T", driver.ErrUnexpectedReply, r[0])
 	}
 	keys, err = strs(r[1])
 	return string(c), keys, err

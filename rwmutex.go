@@ -3,6 +3,8 @@ package uncomplicated
 import (
 	"context"
 	"sync"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 )
 
 // An RWMutex is a read/write lock in Redis: many readers or one writer at
@@ -15,7 +17,7 @@ import (
 // A waiting writer whose blockers (the writer, or the same set of readers)
 // stay unchanged for their patience (see WithTimeout) finds them stale:
 // it fails with
-// ErrStale or, with TakeOver, evicts exactly those holders and takes the
+// ErrStale or, with WithTakeOver, evicts exactly those holders and takes the
 // lock, atomically and only if they are still all that blocks it. A
 // waiting reader does the same with a stuck writer; a reader waiting
 // behind waiting writers is never stale, as the writers wait for readers.
@@ -40,9 +42,9 @@ type RWMutex struct {
 }
 
 // NewRW returns the RWMutex of obj, named as New names a Mutex; opts
-// override the Client's. It returns an error wrapping ErrInvalidID or
-// ErrInvalidArgument for bad input; nothing is sent to Redis.
-func NewRW[K any](c *Client, obj Identifier[K], opts ...Option) (*RWMutex, error) {
+// override the Client's. Bad input gives an error wrapping
+// ErrInvalidArgument; nothing is sent to Redis.
+func NewRW[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*RWMutex, error) {
 	return c.rwMutex(opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
 }
 
@@ -62,7 +64,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 	keys := rwKeysOf(prefix, key)
 	channel := wakeChannel(prefix, key, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: &spec{
-		primitive: KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
+		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
 				return []any{"", ""}
@@ -80,7 +82,7 @@ func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)
 		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
 	}}
 	rw.reader = &spec{
-		primitive: KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
+		primitive: inspection.KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
 		extra: func(stale []string) []any {
 			if stale == nil {
 				return []any{""}
@@ -115,14 +117,14 @@ func (rw *RWMutex) Fence() uint64 {
 // Lock acquires the write lock, waiting while another goroutine of this
 // process has it, then while Redis has a writer or readers. While it waits
 // it keeps new readers out. Blockers unchanged for their patience are
-// stale: Lock returns an error wrapping ErrStale, or with TakeOver evicts
+// stale: Lock returns an error wrapping ErrStale, or with WithTakeOver evicts
 // them. Its errors wrap ErrNotObtained and their cause, as Mutex.Lock's
 // do; on failure it lets new readers in again.
 func (rw *RWMutex) Lock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	_, err := rw.acquiring(ctx, "Lock", KindRWMutex, rw.x.lock, nil)
+	_, err := rw.acquiring(ctx, "Lock", inspection.KindRWMutex, rw.x.lock, nil)
 	return err
 }
 
@@ -134,7 +136,7 @@ func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.acquiring(ctx, "TryLock", KindRWMutex, rw.x.tryLock, nil)
+	return rw.acquiring(ctx, "TryLock", inspection.KindRWMutex, rw.x.tryLock, nil)
 }
 
 // Unlock releases the write lock if Redis still has it, and hands the lock
@@ -200,13 +202,13 @@ func (rw *RWMutex) Lost() <-chan struct{} {
 // waiting writer, and otherwise after waiting as Lock does. Each RLock is
 // one reader with its own token and lease; RUnlock releases one. A writer
 // that keeps its token for its patience is stale: RLock returns an error
-// wrapping ErrStale, or with TakeOver evicts it. Its errors wrap
+// wrapping ErrStale, or with WithTakeOver evicts it. Its errors wrap
 // ErrNotObtained and their cause, as Mutex.Lock's do.
 func (rw *RWMutex) RLock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	_, err := rw.acquiring(ctx, "RLock", KindRWMutex, rw.rlock, nil)
+	_, err := rw.acquiring(ctx, "RLock", inspection.KindRWMutex, rw.rlock, nil)
 	return err
 }
 
@@ -236,7 +238,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.acquiring(ctx, "TryRLock", KindRWMutex, rw.tryRLock, nil)
+	return rw.acquiring(ctx, "TryRLock", inspection.KindRWMutex, rw.tryRLock, nil)
 }
 
 func (rw *RWMutex) addReader(h *hold) {
@@ -288,7 +290,7 @@ func (rw *RWMutex) TryRDo(ctx context.Context, fn func(context.Context) error) (
 
 // rdo is RDo, or with acquire tryReader TryRDo.
 func (rw *RWMutex) rdo(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
-	return rw.acquiring(ctx, op, KindRWMutex, acquire, func(ctx context.Context, h *hold) error {
+	return rw.acquiring(ctx, op, inspection.KindRWMutex, acquire, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
 	})
 }

@@ -3,6 +3,7 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -252,7 +253,7 @@ func TestRWMutex_staleReaders(t *testing.T) {
 // Under TakeOver a writer evicts exactly the stuck readers it saw, and
 // they find out.
 func TestRWMutex_takeOverReaders(t *testing.T) {
-	env, waiters := semEnv(t, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	env, waiters := semEnv(t, uncomplicated.WithTakeOver(true))
 	ctx := context.Background()
 	a, b := mustRW(t, env.Client, uncomplicated.WithLease(0)), mustRW(t, env.NewClient(uncomplicated.WithTimeout(patience)), uncomplicated.WithLease(0))
 	mustRLock(t, a)
@@ -277,9 +278,9 @@ func TestRWMutex_takeOverReaders(t *testing.T) {
 // A reader behind a stuck writer fails with ErrStale under Fail, and
 // evicts it under TakeOver; the evicted writer's Unlock reports ErrLost.
 func TestRWMutex_readerBehindStuckWriter(t *testing.T) {
-	for _, policy := range []uncomplicated.StalePolicy{uncomplicated.Fail, uncomplicated.TakeOver} {
-		t.Run(policy.String(), func(t *testing.T) {
-			env, waiters := semEnv(t, uncomplicated.WithStalePolicy(policy))
+	for _, policy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("takeover=%v", policy), func(t *testing.T) {
+			env, waiters := semEnv(t, uncomplicated.WithTakeOver(policy))
 			ctx := context.Background()
 			w := mustRW(t, env.Client, uncomplicated.WithLease(0))
 			mustWLock(t, w)
@@ -288,7 +289,7 @@ func TestRWMutex_readerBehindStuckWriter(t *testing.T) {
 			env.AwaitWaiters(1)
 			env.Advance(patience)
 			err := recv(t, read)
-			if policy == uncomplicated.Fail {
+			if !policy {
 				checkStale(t, err, reader.Name())
 				return
 			}
@@ -457,7 +458,7 @@ func TestRWMutex_deadReaderInQueueExpires(t *testing.T) {
 // The write hold has Refresh, Held and Lost as a Mutex's hold has: a
 // Refresh keeps it past its lease, and a take-over is found.
 func TestRWMutex_writeHold(t *testing.T) {
-	env, waiters := semEnv(t, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	env, waiters := semEnv(t, uncomplicated.WithTakeOver(true))
 	ctx := context.Background()
 	rw := mustRW(t, env.Client, uncomplicated.WithLease(time.Minute))
 	if err := rw.Refresh(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {

@@ -4,17 +4,16 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-)
 
-// MaxPermits bounds the permits of a Semaphore: a waiter's every attempt
-// reads the tokens of all holders.
-const MaxPermits = 10000
+	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+)
 
 // A Semaphore lets at most a given number of holders in at once, across
 // processes: each Acquire gets a Permit with its own token, lease and
 // fence. A holder that dies gives its permit back when its lease ends; one
 // that keeps its token for its patience (see WithTimeout) while a waiter
-// waits is stale, and the waiter fails with ErrStale or, with TakeOver,
+// waits is stale, and the waiter fails with ErrStale or, with WithTakeOver,
 // evicts it and takes its permit. It is safe for concurrent use; make one
 // with NewSemaphore or Client.NamedSemaphore. The zero value returns
 // ErrInvalidArgument.
@@ -30,10 +29,10 @@ type Semaphore struct {
 }
 
 // NewSemaphore returns the Semaphore of obj with permits permits, named as
-// New names a Mutex; opts override the Client's. It returns an error
-// wrapping ErrInvalidID or ErrInvalidArgument (permits below 1 or above
-// MaxPermits) for bad input; nothing is sent to Redis.
-func NewSemaphore[K any](c *Client, obj Identifier[K], permits int, opts ...Option) (*Semaphore, error) {
+// New names a Mutex; opts override the Client's. Bad input, permits below 1
+// or above 10,000 included, gives an error wrapping ErrInvalidArgument;
+// nothing is sent to Redis.
+func NewSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts ...Option) (*Semaphore, error) {
 	return c.semaphore(permits, opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
 }
 
@@ -48,13 +47,13 @@ func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) 
 	if err != nil {
 		return nil, err
 	}
-	if permits < 1 || permits > MaxPermits {
-		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, MaxPermits, permits)
+	if permits < 1 || permits > limits.Permits {
+		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, limits.Permits, permits)
 	}
 	s := &Semaphore{base: b, permits: permits}
 	prefix, key := b.cfg.prefix, b.name
 	s.spec = &spec{
-		primitive: KindSemaphore, kind: permitKind,
+		primitive: inspection.KindSemaphore, kind: permitKind,
 		keys:    semKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
 		extra: func(stale []string) []any {
@@ -77,19 +76,11 @@ func (s *Semaphore) Name() string {
 	return s.name
 }
 
-// Permits returns the number of permits this Semaphore asks for.
-func (s *Semaphore) Permits() int {
-	if s == nil {
-		return 0
-	}
-	return s.permits
-}
-
 // Acquire waits for a permit. It tries at once and then after random
 // sub-second ticks, and joins the semaphore's queue, so that a Release
 // hands its permit to the oldest waiter. A holder that keeps one token for
 // its patience is stale: Acquire then returns an error wrapping ErrStale,
-// or with TakeOver evicts that holder and takes its permit, atomically and
+// or with WithTakeOver evicts that holder and takes its permit, atomically and
 // only if it is still there. Its errors wrap ErrNotObtained and their
 // cause, as Mutex.Lock's do. On failure it holds no permit.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
@@ -97,7 +88,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	var p *Permit
-	if _, err := s.acquiring(ctx, "Acquire", KindSemaphore, s.acquireHold, permit(&p)); err != nil {
+	if _, err := s.acquiring(ctx, "Acquire", inspection.KindSemaphore, s.acquireHold, permit(&p)); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -112,7 +103,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 		return nil, false, err
 	}
 	var p *Permit
-	ok, err := s.acquiring(ctx, "TryAcquire", KindSemaphore, s.tryHold, permit(&p))
+	ok, err := s.acquiring(ctx, "TryAcquire", inspection.KindSemaphore, s.tryHold, permit(&p))
 	if !ok {
 		return nil, false, err
 	}
@@ -126,7 +117,7 @@ func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) erro
 	if err := s.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := s.acquiring(ctx, "Do", KindSemaphore, s.acquireHold, s.run(fn))
+	_, err := s.acquiring(ctx, "Do", inspection.KindSemaphore, s.acquireHold, s.run(fn))
 	return err
 }
 
@@ -136,7 +127,7 @@ func (s *Semaphore) TryDo(ctx context.Context, fn func(context.Context) error) (
 	if err := s.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return s.acquiring(ctx, "TryDo", KindSemaphore, s.tryHold, s.run(fn))
+	return s.acquiring(ctx, "TryDo", inspection.KindSemaphore, s.tryHold, s.run(fn))
 }
 
 // acquireHold and tryHold acquire a permit's hold.

@@ -37,7 +37,7 @@
 // calling Refresh) the lock is busy, not stuck, and the waiter's patience
 // starts over. When one token has sat on the lock for the holder's timeout
 // (WithTimeout), or the waiter's if longer, the holder is stuck: the waiter
-// fails with ErrStale (Fail, the default), or with TakeOver replaces the
+// fails with ErrStale (the default), or with WithTakeOver(true) replaces the
 // holder atomically under a higher fencing token. The lease (WithLease),
 // twice the timeout by default, frees the lock of a holder that crashed.
 //
@@ -53,7 +53,3 @@
 // clock, so that a test of "the second worker takes over after a minute"
 // runs in milliseconds.
 package uncomplicated
-
-// An Identifier is any domain object with an ID: ID() int64, string,
-// uuid.UUID... The ID's fmt %v form names the lock.
-type Identifier[K any] interface{ ID() K }

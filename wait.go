@@ -35,7 +35,7 @@ const (
 // take-over, with the arguments that follow the five of every attempt
 // (see queueLua).
 type spec struct {
-	primitive Kind // the primitive, for an Observer
+	primitive string // the primitive, for an Observer
 	kind      *holdKind
 	keys      []string
 	channel   string         // where this Client hears of hand-offs to its waiters
@@ -159,7 +159,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 		}
 		stale, age, left := p.stale(now)
 		if stale != nil {
-			if b.cfg.policy == Fail {
+			if !b.cfg.takeOver {
 				return nil, b.staleError(ctx, c.kind.what, c.who, age)
 			}
 			from = b.cfg.clock.Now()
@@ -188,7 +188,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 // to its end for an Observer: acquire, and then, if that got a hold and run
 // is not nil, run it (Do's fn and release). It reports whether it got the
 // hold.
-func (b *base) acquiring(ctx context.Context, op string, kind Kind, acquire func(context.Context, *observing) (*hold, error), run func(context.Context, *hold) error) (bool, error) {
+func (b *base) acquiring(ctx context.Context, op string, kind string, acquire func(context.Context, *observing) (*hold, error), run func(context.Context, *hold) error) (bool, error) {
 	ctx, o := b.observe(ctx, op, kind)
 	h, err := acquire(ctx, o)
 	if h != nil && run != nil {
@@ -479,7 +479,7 @@ func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kin
 	if err == nil {
 		g, err = parseGrant(reply)
 		if err == nil && g.ok && kind.fenced && g.fence == 0 {
-			err = fmt.Errorf("%w: a %s granted without a fence", ErrUnexpectedReply, kind.what)
+			err = fmt.Errorf("%w: a %s granted without a fence", driver.ErrUnexpectedReply, kind.what)
 		}
 		if err == nil {
 			return g, false, nil
@@ -489,11 +489,11 @@ func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kin
 }
 
 // observe begins a call op of kind on the lock.
-func (b *base) observe(ctx context.Context, op string, kind Kind) (context.Context, *observing) {
+func (b *base) observe(ctx context.Context, op string, kind string) (context.Context, *observing) {
 	if b.cfg.observer == nil {
 		return ctx, nil
 	}
-	ctx, o := b.cfg.observer.Begin(ctx, observe.Call{Op: op, Kind: string(kind), Type: b.typ, Name: b.name})
+	ctx, o := b.cfg.observer.Begin(ctx, observe.Call{Op: op, Kind: kind, Type: b.typ, Name: b.name})
 	if o == nil {
 		return ctx, nil
 	}

@@ -173,7 +173,7 @@ func TestWakeup_closedClientLeaves(t *testing.T) {
 // A waiter that takes a stuck lock over leaves the queue, and the next
 // release hands the lock to the waiter behind it.
 func TestWakeup_takeOverLeavesQueue(t *testing.T) {
-	env, _, taker := stuck(t, uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	env, _, taker := stuck(t, uncomplicated.WithTakeOver(true))
 	done := waitFor(t, env, context.Background(), taker)
 	env.Advance(patience)
 	if err := recv(t, done); err != nil {

@@ -137,7 +137,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 )
 
 // config is what the flags set.
@@ -204,8 +204,8 @@ func (cfg config) check() error {
 	if cfg.duration <= 0 || cfg.workers < 1 || cfg.uncontended < 1 || cfg.scale < 0 || cfg.scaleOnCluster < 0 || cfg.permits < 0 {
 		errs = append(errs, errors.New("-duration, -workers and -uncontended must be positive, -scale, -scale-cluster and -permits not negative"))
 	}
-	if cfg.permits > uncomplicated.MaxPermits {
-		errs = append(errs, fmt.Errorf("-permits must be at most %d", uncomplicated.MaxPermits))
+	if cfg.permits > limits.Permits {
+		errs = append(errs, fmt.Errorf("-permits must be at most %d", limits.Permits))
 	}
 	if !(cfg.reads >= 0 && cfg.reads <= 1) {
 		errs = append(errs, errors.New("-reads must be between 0 and 1"))

@@ -116,6 +116,11 @@ func (s *Script) SHA1() string { return s.sha }
 // listen.
 var ErrNoPubSub = errors.New("uncomplicated: connection cannot listen")
 
+// ErrUnexpectedReply matches the error of a reply of a shape the Client
+// cannot read: a server that is not Redis 7 or later, a proxy that mangles
+// replies, or a driver that breaks the shapes above.
+var ErrUnexpectedReply = errors.New("uncomplicated: unexpected reply from Redis")
+
 // ErrNotSent matches the errors NotSent marks.
 var ErrNotSent = errors.New("uncomplicated: not sent to Redis")
 

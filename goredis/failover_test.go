@@ -14,6 +14,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
@@ -556,7 +557,7 @@ func (w *workload) awaitAcquired(t *testing.T, c *uncomplicated.Client, names []
 			for _, name := range missing {
 				n, _ := w.acquisitions(name, since, deadline)
 				t.Errorf("%s acquired %d times in the %v after the new master was reached; want %d or more. Redis has %s; %s",
-					name, n, limit, want, inspect(c, name), w.failedUnlocks(name))
+					name, n, limit, want, describe(c, name), w.failedUnlocks(name))
 			}
 			return took
 		}
@@ -574,12 +575,12 @@ func (w *workload) checkFree(t *testing.T, c *uncomplicated.Client) {
 	deadline := time.Now().Add(3 * time.Second)
 	for _, name := range w.names {
 		for {
-			in, err := c.Inspect(context.Background(), name)
+			in, err := inspect.Lock(context.Background(), c, name)
 			if err == nil && !in.Held() {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Errorf("%s, with every worker stopped for 3s: %s; want no holder (%s)", name, inspect(c, name), w.failedUnlocks(name))
+				t.Errorf("%s, with every worker stopped for 3s: %s; want no holder (%s)", name, describe(c, name), w.failedUnlocks(name))
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -587,10 +588,10 @@ func (w *workload) checkFree(t *testing.T, c *uncomplicated.Client) {
 	}
 }
 
-// inspect says what c's Inspect finds of the lock name: its holders, with
+// describe says what inspect.Lock finds of the lock name: its holders, with
 // their Client's label, fence and lease left.
-func inspect(c *uncomplicated.Client, name string) string {
-	in, err := c.Inspect(context.Background(), name)
+func describe(c *uncomplicated.Client, name string) string {
+	in, err := inspect.Lock(context.Background(), c, name)
 	if err != nil {
 		return fmt.Sprintf("Inspect: %v", err)
 	}

@@ -10,13 +10,14 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/otel"
 )
 
 // mutex is the attributes of the metrics without an outcome of the
 // order's Mutex.
-var mutex = attrs(uncomplicated.KindMutex, "")
+var mutex = attrs(inspect.KindMutex, "")
 
 // A second Lock waits 2s, counted among the waiters, until the first
 // Unlock hands it the lock. Its ticks stay under 300ms, so that its last
@@ -52,7 +53,7 @@ func TestMetrics_contended(t *testing.T) {
 		{observe.Acquired, 1, 0},
 		{observe.HandedOff, 1, 2},
 	} {
-		a := attrs(uncomplicated.KindMutex, c.outcome)
+		a := attrs(inspect.KindMutex, c.outcome)
 		if got := r.count(t, otel.MetricAcquisitions, a); got != 1 {
 			t.Errorf("%s{%s} = %d; want 1", otel.MetricAcquisitions, c.outcome, got)
 		}
@@ -124,7 +125,7 @@ func TestMetrics_holdTime(t *testing.T) {
 
 // A TryLock that finds the lock held is busy, at once, and never waits.
 func TestMetrics_busy(t *testing.T) {
-	busy := attrs(uncomplicated.KindMutex, observe.Busy)
+	busy := attrs(inspect.KindMutex, observe.Busy)
 	ctx := context.Background()
 	r := newRig(t)
 	holder, other := r.mutex(t), r.mutex(t)

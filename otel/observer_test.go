@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/otel"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
@@ -108,7 +109,7 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 
 // attrs is the attributes of a metric of a lock of kind on an order:
 // with the outcome, unless it is "".
-func attrs(kind uncomplicated.Kind, outcome observe.Outcome) []attribute.KeyValue {
+func attrs(kind inspect.Kind, outcome observe.Outcome) []attribute.KeyValue {
 	a := []attribute.KeyValue{otel.KeyKind.String(string(kind)), otel.KeyType.String(orderType)}
 	if outcome != "" {
 		a = append(a, otel.KeyOutcome.String(string(outcome)))
@@ -266,19 +267,19 @@ func TestObserver_primitives(t *testing.T) {
 	fn := func(context.Context) error { return nil }
 	cases := []struct {
 		name string
-		kind uncomplicated.Kind
+		kind inspect.Kind
 		span string
 		do   func(*uncomplicated.Client) error
 	}{
-		{"Mutex", uncomplicated.KindMutex, "uncomplicated.Do", func(c *uncomplicated.Client) error {
+		{"Mutex", inspect.KindMutex, "uncomplicated.Do", func(c *uncomplicated.Client) error {
 			m, err := uncomplicated.New(c, order{orderID})
 			return errors.Join(err, m.Do(context.Background(), fn))
 		}},
-		{"RWMutex", uncomplicated.KindRWMutex, "uncomplicated.RDo", func(c *uncomplicated.Client) error {
+		{"RWMutex", inspect.KindRWMutex, "uncomplicated.RDo", func(c *uncomplicated.Client) error {
 			rw, err := uncomplicated.NewRW(c, order{orderID})
 			return errors.Join(err, rw.RDo(context.Background(), fn))
 		}},
-		{"Semaphore", uncomplicated.KindSemaphore, "uncomplicated.Do", func(c *uncomplicated.Client) error {
+		{"Semaphore", inspect.KindSemaphore, "uncomplicated.Do", func(c *uncomplicated.Client) error {
 			s, err := uncomplicated.NewSemaphore(c, order{orderID}, 2)
 			return errors.Join(err, s.Do(context.Background(), fn))
 		}},
@@ -328,11 +329,11 @@ func TestNewObserver_globalProviders(t *testing.T) {
 	global.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
 
 	obs := otel.NewObserver(otel.WithMeterProvider(nil), otel.WithTracerProvider(nil))
-	_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(uncomplicated.KindMutex), Type: orderType, Name: "lock:x"})
+	_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(inspect.KindMutex), Type: orderType, Name: "lock:x"})
 	o.Acquired(observe.Acquired, 1, 0)
 	o.End(nil)
 
-	if got := countIn(t, collect(t, reader), otel.MetricAcquisitions, attrs(uncomplicated.KindMutex, observe.Acquired)); got != 1 {
+	if got := countIn(t, collect(t, reader), otel.MetricAcquisitions, attrs(inspect.KindMutex, observe.Acquired)); got != 1 {
 		t.Errorf("%s{acquired} = %d; want 1", otel.MetricAcquisitions, got)
 	}
 	ended := spans.Ended()
@@ -380,7 +381,7 @@ func TestNewObserver_meterFails(t *testing.T) {
 		t.Errorf("handled %v; want 5 times %v", handled, errNoInstrument)
 	}
 	mu.Unlock()
-	_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(uncomplicated.KindMutex), Name: "lock:x"})
+	_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(inspect.KindMutex), Name: "lock:x"})
 	o.Waiting()
 	o.Acquired(observe.Acquired, 1, time.Second)
 	o.Lost("gone")
@@ -399,7 +400,7 @@ func TestObservation_concurrent(t *testing.T) {
 	const calls = 100
 	var wg sync.WaitGroup
 	for range calls {
-		_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(uncomplicated.KindMutex), Type: orderType, Name: "lock:x"})
+		_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(inspect.KindMutex), Type: orderType, Name: "lock:x"})
 		o.Waiting()
 		o.Acquired(observe.HandedOff, 1, time.Second)
 		wg.Add(2)
@@ -416,10 +417,10 @@ func TestObservation_concurrent(t *testing.T) {
 	}
 	wg.Wait()
 	metrics := collect(t, reader)
-	if got := countIn(t, metrics, otel.MetricLost, attrs(uncomplicated.KindMutex, "")); got != calls {
+	if got := countIn(t, metrics, otel.MetricLost, attrs(inspect.KindMutex, "")); got != calls {
 		t.Errorf("%s = %d; want %d", otel.MetricLost, got, calls)
 	}
-	if got := countIn(t, metrics, otel.MetricWaiters, attrs(uncomplicated.KindMutex, "")); got != 0 {
+	if got := countIn(t, metrics, otel.MetricWaiters, attrs(inspect.KindMutex, "")); got != 0 {
 		t.Errorf("%s = %d; want 0", otel.MetricWaiters, got)
 	}
 	if got := len(spans.Ended()); got != calls {

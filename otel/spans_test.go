@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/otel"
 )
@@ -20,18 +22,18 @@ import (
 // Fail the waiter's Lock fails, and its span is an error.
 func TestSpans_staleHolder(t *testing.T) {
 	cases := []struct {
-		policy     uncomplicated.StalePolicy
+		policy     bool
 		outcome    observe.Outcome
 		wantErr    error
 		wantEvents []string
 		wantStatus codes.Code
 		wantFence  bool
 	}{
-		{uncomplicated.TakeOver, observe.TakenOver, nil, []string{otel.EventTakenOver}, codes.Unset, true},
-		{uncomplicated.Fail, observe.Stale, uncomplicated.ErrStale, nil, codes.Error, false},
+		{true, observe.TakenOver, nil, []string{otel.EventTakenOver}, codes.Unset, true},
+		{false, observe.Stale, uncomplicated.ErrStale, nil, codes.Error, false},
 	}
 	for _, tc := range cases {
-		t.Run(tc.policy.String(), func(t *testing.T) {
+		t.Run(fmt.Sprintf("takeover=%v", tc.policy), func(t *testing.T) {
 			ctx := context.Background()
 			r := newRig(t)
 			holder := r.mutex(t, uncomplicated.WithLease(0), uncomplicated.WithTimeout(time.Minute))
@@ -39,7 +41,7 @@ func TestSpans_staleHolder(t *testing.T) {
 				t.Fatalf("Lock() = %v", err)
 			}
 			waiter := r.mutex(t, uncomplicated.WithTimeout(time.Minute), uncomplicated.WithTicks(60),
-				uncomplicated.WithStalePolicy(tc.policy))
+				uncomplicated.WithTakeOver(tc.policy))
 			done := r.lockAsync(t, waiter)
 			r.Advance(time.Minute)
 			if err := recv(t, done); !errors.Is(err, tc.wantErr) {
@@ -56,7 +58,7 @@ func TestSpans_staleHolder(t *testing.T) {
 			if fence, ok := attr(s.Attributes(), otel.KeyFence); ok != tc.wantFence || ok && fence.AsInt64() != 2 {
 				t.Errorf("span %s = %v (set: %v); want 2 (set: %v)", otel.KeyFence, fence.AsInt64(), ok, tc.wantFence)
 			}
-			a := attrs(uncomplicated.KindMutex, tc.outcome)
+			a := attrs(inspect.KindMutex, tc.outcome)
 			if got := r.count(t, otel.MetricAcquisitions, a); got != 1 {
 				t.Errorf("%s{%s} = %d; want 1", otel.MetricAcquisitions, tc.outcome, got)
 			}

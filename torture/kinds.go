@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // kind names the class of err for the report: "ok" for nil, else the
@@ -44,9 +45,8 @@ var sentinels = []struct {
 	{"ErrNotObtained", uncomplicated.ErrNotObtained},
 	{"ErrNotHeld", uncomplicated.ErrNotHeld},
 	{"ErrClosed", uncomplicated.ErrClosed},
-	{"ErrUnexpectedReply", uncomplicated.ErrUnexpectedReply},
+	{"driver.ErrUnexpectedReply", driver.ErrUnexpectedReply},
 	{"ErrInvalidArgument", uncomplicated.ErrInvalidArgument},
-	{"ErrInvalidID", uncomplicated.ErrInvalidID},
 }
 
 // cause names what lies under err: the ctx's end, a network failure or a

@@ -19,7 +19,7 @@ import (
 // the lock to nobody for a whole lease. It takes about 10 s.
 func TestMutex_staleQueueEntry(t *testing.T) {
 	const lease = 2 * time.Second
-	srv, p, a, b := proxied(t, uncomplicated.WithTimeout(lease), uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+	srv, p, a, b := proxied(t, uncomplicated.WithTimeout(lease), uncomplicated.WithTakeOver(true))
 	ctx := context.Background()
 
 	holder, _ := a.Named("k", uncomplicated.WithLease(time.Minute)) // outlasts the outage

@@ -88,7 +88,7 @@ func runWorker(spec string) int {
 	client, closeLocks, err := lockClient(cfg, []uncomplicated.Option{
 		uncomplicated.WithTimeout(cfg.Timeout),
 		uncomplicated.WithLease(cfg.Timeout),
-		uncomplicated.WithStalePolicy(uncomplicated.TakeOver),
+		uncomplicated.WithTakeOver(true),
 		uncomplicated.WithLogger(slog.New(takeOvers{out: out})),
 		uncomplicated.WithAutoRefresh(cfg.Timeout / 3),
 	})

@@ -22,7 +22,7 @@ func Example() {
 	defer t.finish()
 
 	env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(time.Minute),
-		uncomplicated.WithStalePolicy(uncomplicated.TakeOver))
+		uncomplicated.WithTakeOver(true))
 	ctx := context.Background()
 
 	hung, _ := uncomplicated.New(env.Client, Order{N: 7}) // lease: twice the timeout

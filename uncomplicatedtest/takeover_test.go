@@ -18,14 +18,14 @@ import (
 // milliseconds; under the Fail policy it gets ErrStale instead.
 func TestSecondWorkerTakesOverFromHungOne(t *testing.T) {
 	for _, tc := range []struct {
-		policy uncomplicated.StalePolicy
+		policy bool
 		want   error
 	}{
-		{uncomplicated.TakeOver, nil},
-		{uncomplicated.Fail, uncomplicated.ErrStale},
+		{true, nil},
+		{false, uncomplicated.ErrStale},
 	} {
 		env := uncomplicatedtest.New(t, uncomplicated.WithTimeout(time.Minute),
-			uncomplicated.WithStalePolicy(tc.policy))
+			uncomplicated.WithTakeOver(tc.policy))
 		ctx := context.Background()
 		hung, err := uncomplicated.New(env.Client, Order{N: 7})
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
@@ -81,9 +82,9 @@ func (e *env) hold(t *testing.T, name, label string, opts ...uncomplicated.Optio
 }
 
 // inspect returns what Redis has of the lock name.
-func (e *env) inspect(t *testing.T, name string) uncomplicated.LockInfo {
+func (e *env) inspect(t *testing.T, name string) inspect.Info {
 	t.Helper()
-	info, err := e.client(t, "").Inspect(context.Background(), e.prefix+":"+name)
+	info, err := inspect.Lock(context.Background(), e.client(t, ""), e.prefix+":"+name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 )
 
 // Inspection on a real deployment: Inspect shows each primitive's holders
@@ -24,7 +25,7 @@ type holding struct {
 // An inspectable is a primitive, acquired as one holder would.
 type inspectable struct {
 	name    string
-	kind    uncomplicated.Kind
+	kind    inspect.Kind
 	role    string
 	holders int // how many holds acquire makes
 	// acquire takes the lock named name on c, holders times.
@@ -32,21 +33,21 @@ type inspectable struct {
 }
 
 var inspected = []inspectable{
-	{"Mutex", uncomplicated.KindMutex, uncomplicated.RoleHolder, 1, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
+	{"Mutex", inspect.KindMutex, inspect.RoleHolder, 1, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
 		m, err := c.Named(name)
 		if err == nil {
 			err = m.Lock(ctx)
 		}
 		return []holding{{m.Fence, m.Held}}, err
 	}},
-	{"RWMutex writer", uncomplicated.KindRWMutex, uncomplicated.RoleWriter, 1, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
+	{"RWMutex writer", inspect.KindRWMutex, inspect.RoleWriter, 1, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
 		rw, err := c.NamedRW(name)
 		if err == nil {
 			err = rw.Lock(ctx)
 		}
 		return []holding{{rw.Fence, rw.Held}}, err
 	}},
-	{"RWMutex readers", uncomplicated.KindRWMutex, uncomplicated.RoleReader, 2, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
+	{"RWMutex readers", inspect.KindRWMutex, inspect.RoleReader, 2, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
 		rw, err := c.NamedRW(name)
 		for i := 0; i < 2 && err == nil; i++ {
 			err = rw.RLock(ctx)
@@ -54,7 +55,7 @@ var inspected = []inspectable{
 		none := func() uint64 { return 0 }
 		return []holding{{none, nil}, {none, nil}}, err // RWMutex.Held is the writer's
 	}},
-	{"Semaphore(2)", uncomplicated.KindSemaphore, uncomplicated.RolePermit, 2, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
+	{"Semaphore(2)", inspect.KindSemaphore, inspect.RolePermit, 2, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
 		s, err := c.NamedSemaphore(name, 2)
 		var hs []holding
 		for i := 0; i < 2 && err == nil; i++ {
@@ -82,7 +83,7 @@ func inspection(t *testing.T, d Deployment) {
 			}
 			// A waiter that needs the lock to itself: a writer for readers.
 			kind := tc.name
-			if tc.kind == uncomplicated.KindRWMutex {
+			if tc.kind == inspect.KindRWMutex {
 				kind = "RWMutex writer"
 			}
 			got := make(chan []holding, 1)
@@ -91,20 +92,20 @@ func inspection(t *testing.T, d Deployment) {
 				got <- hs
 			}()
 			name := mustNamed(t, holder, "inspect-me")
-			var info uncomplicated.LockInfo
+			var info inspect.Info
 			eventually(t, "the waiter queued", func() bool {
-				info, err = holder.Inspect(ctx, name)
+				info, err = inspect.Lock(ctx, holder, name)
 				return err == nil && len(info.Waiters) == 1
 			})
 			checkInspected(t, info, tc.kind, tc.role, tc.holders, held)
 
-			locks, more, err := holder.List(ctx, r.prefix+":inspect-*", 0)
+			locks, more, err := inspect.List(ctx, holder, r.prefix+":inspect-*", 0)
 			if err != nil || more || len(locks) != 1 || locks[0].Name != name || len(locks[0].Holders) != tc.holders {
 				t.Errorf("List = %+v, %v, %v; want the one lock %s with %d holders", locks, more, err, name, tc.holders)
 			}
 
 			before := info.Fence
-			gone, err := waiter.ForceRelease(ctx, name)
+			gone, err := inspect.ForceRelease(ctx, waiter, name)
 			if err != nil || len(gone.Holders) != tc.holders || gone.Holders[0].Label != "holder:1" {
 				t.Fatalf("ForceRelease = %+v, %v; want the %d holders labelled holder:1", gone, err, tc.holders)
 			}
@@ -132,7 +133,7 @@ func inspectedNamed(name string) inspectable {
 // checkInspected checks what Inspect read of a lock of kind held by
 // holders holds with role, labelled "holder:1", and one waiter labelled
 // "waiter 2".
-func checkInspected(t *testing.T, info uncomplicated.LockInfo, kind uncomplicated.Kind, role string, holders int, held []holding) {
+func checkInspected(t *testing.T, info inspect.Info, kind inspect.Kind, role string, holders int, held []holding) {
 	t.Helper()
 	if info.Kind != kind || !info.Held() || len(info.Holders) != holders {
 		t.Fatalf("Inspect = %+v; want a %s with %d holders", info, kind, holders)
@@ -154,10 +155,10 @@ func checkInspected(t *testing.T, info uncomplicated.LockInfo, kind uncomplicate
 	if fence := held[len(held)-1].fence(); fence != 0 && info.Fence < fence {
 		t.Errorf("fence counter = %d; want at least the last holder's %d", info.Fence, fence)
 	}
-	if kind == uncomplicated.KindSemaphore && info.Permits != 2 {
+	if kind == inspect.KindSemaphore && info.Permits != 2 {
 		t.Errorf("Permits = %d; want 2, as the waiter's entry states", info.Permits)
 	}
-	if kind == uncomplicated.KindRWMutex && role == uncomplicated.RoleReader && info.WaitingWriters != 1 {
+	if kind == inspect.KindRWMutex && role == inspect.RoleReader && info.WaitingWriters != 1 {
 		t.Errorf("WaitingWriters = %d; want 1", info.WaitingWriters)
 	}
 }
@@ -175,21 +176,21 @@ func inspectBadInput(t *testing.T, d Deployment) {
 	c := r.client()
 	ctx := context.Background()
 	for _, name := range []string{"", "inspect-me", "other:inspect-me", r.prefix + ":", r.prefix + ":a{b}"} {
-		if _, err := c.Inspect(ctx, name); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		if _, err := inspect.Lock(ctx, c, name); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 			t.Errorf("Inspect(%q) = %v; want ErrInvalidArgument", name, err)
 		}
-		if _, err := c.ForceRelease(ctx, name); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		if _, err := inspect.ForceRelease(ctx, c, name); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 			t.Errorf("ForceRelease(%q) = %v; want ErrInvalidArgument", name, err)
 		}
 	}
-	if _, _, err := c.List(ctx, "[", 0); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+	if _, _, err := inspect.List(ctx, c, "[", 0); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		t.Errorf("List(%q) = %v; want ErrInvalidArgument", "[", err)
 	}
-	info, err := c.Inspect(ctx, r.prefix+":never-used")
+	info, err := inspect.Lock(ctx, c, r.prefix+":never-used")
 	if err != nil || info.Kind != "" || info.Held() || info.At.IsZero() {
 		t.Errorf("Inspect of an unused lock = %+v, %v; want free, of no kind", info, err)
 	}
-	gone, err := c.ForceRelease(ctx, r.prefix+":never-used")
+	gone, err := inspect.ForceRelease(ctx, c, r.prefix+":never-used")
 	if err != nil || gone.Held() {
 		t.Errorf("ForceRelease of an unused lock = %+v, %v; want nothing removed", gone, err)
 	}
@@ -217,22 +218,22 @@ func inspectListEveryNode(t *testing.T, d Deployment) {
 	if ok, err := mustNamedMutex(t, b, "other").TryLock(ctx); !ok || err != nil {
 		t.Fatalf("TryLock = %v, %v", ok, err)
 	}
-	locks, more, err := a.List(ctx, "", 0)
+	locks, more, err := inspect.List(ctx, a, "", 0)
 	if err != nil || more || len(locks) != n {
 		t.Fatalf("List = %d locks, %v, %v; want %d", len(locks), more, err, n)
 	}
 	for _, l := range locks {
-		if !l.Held() || l.Kind != uncomplicated.KindMutex {
+		if !l.Held() || l.Kind != inspect.KindMutex {
 			t.Errorf("listed %+v; want a held mutex", l)
 		}
 	}
-	if locks, more, err := b.List(ctx, "", 0); err != nil || more || len(locks) != 1 {
+	if locks, more, err := inspect.List(ctx, b, "", 0); err != nil || more || len(locks) != 1 {
 		t.Errorf("List under the prefix %q = %d locks, %v, %v; want its 1", r.prefix+"[x]*", len(locks), more, err)
 	}
-	if locks, more, err := a.List(ctx, "", 5); err != nil || !more || len(locks) != 5 {
+	if locks, more, err := inspect.List(ctx, a, "", 5); err != nil || !more || len(locks) != 5 {
 		t.Errorf("List with limit 5 = %d locks, %v, %v; want 5 and more", len(locks), more, err)
 	}
-	if locks, _, err := a.List(ctx, r.prefix+":listed-1*", 0); err != nil || len(locks) != 3 {
+	if locks, _, err := inspect.List(ctx, a, r.prefix+":listed-1*", 0); err != nil || len(locks) != 3 {
 		t.Errorf("List matching listed-1* = %d locks, %v; want 3", len(locks), err)
 	}
 }

@@ -190,7 +190,7 @@ func (r *rig) increment(key string) error {
 
 func mutexTryLock(t *testing.T, d Deployment) {
 	r := newRig(t, d)
-	opts := []uncomplicated.Option{uncomplicated.WithStalePolicy(uncomplicated.TakeOver)}
+	opts := []uncomplicated.Option{uncomplicated.WithTakeOver(true)}
 	a := mustNew(t, r.client(append(opts, uncomplicated.WithLease(0))...), orders.Order{N: 1})
 	b := mustNew(t, r.client(opts...), orders.Order{N: 1})
 	ctx := context.Background()

@@ -77,7 +77,7 @@ func semaphoreTakeOverRace(t *testing.T, d Deployment) {
 	var wg sync.WaitGroup
 	for c := range 6 {
 		s := mustNamedSemaphore(t, r.client(uncomplicated.WithTimeout(300*time.Millisecond), uncomplicated.WithTicks(10),
-			uncomplicated.WithStalePolicy(uncomplicated.TakeOver), uncomplicated.WithLease(5*time.Second)), "pool", permits)
+			uncomplicated.WithTakeOver(true), uncomplicated.WithLease(5*time.Second)), "pool", permits)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

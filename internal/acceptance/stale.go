@@ -67,7 +67,7 @@ func mutexStaleHolderTakeOver(t *testing.T, d Deployment) {
 		t.Run(stuck.name, func(t *testing.T) {
 			r := newRig(t, d)
 			holder := stuck.hold(t, r, orders.Order{N: 1})
-			m := mustNew(t, r.client(uncomplicated.WithTimeout(staleAfter), uncomplicated.WithStalePolicy(uncomplicated.TakeOver),
+			m := mustNew(t, r.client(uncomplicated.WithTimeout(staleAfter), uncomplicated.WithTakeOver(true),
 				uncomplicated.WithLease(10*time.Second)), orders.Order{N: 1})
 			before := r.text(m.Name(), "GET", m.Name())
 			if err := m.Lock(context.Background()); err != nil {

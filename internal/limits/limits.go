@@ -16,6 +16,10 @@ const (
 // Label bounds the length of a holder label (WithHolderLabel).
 const Label = 64
 
+// Permits bounds the permits of a Semaphore: a waiter's every attempt
+// reads the tokens of all holders.
+const Permits = 10000
+
 // Inspected bounds the holders and the waiters that Client.Inspect reports
 // of one lock.
 const Inspected = 100

@@ -34,14 +34,14 @@ func (Order) LockType() string { return "demo.Order" }
 
 // demoConfig is what the demo's flags set.
 type demoConfig struct {
-	policy  uncomplicated.StalePolicy
-	workers int
-	orders  int
-	jobs    int
-	timeout time.Duration
-	lease   time.Duration
-	work    time.Duration
-	seed    uint64
+	takeOver bool
+	workers  int
+	orders   int
+	jobs     int
+	timeout  time.Duration
+	lease    time.Duration
+	work     time.Duration
+	seed     uint64
 }
 
 // parseDemo reads the demo's flags; done reports that it printed the help
@@ -65,9 +65,9 @@ func (s *session) parseDemo(args []string) (cfg demoConfig, done bool, code int)
 	}
 	switch strings.ToLower(*policy) {
 	case "takeover":
-		cfg.policy = uncomplicated.TakeOver
+		cfg.takeOver = true
 	case "fail":
-		cfg.policy = uncomplicated.Fail
+		cfg.takeOver = false
 	default:
 		return cfg, true, s.usage(fmt.Sprintf("-policy must be takeover or fail, not %q", *policy))
 	}
@@ -171,14 +171,18 @@ func deleteKeys(pool *redis.Pool, prefix string) error {
 
 func demo(ctx context.Context, cfg demoConfig, pool *redis.Pool, where string, out io.Writer) error {
 	tl := &timeline{out: out, start: time.Now()}
-	fmt.Fprintf(out, "%d workers, %d orders, %d jobs each; timeout %v, lease %v, stale policy %v\n%s\n\n",
-		cfg.workers, cfg.orders, cfg.jobs, cfg.timeout, cfg.lease, cfg.policy, where)
+	policy := "Fail"
+	if cfg.takeOver {
+		policy = "TakeOver"
+	}
+	fmt.Fprintf(out, "%d workers, %d orders, %d jobs each; timeout %v, lease %v, stale policy %s\n%s\n\n",
+		cfg.workers, cfg.orders, cfg.jobs, cfg.timeout, cfg.lease, policy, where)
 	client := uncomplicated.NewClient(pool,
 		uncomplicated.WithPrefix(demoPrefix),
 		uncomplicated.WithTimeout(cfg.timeout),
 		uncomplicated.WithTicks(20),
 		uncomplicated.WithLease(cfg.lease),
-		uncomplicated.WithStalePolicy(cfg.policy))
+		uncomplicated.WithTakeOver(cfg.takeOver))
 	defer client.Close()
 
 	store := &fencedStore{highest: map[int]uint64{}}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 )
 
 // ulock release --force: break a stuck lock.
@@ -42,7 +42,7 @@ func (s *session) release(ctx context.Context, args []string) int {
 	if err != nil {
 		return s.fail(err)
 	}
-	was, err := c.ForceRelease(ctx, full)
+	was, err := inspect.ForceRelease(ctx, c, full)
 	if err != nil {
 		return s.failIn(ctx, err, fmt.Sprintf("; %s may or may not be broken: see 'ulock status %s'", full, full))
 	}
@@ -54,7 +54,7 @@ func (s *session) release(ctx context.Context, args []string) int {
 
 // broke prints what ForceRelease removed: the lock as it was, and a line
 // per holder removed.
-func broke(s *session, was uncomplicated.LockInfo) error {
+func broke(s *session, was inspect.Info) error {
 	if !was.Held() {
 		_, err := fmt.Fprintf(s.stdout, "%s was free: nothing removed\n", was.Name)
 		return err

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
@@ -85,11 +86,11 @@ func (s *session) run(ctx context.Context, args []string) int {
 // options checks the flags of ulock run and returns the options of its
 // lock.
 func (f *runFlags) options(fs *flag.FlagSet) ([]uncomplicated.Option, error) {
-	policy := uncomplicated.Fail
+	takeOver := false
 	switch f.policy {
 	case "fail":
 	case "takeover":
-		policy = uncomplicated.TakeOver
+		takeOver = true
 	default:
 		return nil, usagef("--policy must be takeover or fail, not %q", f.policy)
 	}
@@ -108,7 +109,7 @@ func (f *runFlags) options(fs *flag.FlagSet) ([]uncomplicated.Option, error) {
 		return nil, usagef("exit codes must be 0 to 255, got %d and %d", f.conflictCode, f.lostCode)
 	}
 	opts := []uncomplicated.Option{uncomplicated.WithTimeout(f.timeout), uncomplicated.WithTicks(f.ticks),
-		uncomplicated.WithLease(lease), uncomplicated.WithStalePolicy(policy)}
+		uncomplicated.WithLease(lease), uncomplicated.WithTakeOver(takeOver)}
 	if lease > 0 {
 		opts = append(opts, uncomplicated.WithAutoRefresh(refreshPeriod(f.timeout, lease)))
 	}
@@ -260,7 +261,7 @@ func (s *session) exit(h holding, c *uncomplicated.Client, l lockable, f *runFla
 func heldBy(c *uncomplicated.Client, name string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	info, err := c.Inspect(ctx, name)
+	info, err := inspect.Lock(ctx, c, name)
 	if err != nil || !info.Held() {
 		return ""
 	}

@@ -12,9 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
-
-	"github.com/uncomplicated-mutex/uncomplicated"
 )
 
 // ulock status and ulock list: what locks there are and who holds them,
@@ -39,13 +38,13 @@ func (s *session) status(ctx context.Context, args []string) int {
 		return s.fail(err)
 	}
 	defer closeAll()
-	var locks []uncomplicated.LockInfo
+	var locks []inspect.Info
 	for _, name := range names {
 		full, err := fullName(c, r.prefix, name)
 		if err != nil {
 			return s.fail(err)
 		}
-		info, err := c.Inspect(ctx, full)
+		info, err := inspect.Lock(ctx, c, full)
 		if err != nil {
 			return s.failIn(ctx, err, "")
 		}
@@ -84,7 +83,7 @@ func (s *session) list(ctx context.Context, args []string) int {
 		return s.fail(err)
 	}
 	defer closeAll()
-	locks, more, err := c.List(ctx, pattern, *limit)
+	locks, more, err := inspect.List(ctx, c, pattern, *limit)
 	if err != nil {
 		return s.failIn(ctx, err, "")
 	}
@@ -101,7 +100,7 @@ func (s *session) list(ctx context.Context, args []string) int {
 }
 
 // show prints locks as a table, or as JSON Lines.
-func show(w io.Writer, locks []uncomplicated.LockInfo, asJSON bool) error {
+func show(w io.Writer, locks []inspect.Info, asJSON bool) error {
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for _, l := range locks {
@@ -123,7 +122,7 @@ func show(w io.Writer, locks []uncomplicated.LockInfo, asJSON bool) error {
 }
 
 // row is the table's row of l.
-func row(l uncomplicated.LockInfo) []string {
+func row(l inspect.Info) []string {
 	kind, state, holder, since, lease, timeout := cmp.Or(string(l.Kind), "-"), "free", "-", "-", "-", "-"
 	if l.Held() {
 		first := l.Holders[0]
@@ -133,7 +132,7 @@ func row(l uncomplicated.LockInfo) []string {
 			since = short(d)
 		}
 		lease = "none"
-		if first.LeaseLeft != uncomplicated.NoLease {
+		if first.LeaseLeft != inspect.NoLease {
 			lease = short(first.LeaseLeft)
 		}
 		if first.Timeout > 0 {
@@ -149,7 +148,7 @@ func row(l uncomplicated.LockInfo) []string {
 
 // holderCell names the first holder of l, and how many more there are:
 // "web-3:4127 +2".
-func holderCell(l uncomplicated.LockInfo) string {
+func holderCell(l inspect.Info) string {
 	cell := cmp.Or(l.Holders[0].Label, "(no label)")
 	if n := len(l.Holders) - 1; n > 0 {
 		cell += fmt.Sprintf(" +%d", n)
@@ -160,14 +159,14 @@ func holderCell(l uncomplicated.LockInfo) string {
 // inUse tells how much of l is taken: "writer" or "3 readers" for an
 // RWMutex, "2 of 3" permits of a Semaphore (of N only when its waiters
 // tell N), "-" for a Mutex.
-func inUse(l uncomplicated.LockInfo) string {
+func inUse(l inspect.Info) string {
 	switch l.Kind {
-	case uncomplicated.KindRWMutex:
-		if l.Held() && l.Holders[0].Role == uncomplicated.RoleWriter {
+	case inspect.KindRWMutex:
+		if l.Held() && l.Holders[0].Role == inspect.RoleWriter {
 			return "writer"
 		}
 		return fmt.Sprintf("%d %s", len(l.Holders), plural(len(l.Holders), "reader", "readers"))
-	case uncomplicated.KindSemaphore:
+	case inspect.KindSemaphore:
 		if l.Permits > 0 {
 			return fmt.Sprintf("%d of %d", len(l.Holders), l.Permits)
 		}
@@ -179,7 +178,7 @@ func inUse(l uncomplicated.LockInfo) string {
 // heldFor is how long h had held l, or waited for it, when Redis read l:
 // from h's Since, by its holder's clock, to l.At, by Redis's, and so never
 // below 0. It reports false when Since is unknown.
-func heldFor(l uncomplicated.LockInfo, h uncomplicated.Holder) (time.Duration, bool) {
+func heldFor(l inspect.Info, h inspect.Holder) (time.Duration, bool) {
 	if h.Since.IsZero() {
 		return 0, false
 	}
@@ -235,7 +234,7 @@ type waiterView struct {
 // the millisecond.
 const rfc3339 = "2006-01-02T15:04:05.000Z07:00"
 
-func viewOf(l uncomplicated.LockInfo) lockView {
+func viewOf(l inspect.Info) lockView {
 	v := lockView{
 		Name: l.Name, Kind: string(l.Kind), State: "free", Fence: l.Fence,
 		Holders: []holderView{}, Waiters: []waiterView{},
@@ -252,7 +251,7 @@ func viewOf(l uncomplicated.LockInfo) lockView {
 		if d, ok := heldFor(l, h); ok {
 			hv.HeldFor = seconds(d)
 		}
-		if h.LeaseLeft != uncomplicated.NoLease {
+		if h.LeaseLeft != inspect.NoLease {
 			hv.LeaseLeft = seconds(h.LeaseLeft)
 		}
 		v.Holders = append(v.Holders, hv)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
@@ -122,7 +123,7 @@ func (f *fixture) awaitWaiters(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for _, name := range []string{"m", "sem"} {
 		for {
-			info, err := c.Inspect(context.Background(), f.prefix+":"+name)
+			info, err := inspect.Lock(context.Background(), c, f.prefix+":"+name)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,9 +139,9 @@ func (f *fixture) awaitWaiters(t *testing.T) {
 }
 
 // inspect returns what Redis has of the fixture's lock name.
-func (f *fixture) inspect(t *testing.T, name string) uncomplicated.LockInfo {
+func (f *fixture) inspect(t *testing.T, name string) inspect.Info {
 	t.Helper()
-	info, err := f.client(t, "").Inspect(context.Background(), f.prefix+":"+name)
+	info, err := inspect.Lock(context.Background(), f.client(t, ""), f.prefix+":"+name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func (s *session) usage(msg string) int {
 // input), exitFailure for anything else.
 func (s *session) fail(err error) int {
 	var u usageError
-	if errors.As(err, &u) || errors.Is(err, uncomplicated.ErrInvalidArgument) || errors.Is(err, uncomplicated.ErrInvalidID) {
+	if errors.As(err, &u) || errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		return s.usage(err.Error())
 	}
 	s.say("%v", err)
