@@ -24,11 +24,11 @@ func TestRedis_aclOnlyForTheLocks(t *testing.T) {
 	c := uncomplicated.NewClient(pool, uncomplicated.WithPrefix("app"), uncomplicated.WithTimeout(10*time.Second))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
-	holder, _ := c.Named("acl")
+	holder, _ := uncomplicated.New(c, uncomplicated.Named("acl"))
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waiter, _ := c.Named("acl")
+	waiter, _ := uncomplicated.New(c, uncomplicated.Named("acl"))
 	done := make(chan error, 1)
 	go func() { done <- waiter.Lock(ctx) }()
 	queue := "app:queue:{" + holder.Name() + "}"

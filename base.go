@@ -25,6 +25,19 @@ type base struct {
 	tail string
 }
 
+// newBase checks opts and names obj's lock, for c.
+func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, error) {
+	cfg, err := c.config(opts)
+	if err != nil {
+		return base{}, err
+	}
+	key, err := objectName(cfg.prefix, obj)
+	if err != nil {
+		return base{}, err
+	}
+	return base{c: c, cfg: cfg, name: key, typ: typePart(cfg.prefix, key), tail: tokenTail(cfg)}, nil
+}
+
 // background runs a release script s on keys with args: it releases what
 // a lost acquisition, or a Do that ran out of time, may have left, or takes
 // a waiter that gave up out of the queue (a release may have just handed

@@ -120,19 +120,6 @@ func (c *Client) closed() bool {
 	}
 }
 
-// base checks opts and names a lock.
-func (c *Client) base(opts []Option, name func(prefix string) (string, error)) (base, error) {
-	cfg, err := c.config(opts)
-	if err != nil {
-		return base{}, err
-	}
-	key, err := name(cfg.prefix)
-	if err != nil {
-		return base{}, err
-	}
-	return base{c: c, cfg: cfg, name: key, typ: typePart(cfg.prefix, key), tail: tokenTail(cfg)}, nil
-}
-
 // config merges the Client's options with opts and checks the result.
 func (c *Client) config(opts []Option) (config, error) {
 	switch {

@@ -317,7 +317,7 @@ func TestClient_Close(t *testing.T) {
 	}
 	_, calls["TryLock"] = waiter.TryLock(ctx)
 	_, calls["New"] = uncomplicated.New(client, Order{2})
-	_, calls["Named"] = client.Named("x")
+	_, calls["Named"] = uncomplicated.New(client, uncomplicated.Named("x"))
 	for name, err := range calls {
 		if want := name != "Close"; errors.Is(err, uncomplicated.ErrClosed) != want {
 			t.Errorf("%s() after Close = %v; want ErrClosed: %v", name, err, want)

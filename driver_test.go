@@ -146,7 +146,7 @@ func (silentDriver) Listen(ctx context.Context, _ bool) (driver.Subscription, er
 func TestNewDriverClient_commandTimeout(t *testing.T) {
 	c := NewDriverClient(silentDriver{}, WithCommandTimeout(20*time.Millisecond))
 	defer c.Close()
-	m, err := c.Named("x")
+	m, err := New(c, Named("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestNewDriverClient_commandTimeout(t *testing.T) {
 	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotObtained) {
 		t.Errorf("Lock under a shorter ctx = %v; want the ctx's DeadlineExceeded and ErrNotObtained", err)
 	}
-	if _, err := NewDriverClient(nil).Named("x"); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := New(NewDriverClient(nil), Named("x")); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Named on a nil Driver = %v; want ErrInvalidArgument", err)
 	}
 }
@@ -208,7 +208,7 @@ func (d *unsentDriver) Listen(context.Context, bool) (driver.Subscription, error
 func TestNewDriverClient_notSent(t *testing.T) {
 	d := &unsentDriver{}
 	c := NewDriverClient(d)
-	m, err := c.Named("x")
+	m, err := New(c, Named("x"))
 	if err != nil {
 		t.Fatal(err)
 	}

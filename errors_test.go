@@ -106,7 +106,7 @@ func acquirings() []acquiring {
 // mustSemaphoreNamed returns the Semaphore of one permit named name.
 func mustSemaphoreNamed(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.Semaphore {
 	t.Helper()
-	s, err := c.NamedSemaphore(name, 1)
+	s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), 1)
 	if err != nil {
 		t.Fatalf("NamedSemaphore(%q) = %v", name, err)
 	}

@@ -148,7 +148,7 @@ func ExampleFenceOf() {
 	defer stop()
 	ctx := context.Background()
 
-	exports, err := client.NamedSemaphore("exports", 3)
+	exports, err := uncomplicated.NewSemaphore(client, uncomplicated.Named("exports"), 3)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -262,7 +262,7 @@ func ExampleSemaphore() {
 	defer stop()
 	ctx := context.Background()
 
-	exports, err := client.NamedSemaphore("exports", 3)
+	exports, err := uncomplicated.NewSemaphore(client, uncomplicated.Named("exports"), 3)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func FuzzLockKeys(f *testing.F) {
 		badPrefix := prefix == "" || strings.ContainsAny(prefix, "{}")
 		var locks []*Mutex
 		for _, name := range []string{a, b} {
-			named, err := c.Named(name)
+			named, err := New(c, Named(name))
 			obj, objErr := New(c, strID(name))
 			for _, e := range []error{err, objErr} {
 				switch {

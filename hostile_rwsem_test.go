@@ -56,16 +56,25 @@ func TestHostile_rwAndSemaphore(t *testing.T) {
 			return err
 		}, []error{IA}},
 		{"NewSemaphore nil object", func(e env) error { _, err := uncomplicated.NewSemaphore[int64](e.c, nil, 1); return err }, []error{ID}},
-		{"NamedSemaphore empty", func(e env) error { _, err := e.c.NamedSemaphore("", 1); return err }, []error{ID}},
-		{"NamedSemaphore nil Client", func(env) error { _, err := (*uncomplicated.Client)(nil).NamedSemaphore("x", 1); return err }, []error{IA}},
+		{"NamedSemaphore empty", func(e env) error { _, err := uncomplicated.NewSemaphore(e.c, uncomplicated.Named(""), 1); return err }, []error{ID}},
+		{"NamedSemaphore nil Client", func(env) error {
+			_, err := uncomplicated.NewSemaphore((*uncomplicated.Client)(nil), uncomplicated.Named("x"), 1)
+			return err
+		}, []error{IA}},
 		{"NamedSemaphore bad option", func(e env) error {
-			_, err := e.c.NamedSemaphore("x", 1, uncomplicated.WithTimeout(0))
+			_, err := uncomplicated.NewSemaphore(e.c, uncomplicated.Named("x"), 1, uncomplicated.WithTimeout(0))
 			return err
 		}, []error{IA}},
 		{"NewRW nil object", func(e env) error { _, err := uncomplicated.NewRW[int64](e.c, nil); return err }, []error{ID}},
-		{"NamedRW empty", func(e env) error { _, err := e.c.NamedRW(""); return err }, []error{ID}},
-		{"NamedRW nil Client", func(env) error { _, err := (*uncomplicated.Client)(nil).NamedRW("x"); return err }, []error{IA}},
-		{"NamedRW bad option", func(e env) error { _, err := e.c.NamedRW("x", uncomplicated.WithTicks(0)); return err }, []error{IA}},
+		{"NamedRW empty", func(e env) error { _, err := uncomplicated.NewRW(e.c, uncomplicated.Named("")); return err }, []error{ID}},
+		{"NamedRW nil Client", func(env) error {
+			_, err := uncomplicated.NewRW((*uncomplicated.Client)(nil), uncomplicated.Named("x"))
+			return err
+		}, []error{IA}},
+		{"NamedRW bad option", func(e env) error {
+			_, err := uncomplicated.NewRW(e.c, uncomplicated.Named("x"), uncomplicated.WithTicks(0))
+			return err
+		}, []error{IA}},
 
 		{"nil Semaphore Acquire", func(env) error { return acquire(nilS.Acquire(bg)) }, []error{IA}},
 		{"nil Semaphore TryAcquire", func(env) error { return permit(nilS.TryAcquire(bg)) }, []error{IA}},
@@ -132,8 +141,8 @@ func TestHostile_rwAndSemaphore(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newHostileRig(t)
-			rw, _ := r.client.NamedRW("rw")
-			s, _ := r.client.NamedSemaphore("s", 2)
+			rw, _ := uncomplicated.NewRW(r.client, uncomplicated.Named("rw"))
+			s, _ := uncomplicated.NewSemaphore(r.client, uncomplicated.Named("s"), 2)
 			p, _, err := s.TryAcquire(bg)
 			if err != nil {
 				t.Fatal(err)

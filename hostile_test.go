@@ -98,7 +98,7 @@ func TestHostile_invalidInput(t *testing.T) {
 	zeroM := &uncomplicated.Mutex{}
 	named := func(opts ...uncomplicated.Option) func(*uncomplicated.Client, *uncomplicated.Mutex) error {
 		return func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error {
-			_, err := c.Named("x", opts...)
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), opts...)
 			return err
 		}
 	}
@@ -142,7 +142,10 @@ func TestHostile_invalidInput(t *testing.T) {
 			_, err := uncomplicated.New(c, funcID{})
 			return err
 		}, want: []error{ID}},
-		{name: "Named empty", call: func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error { _, err := c.Named(""); return err }, want: []error{ID}},
+		{name: "Named empty", call: func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error {
+			_, err := uncomplicated.New(c, uncomplicated.Named(""))
+			return err
+		}, want: []error{ID}},
 
 		// Clients and pools.
 		{name: "New nil Client", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error {
@@ -150,7 +153,7 @@ func TestHostile_invalidInput(t *testing.T) {
 			return err
 		}, want: []error{IA}},
 		{name: "Named nil Client", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error {
-			_, err := (*uncomplicated.Client)(nil).Named("x")
+			_, err := uncomplicated.New((*uncomplicated.Client)(nil), uncomplicated.Named("x"))
 			return err
 		}, want: []error{IA}},
 		{name: "Close nil Client", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error { return (*uncomplicated.Client)(nil).Close() }, want: []error{IA}},
@@ -160,11 +163,11 @@ func TestHostile_invalidInput(t *testing.T) {
 		}, want: []error{IA}},
 		{name: "Close zero Client", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error { return (&uncomplicated.Client{}).Close() }, want: []error{IA}},
 		{name: "nil Pool", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error {
-			_, err := uncomplicated.NewClient(nil).Named("x")
+			_, err := uncomplicated.New(uncomplicated.NewClient(nil), uncomplicated.Named("x"))
 			return err
 		}, want: []error{IA}},
 		{name: "typed nil Pool", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error {
-			_, err := uncomplicated.NewClient((*redis.Pool)(nil)).Named("x")
+			_, err := uncomplicated.New(uncomplicated.NewClient((*redis.Pool)(nil)), uncomplicated.Named("x"))
 			return err
 		}, want: []error{IA}},
 
@@ -203,7 +206,7 @@ func TestHostile_invalidInput(t *testing.T) {
 		{name: "WithPrefix }", call: named(uncomplicated.WithPrefix("a}")), want: []error{IA}},
 		{name: "WithPrefix {tag}", call: named(uncomplicated.WithPrefix("app{tag}")), want: []error{IA}},
 		{name: "Client option out of range", call: func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error {
-			_, err := uncomplicated.NewClient(&redis.Pool{}, uncomplicated.WithTicks(0)).Named("x")
+			_, err := uncomplicated.New(uncomplicated.NewClient(&redis.Pool{}, uncomplicated.WithTicks(0)), uncomplicated.Named("x"))
 			return err
 		}, want: []error{IA}},
 		{name: "Mutex option out of range on New", call: func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error {
@@ -230,7 +233,7 @@ func TestHostile_invalidInput(t *testing.T) {
 		}, want: []error{uncomplicated.ErrClosed}},
 		{name: "Named after Close", call: func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error {
 			_ = c.Close()
-			_, err := c.Named("x")
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"))
 			return err
 		}, want: []error{uncomplicated.ErrClosed}},
 		{name: "Lock after Close", call: func(c *uncomplicated.Client, m *uncomplicated.Mutex) error { _ = c.Close(); return m.Lock(bg) },
@@ -610,7 +613,7 @@ func TestHostile_garbageServer(t *testing.T) {
 				{"Refresh", true, func(ctx context.Context, m *uncomplicated.Mutex) error { return m.Refresh(ctx) }, tc.refresh},
 			}
 			for i, c := range calls {
-				m, err := client.Named(fmt.Sprintf("garbage%d", i))
+				m, err := uncomplicated.New(client, uncomplicated.Named(fmt.Sprintf("garbage%d", i)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -696,7 +699,7 @@ func TestHostile_garbageHolderNoSpin(t *testing.T) {
 		f.close() // first: see TestHostile_Close_garbageListener
 		_ = client.Close()
 	})
-	m, err := client.Named("spin")
+	m, err := uncomplicated.New(client, uncomplicated.Named("spin"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -719,7 +722,7 @@ const heldByX = "*4\r\n:0\r\n:0\r\n$1\r\nx\r\n*0\r\n"
 func TestHostile_Close_garbageListener(t *testing.T) {
 	f := newFakeRedis(t, heldByX)
 	client := uncomplicated.NewClient(f.pool(t))
-	m, err := client.Named("listen")
+	m, err := uncomplicated.New(client, uncomplicated.Named("listen"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -747,7 +750,7 @@ func TestHostile_hugeArrayHeader(t *testing.T) {
 	f := newFakeRedis(t, "*9223372036854775807\r\n")
 	client := uncomplicated.NewClient(f.pool(t))
 	t.Cleanup(func() { _ = client.Close() })
-	m, err := client.Named("huge")
+	m, err := uncomplicated.New(client, uncomplicated.Named("huge"))
 	if err != nil {
 		t.Fatal(err)
 	}

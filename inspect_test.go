@@ -53,7 +53,7 @@ func TestInspect_labels(t *testing.T) {
 			t.Errorf("Inspect of an older version's token %q = %+v, %v; want a holder without a timeout, and its label if any", old, info, err)
 		}
 	}
-	if _, err := env.Client.Named("x", uncomplicated.WithHolderLabel(strings.Repeat("x", limits.Label+1))); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+	if _, err := uncomplicated.New(env.Client, uncomplicated.Named("x"), uncomplicated.WithHolderLabel(strings.Repeat("x", limits.Label+1))); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		t.Errorf("a label of %d bytes = %v; want ErrInvalidArgument", limits.Label+1, err)
 	}
 }
@@ -129,7 +129,7 @@ func TestForceRelease_expiredHolders(t *testing.T) {
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	s, err := env.Client.NamedSemaphore("sem", 2)
+	s, err := uncomplicated.NewSemaphore(env.Client, uncomplicated.Named("sem"), 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ var lockTyperType = reflect.TypeFor[lockTyper]()
 // when obj is nil, its ID or LockType method panics, or the ID is nil or
 // prints empty, or LockType returns "".
 func objectName[K any](prefix string, obj identifier[K]) (name string, err error) {
+	if p, ok := any(obj).(plainID); ok {
+		return plainName(prefix, string(p))
+	}
 	typ, err := lockType(obj)
 	if err != nil {
 		return "", err
@@ -140,7 +143,18 @@ func isNil(v any) bool {
 	return false
 }
 
-// plainName names the lock of Client.Named.
+// Named returns an object whose lock has a plain name: New(client,
+// Named("nightly-report")) makes the Mutex of lock:nightly-report, and
+// NewRW and NewSemaphore take it alike. An empty name makes them return an
+// error wrapping ErrInvalidArgument.
+func Named(name string) interface{ ID() string } { return plainID(name) }
+
+// A plainID is the object of Named, whose lock is named by its ID alone.
+type plainID string
+
+func (p plainID) ID() string { return string(p) }
+
+// plainName names the lock of a plainID.
 func plainName(prefix, name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: empty name", ErrInvalidArgument)

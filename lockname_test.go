@@ -69,7 +69,7 @@ func TestLockName(t *testing.T) {
 
 func namedOf(t *testing.T, name string) string {
 	t.Helper()
-	m, err := NewClient(&redis.Pool{}).Named(name)
+	m, err := New(NewClient(&redis.Pool{}), Named(name))
 	if err != nil {
 		t.Fatalf("Named(%q) = %v", name, err)
 	}

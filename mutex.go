@@ -9,7 +9,7 @@ import (
 // A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
 // sharing a Mutex take turns as with sync.Mutex, and across processes one
 // holder at a time has the lock, as long as its lease lasts. Make one with
-// New or Client.Named; the zero value returns ErrInvalidArgument.
+// New; the zero value returns ErrInvalidArgument.
 type Mutex struct {
 	base
 	x exclusive
@@ -26,19 +26,12 @@ type Mutex struct {
 // bad option) gives an error wrapping ErrInvalidArgument, and nothing is
 // sent to Redis.
 func New[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*Mutex, error) {
-	return c.mutex(opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
+	return newMutex(c, obj, opts)
 }
 
-// Named returns the Mutex of a lock with a plain name, lock:<name>. An
-// empty name or a bad option gives an error wrapping ErrInvalidArgument;
-// nothing is sent to Redis.
-func (c *Client) Named(name string, opts ...Option) (*Mutex, error) {
-	return c.mutex(opts, func(prefix string) (string, error) { return plainName(prefix, name) })
-}
-
-// mutex checks opts, names the lock and makes its Mutex.
-func (c *Client) mutex(opts []Option, name func(prefix string) (string, error)) (*Mutex, error) {
-	b, err := c.base(opts, name)
+// newMutex checks opts, names obj's lock and makes its Mutex.
+func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex, error) {
+	b, err := newBase(c, obj, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -32,19 +32,52 @@ func TestNew_invalid(t *testing.T) {
 		{"nil ID", func() error { _, err := uncomplicated.New(c, nilID{}); return err }, uncomplicated.ErrInvalidArgument},
 		{"ID panics", func() error { _, err := uncomplicated.New(c, panicky{}); return err }, uncomplicated.ErrInvalidArgument},
 		{"ID is a func", func() error { _, err := uncomplicated.New(c, funcID{}); return err }, uncomplicated.ErrInvalidArgument},
-		{"empty name", func() error { _, err := c.Named(""); return err }, uncomplicated.ErrInvalidArgument},
-		{"zero timeout", func() error { _, err := c.Named("x", uncomplicated.WithTimeout(0)); return err }, U},
-		{"negative timeout", func() error { _, err := c.Named("x", uncomplicated.WithTimeout(-time.Second)); return err }, U},
-		{"zero ticks", func() error { _, err := c.Named("x", uncomplicated.WithTicks(0)); return err }, U},
-		{"negative ticks", func() error { _, err := c.Named("x", uncomplicated.WithTicks(-1)); return err }, U},
-		{"negative lease", func() error { _, err := c.Named("x", uncomplicated.WithLease(-1)); return err }, U},
-		{"empty prefix", func() error { _, err := c.Named("x", uncomplicated.WithPrefix("")); return err }, U},
-		{"prefix with brace", func() error { _, err := c.Named("x", uncomplicated.WithPrefix("a{b}")); return err }, U},
-		{"client option", func() error { _, err := env.NewClient(uncomplicated.WithTicks(0)).Named("x"); return err }, U},
+		{"empty name", func() error { _, err := uncomplicated.New(c, uncomplicated.Named("")); return err }, uncomplicated.ErrInvalidArgument},
+		{"zero timeout", func() error {
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), uncomplicated.WithTimeout(0))
+			return err
+		}, U},
+		{"negative timeout", func() error {
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), uncomplicated.WithTimeout(-time.Second))
+			return err
+		}, U},
+		{"zero ticks", func() error {
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), uncomplicated.WithTicks(0))
+			return err
+		}, U},
+		{"negative ticks", func() error {
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), uncomplicated.WithTicks(-1))
+			return err
+		}, U},
+		{"negative lease", func() error {
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), uncomplicated.WithLease(-1))
+			return err
+		}, U},
+		{"empty prefix", func() error {
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), uncomplicated.WithPrefix(""))
+			return err
+		}, U},
+		{"prefix with brace", func() error {
+			_, err := uncomplicated.New(c, uncomplicated.Named("x"), uncomplicated.WithPrefix("a{b}"))
+			return err
+		}, U},
+		{"client option", func() error {
+			_, err := uncomplicated.New(env.NewClient(uncomplicated.WithTicks(0)), uncomplicated.Named("x"))
+			return err
+		}, U},
 		{"nil client", func() error { _, err := uncomplicated.New(nil, Order{1}); return err }, U},
-		{"nil client Named", func() error { _, err := (*uncomplicated.Client)(nil).Named("x"); return err }, U},
-		{"nil pool", func() error { _, err := uncomplicated.NewClient(nil).Named("x"); return err }, U},
-		{"typed nil pool", func() error { _, err := uncomplicated.NewClient((*redis.Pool)(nil)).Named("x"); return err }, U},
+		{"nil client Named", func() error {
+			_, err := uncomplicated.New((*uncomplicated.Client)(nil), uncomplicated.Named("x"))
+			return err
+		}, U},
+		{"nil pool", func() error {
+			_, err := uncomplicated.New(uncomplicated.NewClient(nil), uncomplicated.Named("x"))
+			return err
+		}, U},
+		{"typed nil pool", func() error {
+			_, err := uncomplicated.New(uncomplicated.NewClient((*redis.Pool)(nil)), uncomplicated.Named("x"))
+			return err
+		}, U},
 		{"nil client Close", func() error { return (*uncomplicated.Client)(nil).Close() }, U},
 	}
 	for _, tc := range cases {

@@ -19,7 +19,7 @@ import (
 
 // An Option configures a Client (as defaults for all its locks) or a single
 // lock: a Mutex, an RWMutex or a Semaphore. Options are checked by the
-// constructors (New, Named, NewRW, NamedRW, NewSemaphore, NamedSemaphore),
+// constructors (New, NewRW, NewSemaphore),
 // which return an error wrapping ErrInvalidArgument for a value out of
 // range.
 type Option func(*config)

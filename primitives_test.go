@@ -54,7 +54,7 @@ var primitives = []primitive{
 			return aHold{fence: m.Fence(), refresh: m.Refresh, check: m.Held, release: m.Unlock, lost: m.Lost}
 		},
 		wait: func(ctx context.Context, c *uncomplicated.Client, name string) (uint64, error) {
-			m, err := c.Named(name)
+			m, err := uncomplicated.New(c, uncomplicated.Named(name))
 			if err != nil {
 				return 0, err
 			}
@@ -62,21 +62,21 @@ var primitives = []primitive{
 			return m.Fence(), err
 		},
 		try: func(ctx context.Context, c *uncomplicated.Client, name string) (bool, error) {
-			m, err := c.Named(name)
+			m, err := uncomplicated.New(c, uncomplicated.Named(name))
 			if err != nil {
 				return false, err
 			}
 			return m.TryLock(ctx)
 		},
 		do: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) error {
-			m, err := c.Named(name)
+			m, err := uncomplicated.New(c, uncomplicated.Named(name))
 			if err != nil {
 				return err
 			}
 			return m.Do(ctx, fn)
 		},
 		tryDo: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) (bool, error) {
-			m, err := c.Named(name)
+			m, err := uncomplicated.New(c, uncomplicated.Named(name))
 			if err != nil {
 				return false, err
 			}
@@ -94,7 +94,7 @@ var primitives = []primitive{
 			return aHold{fence: rw.Fence(), refresh: rw.Refresh, check: rw.Held, release: rw.Unlock, lost: rw.Lost}
 		},
 		wait: func(ctx context.Context, c *uncomplicated.Client, name string) (uint64, error) {
-			rw, err := c.NamedRW(name)
+			rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
 			if err != nil {
 				return 0, err
 			}
@@ -102,21 +102,21 @@ var primitives = []primitive{
 			return rw.Fence(), err
 		},
 		try: func(ctx context.Context, c *uncomplicated.Client, name string) (bool, error) {
-			rw, err := c.NamedRW(name)
+			rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
 			if err != nil {
 				return false, err
 			}
 			return rw.TryLock(ctx)
 		},
 		do: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) error {
-			rw, err := c.NamedRW(name)
+			rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
 			if err != nil {
 				return err
 			}
 			return rw.Do(ctx, fn)
 		},
 		tryDo: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) (bool, error) {
-			rw, err := c.NamedRW(name)
+			rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
 			if err != nil {
 				return false, err
 			}
@@ -127,7 +127,7 @@ var primitives = []primitive{
 		name: "Semaphore",
 		take: func(t *testing.T, c *uncomplicated.Client, name string) aHold {
 			t.Helper()
-			s, err := c.NamedSemaphore(name, 1)
+			s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +138,7 @@ var primitives = []primitive{
 			return aHold{fence: p.Fence(), refresh: p.Refresh, check: p.Held, release: p.Release, lost: p.Lost}
 		},
 		wait: func(ctx context.Context, c *uncomplicated.Client, name string) (uint64, error) {
-			s, err := c.NamedSemaphore(name, 1)
+			s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), 1)
 			if err != nil {
 				return 0, err
 			}
@@ -146,7 +146,7 @@ var primitives = []primitive{
 			return p.Fence(), err
 		},
 		try: func(ctx context.Context, c *uncomplicated.Client, name string) (bool, error) {
-			s, err := c.NamedSemaphore(name, 1)
+			s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), 1)
 			if err != nil {
 				return false, err
 			}
@@ -154,14 +154,14 @@ var primitives = []primitive{
 			return ok, err
 		},
 		do: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) error {
-			s, err := c.NamedSemaphore(name, 1)
+			s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), 1)
 			if err != nil {
 				return err
 			}
 			return s.Do(ctx, fn)
 		},
 		tryDo: func(ctx context.Context, c *uncomplicated.Client, name string, fn func(context.Context) error) (bool, error) {
-			s, err := c.NamedSemaphore(name, 1)
+			s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), 1)
 			if err != nil {
 				return false, err
 			}
@@ -172,7 +172,7 @@ var primitives = []primitive{
 
 func mustNamed(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.Mutex {
 	t.Helper()
-	m, err := c.Named(name)
+	m, err := uncomplicated.New(c, uncomplicated.Named(name))
 	if err != nil {
 		t.Fatalf("Named(%q) = %v", name, err)
 	}
@@ -181,7 +181,7 @@ func mustNamed(t *testing.T, c *uncomplicated.Client, name string) *uncomplicate
 
 func mustNamedRW(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.RWMutex {
 	t.Helper()
-	rw, err := c.NamedRW(name)
+	rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
 	if err != nil {
 		t.Fatalf("NamedRW(%q) = %v", name, err)
 	}

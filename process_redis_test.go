@@ -104,7 +104,7 @@ func TestRedis_helperProcess(t *testing.T) {
 		return redis.DialContext(ctx, "tcp", spec[1])
 	}}
 	c := uncomplicated.NewClient(pool, append([]uncomplicated.Option{uncomplicated.WithPrefix(spec[2])}, processModes[spec[0]]...)...)
-	m, err := c.Named(spec[3])
+	m, err := uncomplicated.New(c, uncomplicated.Named(spec[3]))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,12 +128,12 @@ func TestRedis_helperProcess(t *testing.T) {
 func TestRedis_stoppedWaiterBeforeRelease(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	holder, _ := r.client().Named("stopped")
+	holder, _ := uncomplicated.New(r.client(), uncomplicated.Named("stopped"))
 	mustLock(t, holder)
 	queue := r.prefix + ":queue:{" + holder.Name() + "}"
 	stopped := startProcess(t, r, "waiter", "stopped")
 	eventually(t, "the other process's waiter in the queue", func() bool { return r.llen(queue) == 1 })
-	live, _ := r.client().Named("stopped")
+	live, _ := uncomplicated.New(r.client(), uncomplicated.Named("stopped"))
 	done := lockAsync(ctx, live)
 	eventually(t, "the live waiter in the queue", func() bool { return r.llen(queue) == 2 })
 
@@ -182,7 +182,7 @@ func TestRedis_shorterTimeoutWaiter(t *testing.T) {
 	r := newRig(t)
 	holder := startProcess(t, r, "holder", "patience")
 	eventually(t, "the other process holding the lock", holder.locked)
-	waiter, _ := r.client(uncomplicated.WithTimeout(time.Second), uncomplicated.WithTakeOver(true)).Named("patience")
+	waiter, _ := uncomplicated.New(r.client(uncomplicated.WithTimeout(time.Second), uncomplicated.WithTakeOver(true)), uncomplicated.Named("patience"))
 	done := lockAsync(context.Background(), waiter)
 	select {
 	case err := <-done:
@@ -213,7 +213,7 @@ func TestRedis_lostReleaseRecovered(t *testing.T) {
 	c := uncomplicated.NewClient(fp, uncomplicated.WithPrefix(r.prefix))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
-	a, _ := c.Named("lost")
+	a, _ := uncomplicated.New(c, uncomplicated.Named("lost"))
 	mustLock(t, a)
 	fp.dropNextRequest()
 	if err := a.Unlock(ctx); !errors.Is(err, errLostReply) {
@@ -222,7 +222,7 @@ func TestRedis_lostReleaseRecovered(t *testing.T) {
 	if v := r.do("GET", a.Name()); v == nil {
 		t.Fatal("the lock is free; want the release lost")
 	}
-	b, _ := c.Named("lost")
+	b, _ := uncomplicated.New(c, uncomplicated.Named("lost"))
 	start := time.Now()
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

@@ -38,7 +38,7 @@ func TestRedis_deadQueuedWaiter(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.signal.String(), func(t *testing.T) {
 			r := newRig(t)
-			holder, err := r.client().Named("dead")
+			holder, err := uncomplicated.New(r.client(), uncomplicated.Named("dead"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -56,7 +56,7 @@ func TestRedis_deadQueuedWaiter(t *testing.T) {
 				time.Sleep(time.Second) // well past its expiry of 400 ms
 			}
 
-			next, err := r.client(uncomplicated.WithTimeout(time.Hour)).Named("dead")
+			next, err := uncomplicated.New(r.client(uncomplicated.WithTimeout(time.Hour)), uncomplicated.Named("dead"))
 			if err != nil {
 				t.Fatal(err)
 			}

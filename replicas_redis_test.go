@@ -30,7 +30,7 @@ func TestRedis_WithReplicas(t *testing.T) {
 	ctx := context.Background()
 	c := uncomplicated.NewClient(master.Pool(t), uncomplicated.WithReplicas(1, 2*time.Second), uncomplicated.WithTimeout(time.Second))
 	t.Cleanup(func() { _ = c.Close() })
-	m, err := c.Named("r")
+	m, err := uncomplicated.New(c, uncomplicated.Named("r"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestRedis_WithReplicas(t *testing.T) {
 	if got, want := onReplica(), master.Do(t, "GET", key); got != string(want.([]byte)) {
 		t.Errorf("the replica has %q after Lock; want the master's %q", got, want)
 	}
-	waiter, _ := c.Named("r")
+	waiter, _ := uncomplicated.New(c, uncomplicated.Named("r"))
 	done := make(chan error, 1)
 	go func() { done <- waiter.Lock(ctx) }()
 	time.Sleep(100 * time.Millisecond) // the waiter queues
@@ -76,7 +76,7 @@ func TestRedis_WithReplicas(t *testing.T) {
 		}
 	}()
 	time.Sleep(50 * time.Millisecond)
-	quick, _ := c.Named("r", uncomplicated.WithReplicas(1, 100*time.Millisecond))
+	quick, _ := uncomplicated.New(c, uncomplicated.Named("r"), uncomplicated.WithReplicas(1, 100*time.Millisecond))
 	err = quick.Lock(ctx)
 	if !errors.Is(err, uncomplicated.ErrNotReplicated) || !errors.Is(err, uncomplicated.ErrNotObtained) {
 		t.Fatalf("Lock with the replica asleep = %v; want ErrNotReplicated and ErrNotObtained", err)
@@ -91,17 +91,17 @@ func TestRedis_WithReplicas(t *testing.T) {
 	// Two replicas are more than there are. An Observer hears an error,
 	// and never of the hold that was given back.
 	rec := &callRecorder{}
-	two, _ := c.Named("r", uncomplicated.WithReplicas(2, 100*time.Millisecond), uncomplicated.WithObserver(rec))
+	two, _ := uncomplicated.New(c, uncomplicated.Named("r"), uncomplicated.WithReplicas(2, 100*time.Millisecond), uncomplicated.WithObserver(rec))
 	if err := two.Lock(ctx); !errors.Is(err, uncomplicated.ErrNotReplicated) {
 		t.Fatalf("Lock asking for 2 replicas of 1 = %v; want ErrNotReplicated", err)
 	}
 	if got := rec.take(); len(got) != 1 || !strings.Contains(got[0], ": NotAcquired error after ") || strings.Contains(got[0], "Released") {
 		t.Errorf("calls = %q; want one NotAcquired error, and no Released", got)
 	}
-	if _, err := c.Named("r", uncomplicated.WithReplicas(-1, time.Second)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+	if _, err := uncomplicated.New(c, uncomplicated.Named("r"), uncomplicated.WithReplicas(-1, time.Second)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		t.Errorf("WithReplicas(-1) = %v; want ErrInvalidArgument", err)
 	}
-	if _, err := c.Named("r", uncomplicated.WithReplicas(1, 0)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+	if _, err := uncomplicated.New(c, uncomplicated.Named("r"), uncomplicated.WithReplicas(1, 0)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		t.Errorf("WithReplicas(1, 0) = %v; want ErrInvalidArgument", err)
 	}
 }

@@ -30,7 +30,7 @@ import (
 // as writers, as with sync.RWMutex, while each RLock adds a reader. As
 // with sync.RWMutex, a goroutine must not RLock again while it holds a
 // read lock: a writer waiting between the two would block the second for
-// good. Make one with NewRW or Client.NamedRW; the zero value returns
+// good. Make one with NewRW; the zero value returns
 // ErrInvalidArgument.
 type RWMutex struct {
 	base
@@ -45,17 +45,12 @@ type RWMutex struct {
 // override the Client's. Bad input gives an error wrapping
 // ErrInvalidArgument; nothing is sent to Redis.
 func NewRW[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*RWMutex, error) {
-	return c.rwMutex(opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
+	return newRWMutex(c, obj, opts)
 }
 
-// NamedRW returns the RWMutex with a plain name, as Named does for a
-// Mutex.
-func (c *Client) NamedRW(name string, opts ...Option) (*RWMutex, error) {
-	return c.rwMutex(opts, func(prefix string) (string, error) { return plainName(prefix, name) })
-}
-
-func (c *Client) rwMutex(opts []Option, name func(prefix string) (string, error)) (*RWMutex, error) {
-	b, err := c.base(opts, name)
+// newRWMutex checks opts, names obj's lock and makes its RWMutex.
+func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*RWMutex, error) {
+	b, err := newBase(c, obj, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // that keeps its token for its patience (see WithTimeout) while a waiter
 // waits is stale, and the waiter fails with ErrStale or, with WithTakeOver,
 // evicts it and takes its permit. It is safe for concurrent use; make one
-// with NewSemaphore or Client.NamedSemaphore. The zero value returns
+// with NewSemaphore. The zero value returns
 // ErrInvalidArgument.
 //
 // The number of permits is the caller's: each attempt lets its caller in
@@ -33,17 +33,13 @@ type Semaphore struct {
 // or above 10,000 included, gives an error wrapping ErrInvalidArgument;
 // nothing is sent to Redis.
 func NewSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts ...Option) (*Semaphore, error) {
-	return c.semaphore(permits, opts, func(prefix string) (string, error) { return objectName(prefix, obj) })
+	return newSemaphore(c, obj, permits, opts)
 }
 
-// NamedSemaphore returns the Semaphore with a plain name, as Named does for
-// a Mutex, and permits permits.
-func (c *Client) NamedSemaphore(name string, permits int, opts ...Option) (*Semaphore, error) {
-	return c.semaphore(permits, opts, func(prefix string) (string, error) { return plainName(prefix, name) })
-}
-
-func (c *Client) semaphore(permits int, opts []Option, name func(prefix string) (string, error)) (*Semaphore, error) {
-	b, err := c.base(opts, name)
+// newSemaphore checks opts and permits, names obj's lock and makes its
+// Semaphore.
+func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts []Option) (*Semaphore, error) {
+	b, err := newBase(c, obj, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -70,7 +70,7 @@ func TestLeaseMillis(t *testing.T) {
 func TestMutex_ctxErr_deadlinePassed(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(time.Now())
-	m, err := NewClient(&redis.Pool{}, WithClock(mock)).Named("x")
+	m, err := New(NewClient(&redis.Pool{}, WithClock(mock)), Named("x"))
 	if err != nil {
 		t.Fatal(err)
 	}

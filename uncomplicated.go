@@ -45,7 +45,7 @@
 //
 // NewRW makes an RWMutex (many readers or one writer) and NewSemaphore a
 // Semaphore of N permits, with the same options, queue, fences and stale
-// policy; Client.Named, NamedRW and NamedSemaphore lock plain names.
+// policy. Named gives a plain name to lock: New(client, Named("nightly")).
 //
 // # Testing
 //

@@ -99,7 +99,7 @@ func TestRedis_unreachable(t *testing.T) {
 				return redis.DialContext(ctx, "tcp", addr)
 			}}
 			defer pool.Close()
-			m, err := uncomplicated.NewClient(pool).Named("x")
+			m, err := uncomplicated.New(uncomplicated.NewClient(pool), uncomplicated.Named("x"))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -54,7 +54,7 @@ func BenchmarkUncontended(b *testing.B) {
 // context.Background(), which redigo runs without a goroutine per call.
 func BenchmarkUncontendedBackground(b *testing.B) {
 	c := backgroundClient(b)
-	m, err := c.Named("bench-background")
+	m, err := uncomplicated.New(c, uncomplicated.Named("bench-background"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func BenchmarkUncontendedBackground(b *testing.B) {
 // bounding every call to Redis costs.
 func BenchmarkUncontendedNoCommandTimeout(b *testing.B) {
 	c := backgroundClient(b, uncomplicated.WithCommandTimeout(0))
-	m, err := c.Named("bench-no-command-timeout")
+	m, err := uncomplicated.New(c, uncomplicated.Named("bench-no-command-timeout"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func BenchmarkUncontendedNoCommandTimeout(b *testing.B) {
 // (RLock+RUnlock) with context.Background().
 func BenchmarkUncontendedBackgroundRLock(b *testing.B) {
 	c := backgroundClient(b)
-	rw, err := c.NamedRW("bench-background-rw")
+	rw, err := uncomplicated.NewRW(c, uncomplicated.Named("bench-background-rw"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func BenchmarkUncontendedBackgroundRLock(b *testing.B) {
 // context.Background().
 func BenchmarkUncontendedBackgroundAcquire(b *testing.B) {
 	c := backgroundClient(b)
-	s, err := c.NamedSemaphore("bench-background-semaphore", 4)
+	s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named("bench-background-semaphore"), 4)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func openCluster(addr, key string, n, _ int) ([]locker, func(), error) {
 func openMutexes(rdb redisv9.UniversalClient, key string, n int) ([]locker, func(), error) {
 	newClient := func() *uncomplicated.Client { return goredis.NewClient(rdb) }
 	return openClientsOver(n, newClient, func() { _ = rdb.Close() }, func(c *uncomplicated.Client) (locker, error) {
-		return c.Named(key)
+		return uncomplicated.New(c, uncomplicated.Named(key))
 	})
 }
 

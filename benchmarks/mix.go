@@ -50,14 +50,16 @@ func allMixRows() []mixRow {
 
 // openMixRW gives each locker an RWMutex on a Client of its own.
 func openMixRW(addr, key string, n int) ([]rwLocker, func(), error) {
-	return openClients(addr, n, func(c *uncomplicated.Client) (rwLocker, error) { return c.NamedRW(key) })
+	return openClients(addr, n, func(c *uncomplicated.Client) (rwLocker, error) {
+		return uncomplicated.NewRW(c, uncomplicated.Named(key))
+	})
 }
 
 // openMixMutex gives each locker a Mutex on a Client of its own, which
 // readers lock too: what the mix costs without a read/write lock.
 func openMixMutex(addr, key string, n int) ([]rwLocker, func(), error) {
 	return openClients(addr, n, func(c *uncomplicated.Client) (rwLocker, error) {
-		m, err := c.Named(key)
+		m, err := uncomplicated.New(c, uncomplicated.Named(key))
 		return exclusiveLocker{m}, err
 	})
 }

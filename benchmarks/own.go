@@ -34,7 +34,7 @@ const (
 func openRW(s side) func(addr, key string, n, _ int) ([]locker, func(), error) {
 	return func(addr, key string, n, _ int) ([]locker, func(), error) {
 		return openClients(addr, n, func(c *uncomplicated.Client) (locker, error) {
-			rw, err := c.NamedRW(key)
+			rw, err := uncomplicated.NewRW(c, uncomplicated.Named(key))
 			if err != nil || s == writer {
 				return rw, err
 			}
@@ -53,7 +53,7 @@ func (l readLocker) Unlock(ctx context.Context) error { return l.rw.RUnlock(ctx)
 // Client of its own.
 func openSemaphore(addr, key string, n, permits int) ([]locker, func(), error) {
 	return openClients(addr, n, func(c *uncomplicated.Client) (locker, error) {
-		s, err := c.NamedSemaphore(key, permits)
+		s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(key), permits)
 		return &semaphoreLocker{s: s}, err
 	})
 }

@@ -94,7 +94,7 @@ func allRows() []row {
 
 // openUncomplicated gives each locker a Client of its own over one pool.
 func openUncomplicated(addr, key string, n, _ int) ([]locker, func(), error) {
-	return openClients(addr, n, func(c *uncomplicated.Client) (locker, error) { return c.Named(key) })
+	return openClients(addr, n, func(c *uncomplicated.Client) (locker, error) { return uncomplicated.New(c, uncomplicated.Named(key)) })
 }
 
 // openClients gives each of n lockers, made by mk, a Client of its own

@@ -59,7 +59,7 @@ func newScaleSide(e *env, n int) (*scaleSide, error) {
 	s.client, s.closeConns = e.cappedClient()
 	s.mutexes = make([]*uncomplicated.Mutex, n)
 	for i := range s.mutexes {
-		m, err := s.client.Named("scale-" + strconv.Itoa(i))
+		m, err := uncomplicated.New(s.client, uncomplicated.Named("scale-"+strconv.Itoa(i)))
 		if err != nil {
 			s.close()
 			return nil, err

@@ -66,7 +66,7 @@ func onEachMaster(t *testing.T, cl *redistest.Cluster, c *uncomplicated.Client, 
 	t.Helper()
 	ms := make([]*uncomplicated.Mutex, len(cl.Masters))
 	for i, left := 0, len(ms); left > 0; i++ {
-		m, err := c.Named(fmt.Sprintf("%s%d", prefix, i))
+		m, err := uncomplicated.New(c, uncomplicated.Named(fmt.Sprintf("%s%d", prefix, i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestCluster_wakeUpsOnEveryMaster(t *testing.T) {
 	ctx := context.Background()
 	const rounds = 5
 	for i, m := range onEachMaster(t, cl, a, "wake") {
-		w, _ := b.Named(strings.TrimPrefix(m.Name(), "lock:"))
+		w, _ := uncomplicated.New(b, uncomplicated.Named(strings.TrimPrefix(m.Name(), "lock:")))
 		var took []time.Duration
 		for range rounds {
 			if err := m.Lock(ctx); err != nil {
@@ -192,7 +192,7 @@ func TestCluster_reshardMidHold(t *testing.T) {
 	ctx := context.Background()
 
 	m := onEachMaster(t, cl, a, "moving")[0]
-	w, _ := b.Named(strings.TrimPrefix(m.Name(), "lock:"))
+	w, _ := uncomplicated.New(b, uncomplicated.Named(strings.TrimPrefix(m.Name(), "lock:")))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -51,13 +51,13 @@ func TestSentinel_failover(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	var ms []*uncomplicated.Mutex
 	for _, name := range []string{"a", "b", "c"} {
-		m, err := c.Named("failover-" + name)
+		m, err := uncomplicated.New(c, uncomplicated.Named("failover-"+name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ms = append(ms, m)
 	}
-	held, _ := c.Named("held")
+	held, _ := uncomplicated.New(c, uncomplicated.Named("held"))
 	failover(t, rdb, ms, held, s.Failover)
 	replicated(t, c, ms[0])
 	if addr, err := s.CurrentMaster(); err != nil || addr != s.Replica.Addr {
@@ -146,14 +146,14 @@ func replicated(t *testing.T, c *uncomplicated.Client, m *uncomplicated.Mutex) {
 	t.Helper()
 	ctx := context.Background()
 	name := strings.TrimPrefix(m.Name(), "lock:")
-	one, _ := c.Named(name, uncomplicated.WithReplicas(1, 5*time.Second))
+	one, _ := uncomplicated.New(c, uncomplicated.Named(name), uncomplicated.WithReplicas(1, 5*time.Second))
 	if err := one.Lock(ctx); err != nil {
 		t.Fatalf("Lock with 1 replica of 1: %v", err)
 	}
 	if err := one.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	two, _ := c.Named(name, uncomplicated.WithReplicas(2, 100*time.Millisecond))
+	two, _ := uncomplicated.New(c, uncomplicated.Named(name), uncomplicated.WithReplicas(2, 100*time.Millisecond))
 	if err := two.Lock(ctx); !errors.Is(err, uncomplicated.ErrNotReplicated) {
 		t.Fatalf("Lock with 2 replicas of 1 = %v; want ErrNotReplicated", err)
 	}
@@ -181,8 +181,8 @@ func TestCluster_handOffsAfterFailover(t *testing.T) {
 	ctx := context.Background()
 	m := onEachMaster(t, cl, a, "handoff")[0]
 	name := strings.TrimPrefix(m.Name(), "lock:")
-	w, _ := b.Named(name)
-	third, _ := c.Named(name)
+	w, _ := uncomplicated.New(b, uncomplicated.Named(name))
+	third, _ := uncomplicated.New(c, uncomplicated.Named(name))
 	round := func() {
 		if err := m.Lock(ctx); err != nil {
 			t.Fatal(err)
@@ -393,7 +393,7 @@ func twoClients(t *testing.T, rdb redis.UniversalClient, opts ...uncomplicated.O
 // lockOf returns c's lock with the full name name, locked.
 func lockOf(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.Mutex {
 	t.Helper()
-	m, err := c.Named(strings.TrimPrefix(name, "lock:"))
+	m, err := uncomplicated.New(c, uncomplicated.Named(strings.TrimPrefix(name, "lock:")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +466,7 @@ func (w *workload) add(t *testing.T, name string, clients ...*uncomplicated.Clie
 	t.Helper()
 	w.names = append(w.names, name)
 	for _, c := range clients {
-		m, err := c.Named(strings.TrimPrefix(name, "lock:"))
+		m, err := uncomplicated.New(c, uncomplicated.Named(strings.TrimPrefix(name, "lock:")))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
@@ -65,7 +66,7 @@ func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
 	defer rdb.Close()
 	c := goredis.NewClient(rdb)
 	defer c.Close()
-	m, err := c.Named("stopped")
+	m, err := uncomplicated.New(c, uncomplicated.Named("stopped"))
 	if err != nil {
 		t.Fatal(err)
 	}

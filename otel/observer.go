@@ -7,7 +7,7 @@
 // Metrics, in seconds where they are durations, each with the attributes
 // uncomplicated.lock.kind ("mutex", "rwmutex", "semaphore") and
 // uncomplicated.lock.type (the type part of the lock's name, such as
-// "orders.Order", or "" for a lock of Client.Named), never the lock's name
+// "orders.Order", or "" for a lock of Named), never the lock's name
 // or ID, which would make a series per lock:
 //
 //   - uncomplicated.lock.wait.duration, a histogram: how long each acquiring
@@ -53,7 +53,7 @@ const (
 	// KeyKind is the lock's kind, on every metric and span.
 	KeyKind = attribute.Key("uncomplicated.lock.kind")
 	// KeyType is the type part of the lock's name (observe.Call's
-	// Type), on every metric and span: "" for a lock of Client.Named, which
+	// Type), on every metric and span: "" for a lock of Named, which
 	// no lock of an object can have, as its type part is never empty.
 	KeyType = attribute.Key("uncomplicated.lock.type")
 	// KeyOutcome is how an acquisition ended, an observe.Outcome, on

@@ -307,7 +307,7 @@ func TestObserver_primitives(t *testing.T) {
 // A lock of Client.Named has the type "", recorded as it is.
 func TestObserver_plainName(t *testing.T) {
 	r := newRig(t)
-	m, err := r.Client.Named("nightly-report")
+	m, err := uncomplicated.New(r.Client, uncomplicated.Named("nightly-report"))
 	if err != nil {
 		t.Fatalf("Named() = %v", err)
 	}

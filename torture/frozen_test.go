@@ -41,9 +41,9 @@ func TestDo_frozenPastLeaseAndDeadline(t *testing.T) {
 	c := uncomplicated.NewClient(srv.Pool(t), uncomplicated.WithLease(300*time.Millisecond),
 		uncomplicated.WithAutoRefresh(100*time.Millisecond))
 	defer c.Close()
-	m, _ := c.Named("m")
-	rw, _ := c.NamedRW("rw")
-	sem, _ := c.NamedSemaphore("s", 2)
+	m, _ := uncomplicated.New(c, uncomplicated.Named("m"))
+	rw, _ := uncomplicated.NewRW(c, uncomplicated.Named("rw"))
+	sem, _ := uncomplicated.NewSemaphore(c, uncomplicated.Named("s"), 2)
 	for _, d := range []struct {
 		name string
 		do   func(context.Context, func(context.Context) error) error

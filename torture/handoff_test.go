@@ -32,11 +32,11 @@ func TestMutex_staleHandOff(t *testing.T) {
 	srv, p, a, b := proxied(t, uncomplicated.WithTimeout(time.Second), uncomplicated.WithLease(300*time.Millisecond))
 	ctx := context.Background()
 
-	holder, _ := a.Named("k")
+	holder, _ := uncomplicated.New(a, uncomplicated.Named("k"))
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waiter, _ := b.Named("k")
+	waiter, _ := uncomplicated.New(b, uncomplicated.Named("k"))
 	done := make(chan error, 1)
 	go func() { done <- waiter.Lock(ctx) }()
 	awaitQueue(t, srv.Addr, 1)
@@ -46,7 +46,7 @@ func TestMutex_staleHandOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitFree(t, srv.Addr, "lock:k") // the hand-off's lease ends unheard
-	newcomer, _ := a.Named("k", uncomplicated.WithLease(time.Minute))
+	newcomer, _ := uncomplicated.New(a, uncomplicated.Named("k"), uncomplicated.WithLease(time.Minute))
 	if err := newcomer.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}

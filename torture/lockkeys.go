@@ -1,7 +1,7 @@
 package main
 
 // lockName returns the name of the lock the workers name name, as the
-// library gives it (Client.Named, with the default prefix); its Mutex's key
+// library gives it (Named, with the default prefix); its Mutex's key
 // is that name. TestLockKey checks it against the library.
 func lockName(name string) string { return "lock:" + name }
 

@@ -29,7 +29,7 @@ func TestLockKey(t *testing.T) {
 		}
 	}
 
-	m, _ := c.Named("m")
+	m, _ := uncomplicated.New(c, uncomplicated.Named("m"))
 	if got, want := m.Name(), lockName("m"); got != want {
 		t.Errorf("Named(%q).Name() = %q; want %q", "m", got, want)
 	}
@@ -39,7 +39,7 @@ func TestLockKey(t *testing.T) {
 	exists(roleMutex, m.Name())
 	_ = m.Unlock(ctx)
 
-	rw, _ := c.NamedRW("rw")
+	rw, _ := uncomplicated.NewRW(c, uncomplicated.Named("rw"))
 	if err := rw.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func TestLockKey(t *testing.T) {
 	exists(roleReader, rw.Name())
 	_ = rw.RUnlock(ctx)
 
-	s, _ := c.NamedSemaphore("s", 2)
+	s, _ := uncomplicated.NewSemaphore(c, uncomplicated.Named("s"), 2)
 	p, err := s.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

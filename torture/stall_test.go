@@ -22,11 +22,11 @@ func TestMutex_staleQueueEntry(t *testing.T) {
 	srv, p, a, b := proxied(t, uncomplicated.WithTimeout(lease), uncomplicated.WithTakeOver(true))
 	ctx := context.Background()
 
-	holder, _ := a.Named("k", uncomplicated.WithLease(time.Minute)) // outlasts the outage
+	holder, _ := uncomplicated.New(a, uncomplicated.Named("k"), uncomplicated.WithLease(time.Minute)) // outlasts the outage
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	waiter, _ := b.Named("k")
+	waiter, _ := uncomplicated.New(b, uncomplicated.Named("k"))
 	wctx, cancel := context.WithTimeout(ctx, 700*time.Millisecond)
 	defer cancel()
 	done := make(chan error, 1)
@@ -45,7 +45,7 @@ func TestMutex_staleQueueEntry(t *testing.T) {
 
 	// A second waiter of the same Client queues behind the entry the first
 	// one left: the Client listens on the lock again.
-	second, _ := b.Named("k")
+	second, _ := uncomplicated.New(b, uncomplicated.Named("k"))
 	go func() { done <- second.Lock(ctx) }()
 	awaitQueue(t, srv.Addr, 2)
 

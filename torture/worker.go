@@ -146,11 +146,15 @@ func newPool(addr string, timeout time.Duration) *redis.Pool {
 func (w *worker) loop(g int, stop <-chan struct{}) {
 	rng := rand.New(rand.NewPCG(w.cfg.Seed, uint64(g)))
 	var turns []func() // one per kind of lock that has keys
-	mutex := func(name string) (*uncomplicated.Mutex, error) { return w.client.Named(name) }
+	mutex := func(name string) (*uncomplicated.Mutex, error) {
+		return uncomplicated.New(w.client, uncomplicated.Named(name))
+	}
 	if mutexes := locks(w.cfg.Keys, mutex); len(mutexes) > 0 {
 		turns = append(turns, func() { w.hold(rng, w.mutex(mutexes[rng.IntN(len(mutexes))])) })
 	}
-	rwMutex := func(name string) (*uncomplicated.RWMutex, error) { return w.client.NamedRW(name) }
+	rwMutex := func(name string) (*uncomplicated.RWMutex, error) {
+		return uncomplicated.NewRW(w.client, uncomplicated.Named(name))
+	}
 	if rws := locks(w.cfg.RWKeys, rwMutex); len(rws) > 0 {
 		turns = append(turns, func() {
 			rw := rws[rng.IntN(len(rws))]
@@ -162,7 +166,7 @@ func (w *worker) loop(g int, stop <-chan struct{}) {
 		})
 	}
 	semaphore := func(name string) (*uncomplicated.Semaphore, error) {
-		return w.client.NamedSemaphore(name, w.cfg.Permits)
+		return uncomplicated.NewSemaphore(w.client, uncomplicated.Named(name), w.cfg.Permits)
 	}
 	if sems := locks(w.cfg.SemKeys, semaphore); len(sems) > 0 {
 		turns = append(turns, func() {

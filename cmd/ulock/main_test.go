@@ -69,7 +69,7 @@ func (e *env) client(t *testing.T, label string, opts ...uncomplicated.Option) *
 // hold locks the Mutex name from a Client labelled label, with opts.
 func (e *env) hold(t *testing.T, name, label string, opts ...uncomplicated.Option) *uncomplicated.Mutex {
 	t.Helper()
-	m, err := e.client(t, label, opts...).Named(name)
+	m, err := uncomplicated.New(e.client(t, label, opts...), uncomplicated.Named(name))
 	if err != nil {
 		t.Fatal(err)
 	}

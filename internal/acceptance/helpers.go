@@ -206,7 +206,7 @@ func mustLock(t *testing.T, m *uncomplicated.Mutex) {
 // mustNamedSemaphore returns the Semaphore name of permits or fails the test.
 func mustNamedSemaphore(t *testing.T, c *uncomplicated.Client, name string, permits int) *uncomplicated.Semaphore {
 	t.Helper()
-	s, err := c.NamedSemaphore(name, permits)
+	s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), permits)
 	if err != nil {
 		t.Fatalf("NamedSemaphore(%q, %d) = %v", name, permits, err)
 	}

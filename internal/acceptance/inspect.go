@@ -34,21 +34,21 @@ type inspectable struct {
 
 var inspected = []inspectable{
 	{"Mutex", inspect.KindMutex, inspect.RoleHolder, 1, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
-		m, err := c.Named(name)
+		m, err := uncomplicated.New(c, uncomplicated.Named(name))
 		if err == nil {
 			err = m.Lock(ctx)
 		}
 		return []holding{{m.Fence, m.Held}}, err
 	}},
 	{"RWMutex writer", inspect.KindRWMutex, inspect.RoleWriter, 1, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
-		rw, err := c.NamedRW(name)
+		rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
 		if err == nil {
 			err = rw.Lock(ctx)
 		}
 		return []holding{{rw.Fence, rw.Held}}, err
 	}},
 	{"RWMutex readers", inspect.KindRWMutex, inspect.RoleReader, 2, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
-		rw, err := c.NamedRW(name)
+		rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
 		for i := 0; i < 2 && err == nil; i++ {
 			err = rw.RLock(ctx)
 		}
@@ -56,7 +56,7 @@ var inspected = []inspectable{
 		return []holding{{none, nil}, {none, nil}}, err // RWMutex.Held is the writer's
 	}},
 	{"Semaphore(2)", inspect.KindSemaphore, inspect.RolePermit, 2, func(ctx context.Context, c *uncomplicated.Client, name string) ([]holding, error) {
-		s, err := c.NamedSemaphore(name, 2)
+		s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), 2)
 		var hs []holding
 		for i := 0; i < 2 && err == nil; i++ {
 			var p *uncomplicated.Permit
@@ -207,7 +207,7 @@ func inspectListEveryNode(t *testing.T, d Deployment) {
 	b := r.client(uncomplicated.WithPrefix(r.prefix + "[x]*"))
 	const n = 12
 	for i := range n {
-		m, err := a.Named(fmt.Sprint("listed-", i))
+		m, err := uncomplicated.New(a, uncomplicated.Named(fmt.Sprint("listed-", i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +241,7 @@ func inspectListEveryNode(t *testing.T, d Deployment) {
 // mustNamedMutex returns the Mutex named name on c.
 func mustNamedMutex(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.Mutex {
 	t.Helper()
-	m, err := c.Named(name)
+	m, err := uncomplicated.New(c, uncomplicated.Named(name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,21 +29,21 @@ var exclusives = []struct {
 	open func(t *testing.T, c *uncomplicated.Client) exclusive
 }{
 	{"Mutex", func(t *testing.T, c *uncomplicated.Client) exclusive {
-		m, err := c.Named("fifo")
+		m, err := uncomplicated.New(c, uncomplicated.Named("fifo"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return exclusive{func(r *rig) string { return r.key("queue", m.Name()) }, m.Lock, m.Unlock}
 	}},
 	{"RWMutex writer", func(t *testing.T, c *uncomplicated.Client) exclusive {
-		rw, err := c.NamedRW("fifo")
+		rw, err := uncomplicated.NewRW(c, uncomplicated.Named("fifo"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return exclusive{func(r *rig) string { return r.key("rwqueue", rw.Name()) }, rw.Lock, rw.Unlock}
 	}},
 	{"Semaphore(1)", func(t *testing.T, c *uncomplicated.Client) exclusive {
-		s, err := c.NamedSemaphore("fifo", 1)
+		s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named("fifo"), 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func queueOrder(t *testing.T, d Deployment) {
 func rwMutexReaderBatch(t *testing.T, d Deployment) {
 	r := newRig(t, d)
 	open := func() *uncomplicated.RWMutex {
-		rw, err := r.client(uncomplicated.WithTimeout(time.Hour)).NamedRW("batch")
+		rw, err := uncomplicated.NewRW(r.client(uncomplicated.WithTimeout(time.Hour)), uncomplicated.Named("batch"))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func rwMutexExclusion(t *testing.T, d Deployment) {
 	for c := range 3 {
 		client := r.client(uncomplicated.WithTimeout(10 * time.Second))
 		for g := range 5 {
-			rw, err := client.NamedRW("doc")
+			rw, err := uncomplicated.NewRW(client, uncomplicated.Named("doc"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -91,7 +91,7 @@ func rwMutexWriterNotStarved(t *testing.T, d Deployment) {
 	var reads atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 4 {
-		rw, err := r.client(uncomplicated.WithTimeout(10 * time.Second)).NamedRW("report")
+		rw, err := uncomplicated.NewRW(r.client(uncomplicated.WithTimeout(10*time.Second)), uncomplicated.Named("report"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,7 +125,7 @@ func rwMutexWriterNotStarved(t *testing.T, d Deployment) {
 	}()
 	time.Sleep(100 * time.Millisecond) // the stream is running
 
-	writer, err := r.client(uncomplicated.WithTimeout(10 * time.Second)).NamedRW("report")
+	writer, err := uncomplicated.NewRW(r.client(uncomplicated.WithTimeout(10*time.Second)), uncomplicated.Named("report"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,8 +107,8 @@ func crashedHolders(t *testing.T, d Deployment) {
 	defer cancel()
 
 	dead := r.client(uncomplicated.WithLease(lease))
-	rw, _ := dead.NamedRW("doc")
-	s, _ := dead.NamedSemaphore("pool", 1)
+	rw, _ := uncomplicated.NewRW(dead, uncomplicated.Named("doc"))
+	s, _ := uncomplicated.NewSemaphore(dead, uncomplicated.Named("pool"), 1)
 	if err := rw.RLock(ctx); err != nil {
 		t.Fatalf("RLock() = %v", err)
 	}
@@ -119,7 +119,7 @@ func crashedHolders(t *testing.T, d Deployment) {
 	_ = dead.Close() // the process dies: nothing is released
 
 	live := r.client(uncomplicated.WithTimeout(10 * time.Second))
-	writer, _ := live.NamedRW("doc")
+	writer, _ := uncomplicated.NewRW(live, uncomplicated.Named("doc"))
 	if err := writer.Lock(ctx); err != nil {
 		t.Fatalf("Lock() = %v", err)
 	}

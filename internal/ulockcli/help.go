@@ -55,7 +55,7 @@ Flags of run, status, list and release; they may come before or after NAME:
                  uncomplicated.WithPrefix sets it
 
 NAME is not the same for every command:
-  run      NAME is always a plain name, as Client.Named takes it: ulock
+  run      NAME is always a plain name, as Named takes it: ulock
            escapes it (every byte but letters, digits, - _ and . becomes
            % and two hex digits) and puts the prefix and a colon before it. "nightly-report" is
            the lock lock:nightly-report, and "lock:x" is lock:lock%3Ax,

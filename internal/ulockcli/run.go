@@ -150,13 +150,13 @@ type lockable struct {
 func newLockable(c *uncomplicated.Client, kind, name string, opts []uncomplicated.Option) (lockable, error) {
 	switch {
 	case kind == "mutex":
-		m, err := c.Named(name, opts...)
+		m, err := uncomplicated.New(c, uncomplicated.Named(name), opts...)
 		if err != nil {
 			return lockable{}, err
 		}
 		return lockable{m.Name(), true, m.Do, m.TryDo}, nil
 	case kind == "rwmutex-write" || kind == "rwmutex-read":
-		rw, err := c.NamedRW(name, opts...)
+		rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name), opts...)
 		if err != nil {
 			return lockable{}, err
 		}
@@ -169,7 +169,7 @@ func newLockable(c *uncomplicated.Client, kind, name string, opts []uncomplicate
 		if err != nil {
 			return lockable{}, usagef("--kind %s: N must be a whole number", kind)
 		}
-		sem, err := c.NamedSemaphore(name, n, opts...)
+		sem, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), n, opts...)
 		if err != nil {
 			return lockable{}, err
 		}

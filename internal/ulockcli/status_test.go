@@ -49,26 +49,26 @@ func newFixture(t *testing.T, only ...string) *fixture {
 	defer cancel()
 	want := func(name string) bool { return len(only) == 0 || slices.Contains(only, name) }
 	if want("m") {
-		f.m = must(f.client(t, "t-mutex").Named("m"))
+		f.m = must(uncomplicated.New(f.client(t, "t-mutex"), uncomplicated.Named("m")))
 		if err := f.m.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		w := must(f.client(t, "t-waiter", uncomplicated.WithTimeout(time.Minute)).Named("m"))
+		w := must(uncomplicated.New(f.client(t, "t-waiter", uncomplicated.WithTimeout(time.Minute)), uncomplicated.Named("m")))
 		f.wait(t, func(ctx context.Context) (uint64, error) { err := w.Lock(ctx); return w.Fence(), err })
 	}
 	if want("rw") {
 		for _, label := range []string{"t-reader1", "t-reader2"} {
-			if err := must(f.client(t, label).NamedRW("rw")).RLock(ctx); err != nil {
+			if err := must(uncomplicated.NewRW(f.client(t, label), uncomplicated.Named("rw"))).RLock(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	if want("sem") {
-		sem := must(f.client(t, "t-permit").NamedSemaphore("sem", 2))
+		sem := must(uncomplicated.NewSemaphore(f.client(t, "t-permit"), uncomplicated.Named("sem"), 2))
 		for range 2 {
 			f.sem = append(f.sem, must(sem.Acquire(ctx)))
 		}
-		w := must(f.client(t, "t-semwaiter").NamedSemaphore("sem", 2))
+		w := must(uncomplicated.NewSemaphore(f.client(t, "t-semwaiter"), uncomplicated.Named("sem"), 2))
 		f.wait(t, func(ctx context.Context) (uint64, error) {
 			p, err := w.Acquire(ctx)
 			if err != nil {
@@ -78,7 +78,7 @@ func newFixture(t *testing.T, only ...string) *fixture {
 		})
 	}
 	if want("forever") {
-		forever := must(f.client(t, "t-forever", uncomplicated.WithLease(0), uncomplicated.WithTimeout(90*time.Second)).Named("forever"))
+		forever := must(uncomplicated.New(f.client(t, "t-forever", uncomplicated.WithLease(0), uncomplicated.WithTimeout(90*time.Second)), uncomplicated.Named("forever")))
 		if err := forever.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}

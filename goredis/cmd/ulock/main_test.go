@@ -67,7 +67,7 @@ func TestUlock_deployments(t *testing.T) {
 			prefix := tc.name + "-" + strconv.FormatInt(time.Now().UnixNano(), 36) // its own, also under -count
 			c := goredis.NewClient(d.rdb, uncomplicated.WithPrefix(prefix), uncomplicated.WithHolderLabel("t-"+tc.name))
 			t.Cleanup(func() { c.Close() })
-			m, err := c.Named("job")
+			m, err := uncomplicated.New(c, uncomplicated.Named("job"))
 			if err != nil {
 				t.Fatal(err)
 			}
