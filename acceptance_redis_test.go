@@ -7,6 +7,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/acceptance"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // The acceptance tests through NewClient, on a redigo Pool of a single
@@ -16,7 +17,7 @@ func TestAcceptance_redigo(t *testing.T) {
 	acceptance.Run(t, acceptance.Deployment{
 		Name: "redigo",
 		NewClient: func(_ *testing.T, opts ...uncomplicated.Option) *uncomplicated.Client {
-			return uncomplicated.NewClient(pool, opts...)
+			return uncomplicated.NewClient(redigo.New(pool), opts...)
 		},
 		Do: func(_ *testing.T, _ string, cmd string, args ...any) (any, error) {
 			conn, err := pool.GetContext(context.Background())

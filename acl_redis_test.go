@@ -9,6 +9,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // A Redis user whose ACL allows only the locks' keys and channels (those
@@ -21,7 +22,7 @@ func TestRedis_aclOnlyForTheLocks(t *testing.T) {
 		return redis.DialContext(ctx, "tcp", srv.Addr, redis.DialUsername("locker"), redis.DialPassword("secret"))
 	}}
 	t.Cleanup(func() { _ = pool.Close() })
-	c := uncomplicated.NewClient(pool, uncomplicated.WithPrefix("app"), uncomplicated.WithTimeout(10*time.Second))
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithPrefix("app"), uncomplicated.WithTimeout(10*time.Second))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
 	holder, _ := uncomplicated.New(c, uncomplicated.Named("acl"))

@@ -12,13 +12,10 @@ import (
 // listens for hand-offs and the restart watch. It is safe for concurrent
 // use.
 type Client struct {
-	redis *link // nil for a nil Pool or Driver
+	redis *link // nil for a nil driver
 	opts  []Option
-	// deaf: the Client never listens for hand-offs, as its Pool has no
-	// connection to spare (a *redis.Pool whose MaxActive is 1).
-	deaf bool
-	id   string        // names the Client's wake-up channels
-	done chan struct{} // closed by Close
+	id    string        // names the Client's wake-up channels
+	done  chan struct{} // closed by Close
 	// ctx is cancelled by Close: it ends the Client's own calls.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -87,7 +84,7 @@ func (c *Client) backgroundStarts() bool {
 func (c *Client) wakeups(started bool) *wakeups {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.wake != nil || started || c.closing || c.deaf {
+	if c.wake != nil || started || c.closing {
 		return c.wake
 	}
 	cfg := c.settings()
@@ -98,17 +95,6 @@ func (c *Client) wakeups(started bool) *wakeups {
 		c.wake.run()
 	}()
 	return c.wake
-}
-
-// poolError explains a pool that had no connection to give while the
-// Client's wake-up listener holds one of its connections: a pool that
-// allows each Client one connection cannot serve its calls while it
-// listens.
-func (c *Client) poolError(err error) error {
-	if w := c.wakeups(true); w != nil && w.connected() {
-		return fmt.Errorf("%w (the Client keeps one of the Pool's connections to hear of hand-offs while its goroutines wait: let the Pool open one more per Client than the calls it makes at once)", err)
-	}
-	return err
 }
 
 func (c *Client) closed() bool {
@@ -126,7 +112,7 @@ func (c *Client) config(opts []Option) (config, error) {
 	case c == nil || c.done == nil:
 		return config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
 	case c.redis == nil:
-		return config{}, fmt.Errorf("%w: nil Pool", ErrInvalidArgument)
+		return config{}, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	case c.closed():
 		return config{}, ErrClosed
 	}

@@ -15,8 +15,8 @@ import (
 // scripts, plain commands and the pub/sub connection that hears of
 // hand-offs. The link bounds each call by the command timeout (see limit)
 // and reads Redis's error replies; behind it, a driver.Driver knows the
-// client library: redigo's for NewClient (redigo.go), go-redis's in the
-// goredis module, any other by NewDriverClient.
+// client library: redigo's in package redigo, go-redis's in the goredis
+// module, any other that implements package driver.
 //
 // Every call names the keys it touches, all of one lock and so, by their
 // hash tag, of one cluster slot, so that a driver for Redis Cluster can
@@ -24,11 +24,14 @@ import (
 // node. Subscriptions are per channel, and each channel carries its lock's
 // hash tag, so that sharded pub/sub fits.
 
-// NewDriverClient returns a Client whose calls to Redis go through d, with
-// opts as the defaults of its locks. It is NewClient for any driver, not
-// only a redigo Pool. Close does not close what d uses. Drivers implement
-// the contract of package driver.
-func NewDriverClient(d driver.Driver, opts ...Option) *Client {
+// NewClient returns a Client whose calls to Redis go through d, with opts
+// as the defaults of its locks.
+//
+// A driver adapts a Redis client library: redigo.New(pool) for a redigo
+// pool, goredis.NewDriver(rdb) for go-redis, or any implementation of
+// package driver. Close does not close what d uses. Options are checked,
+// and a nil d reported, by New, NewRW and NewSemaphore.
+func NewClient(d driver.Driver, opts ...Option) *Client {
 	if isNil(d) {
 		return newClient(nil, opts)
 	}

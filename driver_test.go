@@ -9,45 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/benbjohnson/clock"
-	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // The seam for other Redis clients, and what every driver shares: the
 // events of a listening connection, error replies and command timeouts.
-
-func TestPubSubEvent(t *testing.T) {
-	for _, tc := range []struct {
-		reply any
-		want  driver.Event
-		err   bool
-	}{
-		{"PONG", driver.Event{}, false},
-		{[]any{[]byte("pong"), []byte("")}, driver.Event{}, false},
-		{[]any{[]byte("message"), []byte("c"), []byte("t 2")}, driver.Event{Kind: driver.EventMessage, Channel: "c", Data: []byte("t 2")}, false},
-		{[]any{[]byte("smessage"), []byte("c"), []byte("t 2")}, driver.Event{Kind: driver.EventMessage, Channel: "c", Data: []byte("t 2")}, false},
-		{[]any{[]byte("subscribe"), []byte("c"), int64(1)}, driver.Event{Kind: driver.EventSubscribed, Channel: "c"}, false},
-		{[]any{[]byte("ssubscribe"), []byte("c"), int64(1)}, driver.Event{Kind: driver.EventSubscribed, Channel: "c"}, false},
-		{[]any{[]byte("unsubscribe"), []byte("c"), int64(0)}, driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"}, false},
-		{[]any{[]byte("sunsubscribe"), []byte("c"), int64(0)}, driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"}, false},
-		{[]any{[]byte("pmessage"), []byte("p"), []byte("c"), []byte("x")}, driver.Event{}, true},
-		{[]any{[]byte("sunsubscribe"), nil, int64(0)}, driver.Event{}, true},
-		{[]any{[]byte("message")}, driver.Event{}, true},
-		{int64(3), driver.Event{}, true},
-		{nil, driver.Event{}, true},
-	} {
-		got, err := pubSubEvent(tc.reply)
-		if (err != nil) != tc.err || got.Kind != tc.want.Kind || got.Channel != tc.want.Channel || string(got.Data) != string(tc.want.Data) {
-			t.Errorf("pubSubEvent(%v) = %+v, %v; want %+v, error %v", tc.reply, got, err, tc.want, tc.err)
-		}
-		if tc.err && !errors.Is(err, driver.ErrUnexpectedReply) {
-			t.Errorf("pubSubEvent(%v) = %v; want driver.ErrUnexpectedReply", tc.reply, err)
-		}
-	}
-}
 
 // recordingSub records what is sent on a listening connection.
 type recordingSub struct{ sent []string }
@@ -144,7 +112,7 @@ func (silentDriver) Listen(ctx context.Context, _ bool) (driver.Subscription, er
 // A Driver's call is bounded by the command timeout, and says so as the
 // redigo driver does; the caller's own deadline says its own.
 func TestNewDriverClient_commandTimeout(t *testing.T) {
-	c := NewDriverClient(silentDriver{}, WithCommandTimeout(20*time.Millisecond))
+	c := NewClient(silentDriver{}, WithCommandTimeout(20*time.Millisecond))
 	defer c.Close()
 	m, err := New(c, Named("x"))
 	if err != nil {
@@ -158,25 +126,8 @@ func TestNewDriverClient_commandTimeout(t *testing.T) {
 	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotObtained) {
 		t.Errorf("Lock under a shorter ctx = %v; want the ctx's DeadlineExceeded and ErrNotObtained", err)
 	}
-	if _, err := New(NewDriverClient(nil), Named("x")); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := New(NewClient(nil), Named("x")); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Named on a nil Driver = %v; want ErrInvalidArgument", err)
-	}
-}
-
-// The redigo driver ends a listening connection rather than give it back
-// to the pool: redigo would hand it out still subscribed.
-func TestRedigoSub_closeEndsConnection(t *testing.T) {
-	srv := miniredis.RunT(t)
-	pool := &redis.Pool{MaxIdle: 4, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", srv.Addr()) }}
-	defer pool.Close()
-	sub, err := (&redigoDriver{pool: pool}).Listen(context.Background(), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub.Subscribe("c")
-	sub.Close()
-	if n := pool.IdleCount(); n != 0 {
-		t.Errorf("%d idle connections after Close; want the listening one dropped", n)
 	}
 }
 
@@ -207,7 +158,7 @@ func (d *unsentDriver) Listen(context.Context, bool) (driver.Subscription, error
 // as it does when a sent script's reply is lost.
 func TestNewDriverClient_notSent(t *testing.T) {
 	d := &unsentDriver{}
-	c := NewDriverClient(d)
+	c := NewClient(d)
 	m, err := New(c, Named("x"))
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -180,14 +181,14 @@ func TestAcquiring_failuresMatchErrNotObtained(t *testing.T) {
 		}, func(err error) bool { return errors.Is(err, uncomplicated.ErrClosed) }, "client closed"},
 		{"a failed connection", false, func(t *testing.T, a acquiring) error {
 			fp, _ := newFaultPool(t)
-			c := uncomplicated.NewClient(fp)
+			c := uncomplicated.NewClient(redigo.New(fp))
 			t.Cleanup(func() { _ = c.Close() })
 			fp.down.Store(true)
 			return a.call(t, context.Background(), c)
 		}, func(err error) bool { return errors.Is(err, errLostReply) }, errLostReply.Error()},
 		{"the command timeout", false, func(t *testing.T, a acquiring) error {
 			fp, _ := newFaultPool(t)
-			c := uncomplicated.NewClient(fp, uncomplicated.WithCommandTimeout(50*time.Millisecond))
+			c := uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithCommandTimeout(50*time.Millisecond))
 			t.Cleanup(func() { _ = c.Close() })
 			defer fp.hangNext()()
 			return a.call(t, context.Background(), c)
@@ -267,7 +268,7 @@ func asError(err error) (*uncomplicated.Error, bool) {
 // *Error too.
 func TestError_inspection(t *testing.T) {
 	fp, _ := newFaultPool(t)
-	c := uncomplicated.NewClient(fp)
+	c := uncomplicated.NewClient(redigo.New(fp))
 	t.Cleanup(func() { _ = c.Close() })
 	fp.down.Store(true)
 	_, err := inspect.Lock(context.Background(), c, "lock:job")

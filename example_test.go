@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // Order is a domain object: anything with an ID method can be locked.
@@ -36,7 +37,7 @@ func Example() {
 	}
 	defer pool.Close()
 
-	client := uncomplicated.NewClient(pool) // one per process
+	client := uncomplicated.NewClient(redigo.New(pool)) // one per process
 	defer client.Close()
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -68,7 +69,7 @@ func exampleClient(opts ...uncomplicated.Option) (*uncomplicated.Client, func())
 	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
 		return redis.DialContext(ctx, "tcp", srv.Addr())
 	}}
-	client := uncomplicated.NewClient(pool, opts...)
+	client := uncomplicated.NewClient(redigo.New(pool), opts...)
 	return client, func() { client.Close(); pool.Close(); srv.Close() }
 }
 
@@ -112,7 +113,7 @@ func ExampleWithAutoRefresh() {
 		return redis.DialContext(ctx, "tcp", srv.Addr())
 	}}
 	defer pool.Close()
-	client := uncomplicated.NewClient(pool, uncomplicated.WithLease(300*time.Millisecond),
+	client := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithLease(300*time.Millisecond),
 		uncomplicated.WithAutoRefresh(100*time.Millisecond))
 	defer client.Close()
 

@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -124,7 +125,7 @@ func TestFault_lostAcquireReply(t *testing.T) {
 	for _, try := range []string{"Lock", "TryLock"} {
 		t.Run(try, func(t *testing.T) {
 			fp, mr := newFaultPool(t)
-			m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+			m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
 			fp.loseNextReply()
 			var err error
 			if try == "Lock" {
@@ -158,7 +159,7 @@ func TestFault_lostAcquireReply_unresolved(t *testing.T) {
 	for _, try := range []string{"Lock", "TryLock"} {
 		t.Run(try, func(t *testing.T) {
 			fp, mr := newFaultPool(t)
-			client := uncomplicated.NewClient(fp)
+			client := uncomplicated.NewClient(redigo.New(fp))
 			m := mustNew(t, client, Order{1})
 			fp.then.Store(true)
 			fp.loseNextReply()
@@ -194,7 +195,7 @@ func TestFault_refreshOutcomeUnknown(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fp, mr := newFaultPool(t)
-			m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+			m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
 			mustLock(t, m)
 			before, _ := mr.Get(m.Name())
 			tc.fault(fp)
@@ -218,7 +219,7 @@ func TestFault_refreshOutcomeUnknown(t *testing.T) {
 // hold in this process all the same.
 func TestFault_unlockWhileRefreshHangs(t *testing.T) {
 	fp, _ := newFaultPool(t)
-	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
 	mustLock(t, m)
 	release := fp.hangNext()
 	refreshed := make(chan error, 1)
@@ -249,7 +250,7 @@ func TestFault_unlockWhileRefreshHangs(t *testing.T) {
 // A Pool that returns no connection gives an error, not a panic, and the
 // Mutex stays usable.
 func TestFault_nilConn(t *testing.T) {
-	client := uncomplicated.NewClient(nilPool{})
+	client := uncomplicated.NewClient(redigo.New(nilPool{}))
 	m := mustNew(t, client, Order{1})
 	if err := m.Lock(context.Background()); err == nil {
 		t.Fatal("Lock() = nil with a Pool returning nil connections")
@@ -269,7 +270,7 @@ func TestFault_panickingPool(t *testing.T) {
 	var panics atomic.Bool
 	panics.Store(true)
 	env := uncomplicatedtest.New(t)
-	client := uncomplicated.NewClient(panicPool{&panics, env})
+	client := uncomplicated.NewClient(redigo.New(panicPool{&panics, env}))
 	m := mustNew(t, client, Order{1})
 	func() {
 		defer func() { _ = recover() }()
@@ -328,7 +329,7 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 // Redis hanging, Do returns soon after the deadline, not 5s later.
 func TestFault_doReturnsByDeadline(t *testing.T) {
 	fp, _ := newFaultPool(t)
-	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	var release func()
@@ -354,12 +355,12 @@ func TestFault_doReturnsByDeadline(t *testing.T) {
 // gone waiter's lease.
 func TestFault_goneWaiterHandOffReleased(t *testing.T) {
 	fp, mr := newFaultPool(t)
-	holderClient := uncomplicated.NewClient(fp.pool)
+	holderClient := uncomplicated.NewClient(redigo.New(fp.pool))
 	t.Cleanup(func() { _ = holderClient.Close() })
 	holder := mustNew(t, holderClient, Order{1})
 	mustLock(t, holder)
 
-	client := uncomplicated.NewClient(fp, uncomplicated.WithTimeout(10*time.Second))
+	client := uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithTimeout(10*time.Second))
 	t.Cleanup(func() { _ = client.Close() })
 	waiter := mustNew(t, client, Order{1})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -387,7 +388,7 @@ func TestFault_goneWaiterHandOffReleased(t *testing.T) {
 // waits for it on its ticks instead of failing.
 func TestFault_lockWaitsWhileLoading(t *testing.T) {
 	fp, _ := newFaultPool(t)
-	m := mustNew(t, uncomplicated.NewClient(fp), Order{1}, uncomplicated.WithTimeout(time.Second))
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1}, uncomplicated.WithTimeout(time.Second))
 	fp.loading.Store(3)
 	mustLock(t, m)
 	if n := fp.loading.Load(); n >= 0 {
@@ -401,7 +402,7 @@ func TestFault_panickingPool_RWMutex(t *testing.T) {
 	var panics atomic.Bool
 	panics.Store(true)
 	env := uncomplicatedtest.New(t)
-	rw := mustRW(t, uncomplicated.NewClient(panicPool{&panics, env}))
+	rw := mustRW(t, uncomplicated.NewClient(redigo.New(panicPool{&panics, env})))
 	for _, lock := range []func() error{
 		func() error { return rw.Lock(context.Background()) },
 		func() error { _, err := rw.TryLock(context.Background()); return err },
@@ -448,11 +449,11 @@ func TestClient_Close_duringRDoAndSemaphoreDo(t *testing.T) {
 func TestFault_handOffOutlivedItsLease(t *testing.T) {
 	const lease = time.Second
 	fp, mr, mock := newMockFaultPool(t)
-	direct := uncomplicated.NewClient(fp.pool, uncomplicated.WithClock(mock))
+	direct := uncomplicated.NewClient(redigo.New(fp.pool), uncomplicated.WithClock(mock))
 	t.Cleanup(func() { _ = direct.Close() })
 	holder := mustNew(t, direct, Order{1})
 	mustLock(t, holder)
-	waiter := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithLease(lease)), Order{1})
+	waiter := mustNew(t, uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithClock(mock), uncomplicated.WithLease(lease)), Order{1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := lockAsync(ctx, waiter)

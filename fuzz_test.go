@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // Fuzz targets for what comes from outside: lock names and prefixes from
@@ -31,7 +32,7 @@ func FuzzLockKeys(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, prefix, a, b string) {
-		c := NewClient(&redis.Pool{}, WithPrefix(prefix))
+		c := NewClient(redigo.New(&redis.Pool{}), WithPrefix(prefix))
 		badPrefix := prefix == "" || strings.ContainsAny(prefix, "{}")
 		var locks []*Mutex
 		for _, name := range []string{a, b} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
@@ -37,7 +38,7 @@ func newHostileRig(t *testing.T, opts ...uncomplicated.Option) *hostileRig {
 		return redis.DialContext(ctx, "tcp", mr.Addr())
 	}}
 	t.Cleanup(func() { _ = pool.Close() })
-	c := uncomplicated.NewClient(pool, opts...)
+	c := uncomplicated.NewClient(redigo.New(pool), opts...)
 	t.Cleanup(func() { _ = c.Close() })
 	return &hostileRig{mr: mr, pool: pool, client: c}
 }
@@ -163,11 +164,11 @@ func TestHostile_invalidInput(t *testing.T) {
 		}, want: []error{IA}},
 		{name: "Close zero Client", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error { return (&uncomplicated.Client{}).Close() }, want: []error{IA}},
 		{name: "nil Pool", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error {
-			_, err := uncomplicated.New(uncomplicated.NewClient(nil), uncomplicated.Named("x"))
+			_, err := uncomplicated.New(uncomplicated.NewClient(redigo.New(nil)), uncomplicated.Named("x"))
 			return err
 		}, want: []error{IA}},
 		{name: "typed nil Pool", call: func(*uncomplicated.Client, *uncomplicated.Mutex) error {
-			_, err := uncomplicated.New(uncomplicated.NewClient((*redis.Pool)(nil)), uncomplicated.Named("x"))
+			_, err := uncomplicated.New(uncomplicated.NewClient(redigo.New((*redis.Pool)(nil))), uncomplicated.Named("x"))
 			return err
 		}, want: []error{IA}},
 
@@ -206,7 +207,7 @@ func TestHostile_invalidInput(t *testing.T) {
 		{name: "WithPrefix }", call: named(uncomplicated.WithPrefix("a}")), want: []error{IA}},
 		{name: "WithPrefix {tag}", call: named(uncomplicated.WithPrefix("app{tag}")), want: []error{IA}},
 		{name: "Client option out of range", call: func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error {
-			_, err := uncomplicated.New(uncomplicated.NewClient(&redis.Pool{}, uncomplicated.WithTicks(0)), uncomplicated.Named("x"))
+			_, err := uncomplicated.New(uncomplicated.NewClient(redigo.New(&redis.Pool{}), uncomplicated.WithTicks(0)), uncomplicated.Named("x"))
 			return err
 		}, want: []error{IA}},
 		{name: "Mutex option out of range on New", call: func(c *uncomplicated.Client, _ *uncomplicated.Mutex) error {
@@ -323,7 +324,7 @@ func TestHostile_tinyTimeout_contended(t *testing.T) {
 			r := newHostileRig(t)
 			holder := mustNew(t, r.client, Order{1}, uncomplicated.WithLease(0), uncomplicated.WithTimeout(1))
 			mustLock(t, holder)
-			other := uncomplicated.NewClient(r.pool) // another process
+			other := uncomplicated.NewClient(redigo.New(r.pool)) // another process
 			t.Cleanup(func() { _ = other.Close() })
 			waiter := mustNew(t, other, Order{1},
 				uncomplicated.WithTimeout(1), uncomplicated.WithTakeOver(policy))
@@ -378,7 +379,7 @@ func TestHostile_endedCtx(t *testing.T) {
 				r := newHostileRig(t)
 				sent := 0
 				for i := range tries {
-					c := uncomplicated.NewClient(r.pool) // closed below, which waits for its clean-ups
+					c := uncomplicated.NewClient(redigo.New(r.pool)) // closed below, which waits for its clean-ups
 					m := mustNew(t, c, Order{int64(i)})
 					warm := mustNew(t, c, Order{-1})
 					mustLock(t, warm) // leaves an idle connection in the pool
@@ -494,7 +495,7 @@ func TestHostile_optionExtremes(t *testing.T) {
 					t.Skip("miniredis: a PX of 9223372036855 ms overflows its time.Duration TTL and the key expires at once; real Redis keeps it")
 				}
 				pool := b.pool(t)
-				client := uncomplicated.NewClient(pool, uncomplicated.WithPrefix(fmt.Sprintf("hostile%d", prefixes.Add(1))))
+				client := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithPrefix(fmt.Sprintf("hostile%d", prefixes.Add(1))))
 				t.Cleanup(func() { _ = client.Close() })
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				defer cancel()
@@ -593,7 +594,7 @@ func TestHostile_garbageServer(t *testing.T) {
 			t.Parallel()
 			f := newFakeRedis(t, tc.reply)
 			f.hangUp.Store(tc.hangUp)
-			client := uncomplicated.NewClient(f.pool(t))
+			client := uncomplicated.NewClient(redigo.New(f.pool(t)))
 			t.Cleanup(func() { _ = client.Close() })
 			calls := []struct {
 				name string
@@ -693,7 +694,7 @@ func checkKind(t *testing.T, call string, err error, want int) {
 // until its ctx ends.
 func TestHostile_garbageHolderNoSpin(t *testing.T) {
 	f := newFakeRedis(t, heldByX)
-	client := uncomplicated.NewClient(f.pool(t), uncomplicated.WithTimeout(50*time.Millisecond),
+	client := uncomplicated.NewClient(redigo.New(f.pool(t)), uncomplicated.WithTimeout(50*time.Millisecond),
 		uncomplicated.WithTicks(1), uncomplicated.WithTakeOver(true))
 	t.Cleanup(func() {
 		f.close() // first: see TestHostile_Close_garbageListener
@@ -721,7 +722,7 @@ const heldByX = "*4\r\n:0\r\n:0\r\n$1\r\nx\r\n*0\r\n"
 // the listening connection's SUBSCRIBE with garbage.
 func TestHostile_Close_garbageListener(t *testing.T) {
 	f := newFakeRedis(t, heldByX)
-	client := uncomplicated.NewClient(f.pool(t))
+	client := uncomplicated.NewClient(redigo.New(f.pool(t)))
 	m, err := uncomplicated.New(client, uncomplicated.Named("listen"))
 	if err != nil {
 		t.Fatal(err)
@@ -748,7 +749,7 @@ func TestHostile_Close_garbageListener(t *testing.T) {
 // reading: a server (or a man in the middle) can make Lock panic.
 func TestHostile_hugeArrayHeader(t *testing.T) {
 	f := newFakeRedis(t, "*9223372036854775807\r\n")
-	client := uncomplicated.NewClient(f.pool(t))
+	client := uncomplicated.NewClient(redigo.New(f.pool(t)))
 	t.Cleanup(func() { _ = client.Close() })
 	m, err := uncomplicated.New(client, uncomplicated.Named("huge"))
 	if err != nil {

@@ -29,12 +29,12 @@ func (replyErr) RedisError()     {}
 // rather than scan one node of many, when it cannot read the slot map.
 func TestList_slotMap(t *testing.T) {
 	ctx := context.Background()
-	single := NewDriverClient(slotsDriver{err: replyErr("ERR This instance has cluster support disabled")})
+	single := NewClient(slotsDriver{err: replyErr("ERR This instance has cluster support disabled")})
 	defer single.Close()
 	if locks, more, err := listLocks(ctx, single, "", 0); err != nil || more || len(locks) != 0 {
 		t.Errorf("List on a single node = %v, %v, %v; want none, and no error", locks, more, err)
 	}
-	denied := NewDriverClient(slotsDriver{err: replyErr("NOPERM this user has no permissions to run the 'cluster|slots' command")})
+	denied := NewClient(slotsDriver{err: replyErr("NOPERM this user has no permissions to run the 'cluster|slots' command")})
 	defer denied.Close()
 	if _, _, err := listLocks(ctx, denied, "", 0); err == nil || !strings.Contains(err.Error(), "CLUSTER SLOTS") {
 		t.Errorf("List without the slot map = %v; want an error about CLUSTER SLOTS", err)

@@ -15,6 +15,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	shop "github.com/uncomplicated-mutex/uncomplicated/internal/shop/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // strID is an object whose ID is any string.
@@ -30,7 +31,7 @@ func (p ptrID) ID() *int64 { return &p.n }
 // nameOf is the lock name of obj under the default prefix.
 func nameOf[K any](t testing.TB, obj identifier[K], opts ...Option) string {
 	t.Helper()
-	m, err := New(NewClient(&redis.Pool{}, opts...), obj)
+	m, err := New(NewClient(redigo.New(&redis.Pool{}), opts...), obj)
 	if err != nil {
 		t.Fatalf("New(%v) = %v", obj, err)
 	}
@@ -69,7 +70,7 @@ func TestLockName(t *testing.T) {
 
 func namedOf(t *testing.T, name string) string {
 	t.Helper()
-	m, err := New(NewClient(&redis.Pool{}), Named(name))
+	m, err := New(NewClient(redigo.New(&redis.Pool{})), Named(name))
 	if err != nil {
 		t.Fatalf("Named(%q) = %v", name, err)
 	}
@@ -134,7 +135,7 @@ func TestLockName_LockType(t *testing.T) {
 			t.Errorf("%s: name = %q; want %q", tc.name, tc.got, tc.want)
 		}
 	}
-	c := NewClient(&redis.Pool{})
+	c := NewClient(redigo.New(&redis.Pool{}))
 	if rw, err := NewRW(c, invoice{7}); err != nil || rw.Name() != "lock:billing.Invoice:7" {
 		t.Errorf("NewRW(invoice{7}) = %v, %v; want lock:billing.Invoice:7", rw.Name(), err)
 	}
@@ -146,7 +147,7 @@ func TestLockName_LockType(t *testing.T) {
 // A LockType that is empty or panics is an invalid ID, and nothing panics
 // out of New.
 func TestLockName_LockTypeInvalid(t *testing.T) {
-	c := NewClient(&redis.Pool{})
+	c := NewClient(redigo.New(&redis.Pool{}))
 	for name, obj := range map[string]identifier[int]{
 		"empty":       lockTyped{func() string { return "" }},
 		"panics":      lockTyped{func() string { panic("no type") }},
@@ -166,7 +167,7 @@ func TestLockType_sharesTheLock(t *testing.T) {
 	}}
 	t.Cleanup(func() { _ = pool.Close() })
 	ctx := context.Background()
-	before, after := NewClient(pool), NewClient(pool)
+	before, after := NewClient(redigo.New(pool)), NewClient(redigo.New(pool))
 	t.Cleanup(func() { _ = before.Close(); _ = after.Close() })
 	old, err := New(before, &legacyInvoice{7})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -102,7 +103,7 @@ func held(m *uncomplicated.Mutex) error {
 // without a Redis call when nothing is held. A Redis error changes nothing.
 func TestMutex_Held(t *testing.T) {
 	fp, mr := newFaultPool(t)
-	m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
 	before := mr.CommandCount()
 	if ok, err := m.Held(context.Background()); ok || err != nil {
 		t.Errorf("Held() before Lock = %v, %v; want false, nil", ok, err)
@@ -222,7 +223,7 @@ func TestMutex_Do_autoRefreshFindsLoss(t *testing.T) {
 // tick.
 func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 	fp, _, mock := newMockFaultPool(t)
-	m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Second),
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Second),
 		uncomplicated.WithAutoRefresh(300*time.Millisecond)), Order{1})
 	err := m.Do(context.Background(), func(ctx context.Context) error {
 		fp.down.Store(true)
@@ -256,7 +257,7 @@ func TestMutex_lostFound_earlierHold(t *testing.T) {
 	for _, call := range []string{"Held", "Refresh"} {
 		t.Run(call, func(t *testing.T) {
 			fp, mr := newFaultPool(t)
-			m := mustNew(t, uncomplicated.NewClient(fp), Order{1})
+			m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
 			mustLock(t, m)
 			release := fp.hangNext()
 			done := make(chan error, 1)
@@ -307,7 +308,7 @@ func TestMutex_Do_overrunReleased(t *testing.T) {
 // Do returns as soon as fn does, ending a Refresh under way.
 func TestMutex_Do_stopsRefreshUnderWay(t *testing.T) {
 	fp, mr, mock := newMockFaultPool(t)
-	m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Minute),
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithClock(mock), uncomplicated.WithTimeout(time.Minute),
 		uncomplicated.WithAutoRefresh(time.Second)), Order{1})
 	var release func()
 	start := time.Now()
@@ -336,7 +337,7 @@ func TestMutex_Do_stopsRefreshUnderWay(t *testing.T) {
 func TestMutex_Do_autoRefreshPanics(t *testing.T) {
 	env := uncomplicatedtest.New(t)
 	var panics atomic.Bool
-	client := uncomplicated.NewClient(panicPool{&panics, env}, uncomplicated.WithClock(env.Clock),
+	client := uncomplicated.NewClient(redigo.New(panicPool{&panics, env}), uncomplicated.WithClock(env.Clock),
 		uncomplicated.WithTimeout(time.Minute), uncomplicated.WithAutoRefresh(time.Second))
 	t.Cleanup(func() { _ = client.Close() })
 	m := mustNew(t, client, Order{1})
@@ -382,7 +383,7 @@ func newMockFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis, *clock.Mo
 func TestMutex_Do_returnsAfterLeaseEnded(t *testing.T) {
 	for i := range 20 {
 		fp, _, mock := newMockFaultPool(t)
-		m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Minute),
+		m := mustNew(t, uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Minute),
 			uncomplicated.WithAutoRefresh(time.Second)), Order{int64(i)})
 		var release func()
 		err := m.Do(context.Background(), func(ctx context.Context) error {

@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -71,11 +72,11 @@ func TestNew_invalid(t *testing.T) {
 			return err
 		}, U},
 		{"nil pool", func() error {
-			_, err := uncomplicated.New(uncomplicated.NewClient(nil), uncomplicated.Named("x"))
+			_, err := uncomplicated.New(uncomplicated.NewClient(redigo.New(nil)), uncomplicated.Named("x"))
 			return err
 		}, U},
 		{"typed nil pool", func() error {
-			_, err := uncomplicated.New(uncomplicated.NewClient((*redis.Pool)(nil)), uncomplicated.Named("x"))
+			_, err := uncomplicated.New(uncomplicated.NewClient(redigo.New((*redis.Pool)(nil))), uncomplicated.Named("x"))
 			return err
 		}, U},
 		{"nil client Close", func() error { return (*uncomplicated.Client)(nil).Close() }, U},

@@ -12,6 +12,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -27,7 +28,7 @@ func TestOrphan_lostRelease(t *testing.T) {
 	for _, p := range primitives {
 		t.Run(p.name, func(t *testing.T) {
 			fp, _ := newFaultPool(t)
-			c := uncomplicated.NewClient(fp)
+			c := uncomplicated.NewClient(redigo.New(fp))
 			t.Cleanup(func() { _ = c.Close() })
 			h := p.take(t, c, "job")
 			fp.dropNextRequest()
@@ -96,7 +97,7 @@ func TestRerelease_afterFailover(t *testing.T) {
 			t.Parallel()
 			before, after := redistest.Start(t), redistest.Start(t)
 			pool, switchTo := switchingPool(t, before)
-			client := uncomplicated.NewClient(pool)
+			client := uncomplicated.NewClient(redigo.New(pool))
 			t.Cleanup(func() { _ = client.Close() })
 
 			h := p.take(t, client, "job")
@@ -119,7 +120,7 @@ func TestRerelease_afterFailover(t *testing.T) {
 			for i, k := range keys {
 				after.Do(t, "RESTORE", k, 0, dumps[i], "REPLACE")
 			}
-			other := uncomplicated.NewClient(after.Pool(t))
+			other := uncomplicated.NewClient(redigo.New(after.Pool(t)))
 			t.Cleanup(func() { _ = other.Close() })
 			if ok, err := p.try(context.Background(), other, "job"); ok || err != nil {
 				t.Fatalf("TryLock on the new master before the watch = %v, %v; want the hold back", ok, err)
@@ -142,7 +143,7 @@ func TestRerelease_failedRelease(t *testing.T) {
 			t.Parallel()
 			r := newRig(t)
 			fp := &faultPool{pool: r.pool, hung: make(chan struct{}, 16), stalled: make(chan struct{}, 1)}
-			c := uncomplicated.NewClient(fp, uncomplicated.WithPrefix(r.prefix))
+			c := uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithPrefix(r.prefix))
 			t.Cleanup(func() { _ = c.Close() })
 			h := p.take(t, c, "job")
 			fp.dropNextRequest()

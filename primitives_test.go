@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -448,7 +449,7 @@ type result[T any] struct {
 func TestLogs_redisErrors(t *testing.T) {
 	fp, _ := newFaultPool(t)
 	rec := &logRecorder{}
-	m := mustNew(t, uncomplicated.NewClient(fp, uncomplicated.WithLogger(slog.New(rec))), Order{1})
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithLogger(slog.New(rec))), Order{1})
 	ctx := context.Background()
 	fp.loading.Store(1)
 	mustLock(t, m)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // Faults of whole processes, on a real redis-server: the test binary runs
@@ -103,7 +104,7 @@ func TestRedis_helperProcess(t *testing.T) {
 	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
 		return redis.DialContext(ctx, "tcp", spec[1])
 	}}
-	c := uncomplicated.NewClient(pool, append([]uncomplicated.Option{uncomplicated.WithPrefix(spec[2])}, processModes[spec[0]]...)...)
+	c := uncomplicated.NewClient(redigo.New(pool), append([]uncomplicated.Option{uncomplicated.WithPrefix(spec[2])}, processModes[spec[0]]...)...)
 	m, err := uncomplicated.New(c, uncomplicated.Named(spec[3]))
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +211,7 @@ func TestRedis_shorterTimeoutWaiter(t *testing.T) {
 func TestRedis_lostReleaseRecovered(t *testing.T) {
 	r := newRig(t)
 	fp := &faultPool{pool: r.pool, hung: make(chan struct{}, 16), stalled: make(chan struct{}, 1)}
-	c := uncomplicated.NewClient(fp, uncomplicated.WithPrefix(r.prefix))
+	c := uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithPrefix(r.prefix))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx := context.Background()
 	a, _ := uncomplicated.New(c, uncomplicated.Named("lost"))

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
@@ -109,7 +110,7 @@ func serverStopsAnswering(ctx context.Context, t *testing.T, p primitive, d time
 	t.Helper()
 	before := libraryGoroutines()
 	pool := newSwitchPool(t)
-	c := uncomplicated.NewClient(pool, uncomplicated.WithCommandTimeout(d))
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithCommandTimeout(d))
 	h := p.take(t, c, "held")
 	pool.silent.Store(true)
 	calls := []struct {
@@ -158,7 +159,7 @@ func TestCommandTimeout_default(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			pool := &deadlinePool{}
-			m := mustNew(t, uncomplicated.NewClient(pool, tc.opts...), Order{1})
+			m := mustNew(t, uncomplicated.NewClient(redigo.New(pool), tc.opts...), Order{1})
 			start := time.Now()
 			_, _ = m.TryLock(context.Background())
 			dl, ok := pool.deadline()
@@ -173,7 +174,7 @@ func TestCommandTimeout_default(t *testing.T) {
 			}
 		})
 	}
-	if _, err := uncomplicated.New(uncomplicated.NewClient(&deadlinePool{}), Order{1}, uncomplicated.WithCommandTimeout(-1)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+	if _, err := uncomplicated.New(uncomplicated.NewClient(redigo.New(&deadlinePool{})), Order{1}, uncomplicated.WithCommandTimeout(-1)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 		t.Errorf("New(WithCommandTimeout(-1)) = %v; want ErrInvalidArgument", err)
 	}
 }
@@ -207,7 +208,7 @@ func TestPool_oneConnection(t *testing.T) {
 		return redis.DialContext(ctx, "tcp", mr.Addr())
 	}}
 	t.Cleanup(func() { _ = pool.Close() })
-	c := uncomplicated.NewClient(pool, uncomplicated.WithTimeout(time.Second), uncomplicated.WithCommandTimeout(time.Second))
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithTimeout(time.Second), uncomplicated.WithCommandTimeout(time.Second))
 	t.Cleanup(func() { _ = c.Close() })
 	holder, waiter := mustNew(t, c, Order{1}), mustNew(t, c, Order{1})
 	mustLock(t, holder)
@@ -235,8 +236,8 @@ func TestPool_noConnectionLeft(t *testing.T) {
 	one := onePool{&redis.Pool{MaxActive: 1, DialContext: dial}}
 	other := &redis.Pool{DialContext: dial}
 	t.Cleanup(func() { _ = one.Close(); _ = other.Close() })
-	mustLock(t, mustNew(t, uncomplicated.NewClient(other), Order{1}))
-	c := uncomplicated.NewClient(one, uncomplicated.WithTimeout(time.Minute))
+	mustLock(t, mustNew(t, uncomplicated.NewClient(redigo.New(other)), Order{1}))
+	c := uncomplicated.NewClient(redigo.New(one), uncomplicated.WithTimeout(time.Minute))
 	t.Cleanup(func() { _ = c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -256,7 +257,7 @@ func TestCommandTimeout_waitingForAConnection(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	busy := pool.Get() // the pool's only connection, taken
 	defer busy.Close()
-	m := mustNew(t, uncomplicated.NewClient(pool, uncomplicated.WithCommandTimeout(d)), Order{1})
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithCommandTimeout(d)), Order{1})
 	for _, ctx := range []context.Context{context.Background(), t.Context()} {
 		start := time.Now()
 		ok, err := m.TryLock(ctx)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // WithReplicas on a real master with one replica: an acquisition, by an
@@ -28,7 +29,7 @@ func TestRedis_WithReplicas(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	ctx := context.Background()
-	c := uncomplicated.NewClient(master.Pool(t), uncomplicated.WithReplicas(1, 2*time.Second), uncomplicated.WithTimeout(time.Second))
+	c := uncomplicated.NewClient(redigo.New(master.Pool(t)), uncomplicated.WithReplicas(1, 2*time.Second), uncomplicated.WithTimeout(time.Second))
 	t.Cleanup(func() { _ = c.Close() })
 	m, err := uncomplicated.New(c, uncomplicated.Named("r"))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // The scripts' rules, run directly on miniredis and on a real server.
@@ -66,7 +67,7 @@ func subscribe(t *testing.T, pool *redis.Pool, channels ...string) *listening {
 	if _, err := scriptConn(t, pool).Do("SPUBLISH", "probe", ""); err != nil {
 		l.publish = "PUBLISH"
 	}
-	sub, err := (&redigoDriver{pool: pool}).Listen(context.Background(), l.publish == "SPUBLISH")
+	sub, err := redigo.New(pool).Listen(context.Background(), l.publish == "SPUBLISH")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,7 @@
 // single node, Sentinel or Cluster, or NewDriverClient on any driver (see
 // package driver). Options given to it are the defaults of its locks.
 //
-//	client := uncomplicated.NewClient(pool)
+//	client := uncomplicated.NewClient(redigo.New(pool))
 //	defer client.Close()
 //
 // # Locking an object

@@ -14,6 +14,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // Integration tests on a real redis-server that the tests start on a free
@@ -45,7 +46,7 @@ func newRig(t *testing.T) *rig {
 
 // client returns a Client with opts, as one process would have.
 func (r *rig) client(opts ...uncomplicated.Option) *uncomplicated.Client {
-	c := uncomplicated.NewClient(r.pool, append([]uncomplicated.Option{uncomplicated.WithPrefix(r.prefix)}, opts...)...)
+	c := uncomplicated.NewClient(redigo.New(r.pool), append([]uncomplicated.Option{uncomplicated.WithPrefix(r.prefix)}, opts...)...)
 	r.t.Cleanup(func() { _ = c.Close() })
 	return c
 }
@@ -99,7 +100,7 @@ func TestRedis_unreachable(t *testing.T) {
 				return redis.DialContext(ctx, "tcp", addr)
 			}}
 			defer pool.Close()
-			m, err := uncomplicated.New(uncomplicated.NewClient(pool), uncomplicated.Named("x"))
+			m, err := uncomplicated.New(uncomplicated.NewClient(redigo.New(pool)), uncomplicated.Named("x"))
 			if err != nil {
 				t.Fatal(err)
 			}

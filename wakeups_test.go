@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -355,7 +356,7 @@ func TestRedis_ticksWithoutWakeups(t *testing.T) {
 	r := newRig(t)
 	holder := mustNew(t, r.client(), Order{1})
 	mustLock(t, holder)
-	deaf := uncomplicated.NewClient(deafPool{r.pool}, uncomplicated.WithPrefix(r.prefix),
+	deaf := uncomplicated.NewClient(redigo.New(deafPool{r.pool}), uncomplicated.WithPrefix(r.prefix),
 		uncomplicated.WithTimeout(time.Second), uncomplicated.WithTicks(20))
 	t.Cleanup(func() { _ = deaf.Close() })
 	waiter := mustNew(t, deaf, Order{1})
@@ -462,7 +463,7 @@ func TestRedis_listenerOutlivesReadTimeout(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	holder := mustNew(t, r.client(), Order{1})
 	mustLock(t, holder)
-	c := uncomplicated.NewClient(pool, uncomplicated.WithPrefix(r.prefix), uncomplicated.WithTimeout(time.Hour))
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithPrefix(r.prefix), uncomplicated.WithTimeout(time.Hour))
 	t.Cleanup(func() { _ = c.Close() })
 	done := lockAsync(context.Background(), mustNew(t, c, Order{1}))
 	eventually(t, "listening", func() bool { return r.subscribers() == 1 })

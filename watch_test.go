@@ -10,6 +10,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // A Redis that restarts without persistence forgets the lock. The Client
@@ -20,7 +21,7 @@ import (
 func TestClient_restartLosesHolds(t *testing.T) {
 	before, after := redistest.Start(t), redistest.Start(t)
 	pool, switchTo := switchingPool(t, before)
-	client := uncomplicated.NewClient(pool)
+	client := uncomplicated.NewClient(redigo.New(pool))
 	t.Cleanup(func() { _ = client.Close() })
 	m := mustNew(t, client, Order{1})
 	mustLock(t, m)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
@@ -105,7 +106,7 @@ func BenchmarkUncontendedBackgroundAcquire(b *testing.B) {
 // with b.
 func backgroundClient(b *testing.B, opts ...uncomplicated.Option) *uncomplicated.Client {
 	pool := newPool(redistest.Shared(b).Addr)
-	c := uncomplicated.NewClient(pool, opts...)
+	c := uncomplicated.NewClient(redigo.New(pool), opts...)
 	b.Cleanup(func() {
 		_ = c.Close()
 		_ = pool.Close()

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // A locker is one simulated process's handle on the benchmark lock. It is
@@ -101,7 +102,7 @@ func openUncomplicated(addr, key string, n, _ int) ([]locker, func(), error) {
 // over one redigo pool of the server at addr.
 func openClients[L any](addr string, n int, mk func(*uncomplicated.Client) (L, error)) ([]L, func(), error) {
 	pool := newPool(addr)
-	newClient := func() *uncomplicated.Client { return uncomplicated.NewClient(pool) }
+	newClient := func() *uncomplicated.Client { return uncomplicated.NewClient(redigo.New(pool)) }
 	return openClientsOver(n, newClient, func() { _ = pool.Close() }, mk)
 }
 

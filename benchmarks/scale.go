@@ -14,6 +14,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 const (
@@ -83,7 +84,7 @@ func (e *env) cappedClient() (*uncomplicated.Client, func()) {
 		return goredis.NewClient(rdb), func() { _ = rdb.Close() }
 	}
 	pool := newCappedPool(e.addr)
-	return uncomplicated.NewClient(pool), func() { _ = pool.Close() }
+	return uncomplicated.NewClient(redigo.New(pool)), func() { _ = pool.Close() }
 }
 
 // each runs fn on every mutex, scaleParallel at a time, and returns the

@@ -33,9 +33,9 @@ import (
 // the lock client.
 func NewClient(rdb redis.UniversalClient, opts ...uncomplicated.Option) *uncomplicated.Client {
 	if rdb == nil || reflect.ValueOf(rdb).Kind() == reflect.Pointer && reflect.ValueOf(rdb).IsNil() {
-		return uncomplicated.NewDriverClient(nil, opts...) // its locks report ErrInvalidArgument
+		return uncomplicated.NewClient(nil, opts...) // its locks report ErrInvalidArgument
 	}
-	return uncomplicated.NewDriverClient(NewDriver(rdb), opts...)
+	return uncomplicated.NewClient(NewDriver(rdb), opts...)
 }
 
 // NewDriver returns the driver.Driver of rdb, for code that wraps

@@ -15,6 +15,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/otel"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // Order is a domain object: anything with an ID method can be locked.
@@ -43,7 +44,7 @@ func Example() {
 		return redis.DialContext(ctx, "tcp", srv.Addr())
 	}}
 	defer pool.Close()
-	client := uncomplicated.NewClient(pool, uncomplicated.WithObserver(obs))
+	client := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithObserver(obs))
 	defer client.Close()
 
 	m, _ := uncomplicated.New(client, Order{N: 42})

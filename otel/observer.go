@@ -2,7 +2,7 @@
 // metrics and spans. Give a Client, or one lock, its Observer:
 //
 //	obs := otel.NewObserver() // the global MeterProvider and TracerProvider
-//	client := uncomplicated.NewClient(pool, uncomplicated.WithObserver(obs))
+//	client := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithObserver(obs))
 //
 // Metrics, in seconds where they are durations, each with the attributes
 // uncomplicated.lock.kind ("mutex", "rwmutex", "semaphore") and

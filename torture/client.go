@@ -8,6 +8,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // The Redis client libraries a worker's Client can run on (-client).
@@ -38,7 +39,7 @@ func lockClient(cfg workerConfig, opts []uncomplicated.Option) (*uncomplicated.C
 		return goredis.NewClient(rdb, opts...), func() { _ = rdb.Close() }, nil
 	case cfg.Client == clientRedigo || cfg.Client == "":
 		pool := newPool(cfg.LockAddr, cfg.Timeout)
-		return uncomplicated.NewClient(pool, opts...), func() { _ = pool.Close() }, nil
+		return uncomplicated.NewClient(redigo.New(pool), opts...), func() { _ = pool.Close() }, nil
 	}
 	return nil, nil, fmt.Errorf("unknown client %q (want one of %v)", cfg.Client, clientKinds)
 }

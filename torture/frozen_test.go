@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // slowEnv runs the slow reproductions of library bugs the torture found,
@@ -38,7 +39,7 @@ func TestDo_frozenPastLeaseAndDeadline(t *testing.T) {
 	}
 	requireRedis(t)
 	srv := redistest.Start(t)
-	c := uncomplicated.NewClient(srv.Pool(t), uncomplicated.WithLease(300*time.Millisecond),
+	c := uncomplicated.NewClient(redigo.New(srv.Pool(t)), uncomplicated.WithLease(300*time.Millisecond),
 		uncomplicated.WithAutoRefresh(100*time.Millisecond))
 	defer c.Close()
 	m, _ := uncomplicated.New(c, uncomplicated.Named("m"))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // TestLockKey checks lockKey against the keys the library writes, which
@@ -17,7 +18,7 @@ func TestLockKey(t *testing.T) {
 	requireRedis(t)
 	srv := redistest.Start(t)
 	pool := srv.Pool(t)
-	c := uncomplicated.NewClient(pool, uncomplicated.WithTimeout(time.Second))
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithTimeout(time.Second))
 	defer c.Close()
 	ctx := context.Background()
 	exists := func(role, name string) {

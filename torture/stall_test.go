@@ -10,6 +10,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // TestMutex_staleQueueEntry guards against the stall the torture found
@@ -76,7 +77,7 @@ func proxied(t *testing.T, opts ...uncomplicated.Option) (srv *redistest.Server,
 		t.Fatal(err)
 	}
 	direct, viaProxy := newPool(srv.Addr, time.Second), newPool(p.Addr(), time.Second)
-	a, b = uncomplicated.NewClient(direct, opts...), uncomplicated.NewClient(viaProxy, opts...)
+	a, b = uncomplicated.NewClient(redigo.New(direct), opts...), uncomplicated.NewClient(redigo.New(viaProxy), opts...)
 	t.Cleanup(func() {
 		_ = b.Close()
 		_ = a.Close()

@@ -34,6 +34,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // settleLimit bounds, in real time, how long Advance and AwaitWaiters wait
@@ -87,7 +88,7 @@ func New(t testing.TB, opts ...uncomplicated.Option) *Env {
 // process would have, with opts; it is closed when the test ends. A
 // WithClock in opts would hide its waiters from Advance.
 func (e *Env) NewClient(opts ...uncomplicated.Option) *uncomplicated.Client {
-	c := uncomplicated.NewClient(e.pool, append([]uncomplicated.Option{uncomplicated.WithClock(e.clock)}, opts...)...)
+	c := uncomplicated.NewClient(redigo.New(e.pool), append([]uncomplicated.Option{uncomplicated.WithClock(e.clock)}, opts...)...)
 	e.t.Cleanup(func() { _ = c.Close() })
 	return c
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // The tests run the ulock binary, built once by TestMain, as real
@@ -60,7 +61,7 @@ func (e *env) ulock(t *testing.T, args ...string) ulocktest.Result {
 // client returns a Client of the env's with label, closed at the test's
 // end.
 func (e *env) client(t *testing.T, label string, opts ...uncomplicated.Option) *uncomplicated.Client {
-	c := uncomplicated.NewClient(e.srv.Pool(t), append([]uncomplicated.Option{
+	c := uncomplicated.NewClient(redigo.New(e.srv.Pool(t)), append([]uncomplicated.Option{
 		uncomplicated.WithPrefix(e.prefix), uncomplicated.WithHolderLabel(label)}, opts...)...)
 	t.Cleanup(func() { c.Close() })
 	return c

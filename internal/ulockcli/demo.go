@@ -18,6 +18,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // ulock demo: workers contend for a few orders' locks; one hangs while
@@ -177,7 +178,7 @@ func demo(ctx context.Context, cfg demoConfig, pool *redis.Pool, where string, o
 	}
 	fmt.Fprintf(out, "%d workers, %d orders, %d jobs each; timeout %v, lease %v, stale policy %s\n%s\n\n",
 		cfg.workers, cfg.orders, cfg.jobs, cfg.timeout, cfg.lease, policy, where)
-	client := uncomplicated.NewClient(pool,
+	client := uncomplicated.NewClient(redigo.New(pool),
 		uncomplicated.WithPrefix(demoPrefix),
 		uncomplicated.WithTimeout(cfg.timeout),
 		uncomplicated.WithTicks(20),

@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // A Dialer makes a Client of the Redis that url names, with opts as the
@@ -49,7 +50,7 @@ func DialRedigo(rawURL string, opts ...uncomplicated.Option) (*uncomplicated.Cli
 				redis.DialReadTimeout(10*time.Second), redis.DialWriteTimeout(5*time.Second))
 		},
 	}
-	c := uncomplicated.NewClient(pool, opts...)
+	c := uncomplicated.NewClient(redigo.New(pool), opts...)
 	return c, func() { c.Close(); pool.Close() }, nil
 }
 

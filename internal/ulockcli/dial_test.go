@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulockcli"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // A slowPool is a redigo Pool that takes delay to hand out each
@@ -44,7 +45,7 @@ func TestMain_callTimeout(t *testing.T) {
 	dial := func(url string, opts ...uncomplicated.Option) (*uncomplicated.Client, func(), error) {
 		p := &slowPool{Pool: f.srv.Pool(t), delay: 200 * time.Millisecond}
 		pools = append(pools, p)
-		return uncomplicated.NewClient(p, opts...), func() {}, nil
+		return uncomplicated.NewClient(redigo.New(p), opts...), func() {}, nil
 	}
 	for _, args := range [][]string{
 		{"status", "m", "forever", "m", "forever"},

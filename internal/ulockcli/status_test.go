@@ -14,6 +14,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
 // A fixture is a Redis with locks of every kind under a prefix of the
@@ -96,7 +97,7 @@ func newFixture(t *testing.T, only ...string) *fixture {
 // client returns a Client of the fixture's with label and opts, closed at
 // the test's end.
 func (f *fixture) client(t *testing.T, label string, opts ...uncomplicated.Option) *uncomplicated.Client {
-	c := uncomplicated.NewClient(f.srv.Pool(t), append([]uncomplicated.Option{
+	c := uncomplicated.NewClient(redigo.New(f.srv.Pool(t)), append([]uncomplicated.Option{
 		uncomplicated.WithPrefix(f.prefix), uncomplicated.WithHolderLabel(label)}, opts...)...)
 	t.Cleanup(func() { c.Close() })
 	return c

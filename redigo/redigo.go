@@ -1,26 +1,32 @@
-package uncomplicated
+// Package redigo is the driver of uncomplicated for redigo
+// (github.com/gomodule/redigo): a Client's calls to Redis go through a
+// redigo pool.
+//
+//	client := uncomplicated.NewClient(redigo.New(pool))
+//
+// Each call takes a connection from the pool, runs one command or one
+// script, and gives it back, bounded by its ctx, which the Client bounds by
+// its command timeout. The bound is real time, as the connections'
+// deadlines are. The connection that listens for hand-offs is one of the
+// pool's too, kept until the Client closes.
+package redigo
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/bound"
 )
-
-// The redigo driver, NewClient's driver.Driver: each call takes a
-// connection from the Pool, runs one command or one script, and gives it
-// back, bounded by its ctx, which the link bounds by the command timeout
-// (see limit). The bound is real time, as the connections' deadlines are:
-// this file and timeout.go alone read the wall clock, to set them. The
-// listening connection is one of the Pool's too, kept until the Client
-// closes.
 
 // A Pool hands out Redis connections; *redis.Pool is one. Its connections
 // must implement redis.ConnWithContext (redigo's do) so that every call
@@ -40,28 +46,22 @@ type Pool interface {
 
 var _ Pool = (*redis.Pool)(nil)
 
-// NewClient returns a Client using pool, with opts as the defaults of every
-// lock it makes. Options are checked, and a nil pool reported, by New and
-// the other constructors.
-func NewClient(pool Pool, opts ...Option) *Client {
-	if isNil(pool) {
-		return newClient(nil, opts)
+// New returns the driver of pool, for uncomplicated.NewClient; nil for a
+// nil pool, which the Client's locks report.
+func New(pool Pool) driver.Driver {
+	if pool == nil {
+		return nil
 	}
-	d := &redigoDriver{pool: pool}
-	c := newClient(&link{d: d}, opts)
-	d.explain = c.poolError
-	if p, ok := pool.(*redis.Pool); ok && p.MaxActive == 1 {
-		c.deaf = true
+	if v := reflect.ValueOf(pool); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
 	}
-	return c
+	return &redigoDriver{pool: pool}
 }
 
 // redigoDriver is the driver.Driver of a Pool.
 type redigoDriver struct {
-	pool Pool
-	// explain adds to the error of a pool that had no connection to give
-	// what may have used them up.
-	explain func(error) error
+	pool      Pool
+	listening atomic.Int64 // the listening connections it gave out, not yet closed
 }
 
 func (r *redigoDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
@@ -140,11 +140,11 @@ func doOn(ctx context.Context, conn redis.Conn, cmd string, args []any) (reply a
 			reply, err = nil, fmt.Errorf("%w: the connection panicked reading it: %v", driver.ErrUnexpectedReply, r)
 		}
 	}()
-	b, isBound := ctx.(*bound)
+	deadline, isBound := bound.Deadline(ctx)
 	switch {
 	case isBound:
 		if cwt, ok := conn.(redis.ConnWithTimeout); ok {
-			left := time.Until(b.deadline) // real time, as the connection's deadline
+			left := time.Until(deadline) // real time, as the connection's deadline
 			if left <= 0 {
 				return nil, os.ErrDeadlineExceeded
 			}
@@ -163,13 +163,22 @@ func doOn(ctx context.Context, conn redis.Conn, cmd string, args []any) (reply a
 	return cwc.DoContext(ctx, cmd, args...)
 }
 
-// serverErr turns redigo's error reply into a *serverError.
+// serverErr marks redigo's error reply as the driver contract asks.
 func serverErr(err error) error {
 	if e, ok := err.(redis.Error); ok {
-		return &serverError{msg: string(e), err: e}
+		return replyError{e}
 	}
 	return err
 }
+
+// A replyError is an error reply of Redis.
+type replyError struct{ err redis.Error }
+
+func (e replyError) Error() string { return e.err.Error() }
+func (e replyError) Unwrap() error { return e.err }
+
+// RedisError marks an error reply, as the driver contract asks.
+func (replyError) RedisError() {}
 
 // Listen: a *redis.Pool whose MaxActive is 1 has no connection to spare.
 func (r *redigoDriver) Listen(ctx context.Context, sharded bool) (driver.Subscription, error) {
@@ -188,7 +197,8 @@ func (r *redigoDriver) Listen(ctx context.Context, sharded bool) (driver.Subscri
 		_ = conn.Close()
 		return nil, driver.ErrNoPubSub
 	}
-	sub := &redigoSub{conn: cwc}
+	r.listening.Add(1)
+	sub := &redigoSub{conn: cwc, closed: func() { r.listening.Add(-1) }}
 	if sharded {
 		sub.prefix = "S"
 	}
@@ -200,6 +210,8 @@ type redigoSub struct {
 	conn   redis.ConnWithContext
 	prefix string     // "S" for sharded pub/sub
 	mu     sync.Mutex // serializes the writes
+	closed func()     // tells the driver the connection is back
+	once   sync.Once
 }
 
 func (s *redigoSub) Subscribe(channel string)   { s.send(s.prefix+"SUBSCRIBE", channel) }
@@ -237,8 +249,11 @@ func (s *redigoSub) Receive(ctx context.Context) (driver.Event, error) {
 // cannot clean up the sharded subscriptions of a connection it hands out
 // again, as it does SUBSCRIBE's.
 func (s *redigoSub) Close() {
-	poison(s.conn)
-	_ = s.conn.Close()
+	s.once.Do(func() {
+		poison(s.conn)
+		_ = s.conn.Close()
+		s.closed()
+	})
 }
 
 // pubSubEvent reads a reply on a listening connection: an Event, or one
@@ -284,8 +299,8 @@ func exhausted(err error) bool {
 }
 
 var (
-	errNilConn   = fmt.Errorf("%w: Pool returned a nil connection", ErrInvalidArgument)
-	errNoContext = fmt.Errorf("%w: Pool's connection does not implement redis.ConnWithContext", ErrInvalidArgument)
+	errNilConn   = errors.New("uncomplicated: the Pool returned a nil connection")
+	errNoContext = errors.New("uncomplicated: the Pool's connection does not implement redis.ConnWithContext")
 )
 
 // noTimeouts reports the error of redigo's pool when the connection it
@@ -295,11 +310,12 @@ func noTimeouts(err error) bool {
 	return err != nil && strings.HasSuffix(err.Error(), "does not support ConnWithTimeout")
 }
 
-// explainPool adds explain's words to the error of a pool that had no
-// connection to give.
+// explainPool explains the error of a pool that had no connection to give
+// while one of its connections listens for hand-offs: a pool that allows
+// each Client one connection cannot serve its calls while it listens.
 func (r *redigoDriver) explainPool(err error) error {
-	if r.explain == nil || !exhausted(err) {
+	if !exhausted(err) || r.listening.Load() == 0 {
 		return err
 	}
-	return r.explain(err)
+	return fmt.Errorf("%w (the Client keeps one of the Pool's connections to hear of hand-offs while its goroutines wait: let the Pool open one more per Client than the calls it makes at once)", err)
 }
