@@ -361,7 +361,7 @@ func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64
 		h.takeAt(from.Add(h.lease / 2))
 		h.mu.Unlock()
 	}
-	b.c.watch(h)
+	b.c.restarts.watch(h)
 	return h
 }
 

@@ -20,25 +20,23 @@ type Client struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu        sync.Mutex         // guards closing, wake, holding, watching, serverIDs, owners, single and the Adds to cleanups
-	closing   bool               // Close has begun
-	wake      *wakeups           // the listening connection, made by the first waiter
-	holding   map[*hold]struct{} // the holds of the Client's locks
-	watching  bool               // the restart watch runs
-	serverIDs map[string]string  // by node address: the last run_id the restart watch read
-	owners    map[int]string     // by slot of a hold or a release: its node at that reading
-	single    bool               // Redis said it is not a Cluster
-	cleanups  sync.WaitGroup     // background clean-ups, the listening connection, the restart watch
+	mu       sync.Mutex     // guards closing, wake and the Adds to cleanups
+	closing  bool           // Close has begun
+	wake     *wakeups       // the listening connection, made by the first waiter
+	cleanups sync.WaitGroup // background clean-ups, the listening connection, the restart watch
 
-	tokens owned // the tokens of its waiters and holds, and the holds it released
+	tokens   owned        // the tokens of its waiters and holds, and the holds it released
+	restarts restartWatch // its holds and releases, checked when Redis restarts
 }
 
 func newClient(l *link, opts []Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Client{
+	c := &Client{
 		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 	}
+	c.restarts.c = c
+	return c
 }
 
 // Close wakes every call waiting for one of the Client's locks and makes it

@@ -169,7 +169,7 @@ func (h *hold) refreshed(ctx context.Context, tokens []string, next string, sent
 	case !ok:
 		if current {
 			found = h.signal().fire()
-			h.b.c.unwatch(h)
+			h.b.c.restarts.unwatch(h)
 		}
 		return h.b.lostError(h.kind.what + " expired or taken over")
 	}
@@ -205,7 +205,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	if tokens == nil {
 		return h.b.notHeld(h.kind.what + " already released")
 	}
-	h.b.c.unwatch(h)
+	h.b.c.restarts.unwatch(h)
 	defer h.b.c.tokens.disown(tokens...) // a waiter of the Client releases what the release left
 	defer h.observer().released(h.since) // after Lost, if the release finds the hold lost
 	args := append([]string{""}, tokens...)
@@ -310,7 +310,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 		h.logLost(ctx, "Redis no longer has it")
 	}
 	if current {
-		h.b.c.unwatch(h) // nothing more to find out
+		h.b.c.restarts.unwatch(h) // nothing more to find out
 	}
 	return false, nil
 }

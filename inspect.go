@@ -214,7 +214,7 @@ func scanNames(ctx context.Context, c *Client, cfg config, match string, limit i
 // say whether it is a Cluster (CLUSTER SLOTS), rather than scan one node
 // of many.
 func scanRoutes(ctx context.Context, c *Client) ([][]string, error) {
-	slots, err := c.slotMap(ctx)
+	slots, err := c.restarts.slotMap(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("uncomplicated: reading the Cluster's slots (CLUSTER SLOTS): %w", err)
 	}

@@ -19,7 +19,7 @@ import (
 // that had not yet received a release, or the Refresh before it, brings
 // the hold back on the new master. When the restart watch sees a new
 // master, it releases those of them that the new master still has (see
-// Client.rerelease); a release that failed, it repeats at once.
+// restartWatch.rerelease); a release that failed, it repeats at once.
 
 // maxReleased bounds the releases a Client remembers: about 150 bytes
 // each with their tokens, so 600 KB at most. A variable for the tests.
@@ -164,19 +164,4 @@ func (w *waiter) releaseOrphans(ctx context.Context, g grant) bool {
 		}
 	}
 	return released
-}
-
-// rerelease repeats rs on the node that has their locks now: a release
-// compares and deletes the exact token, handing the lock on, so it frees
-// what a failover brought back and touches nothing else. It returns the
-// releases that Redis answered, which need not be repeated again.
-func (c *Client) rerelease(ctx context.Context, rs []release) (done []release) {
-	d := c.settings().commandTimeout
-	for _, r := range rs {
-		args := append([]any{""}, anys(r.tokens)...)
-		if _, _, err := c.redis.eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
-			done = append(done, r)
-		}
-	}
-	return done
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -32,62 +33,74 @@ import (
 // restartEvery is how often a Client that holds locks looks for a restart.
 const restartEvery = time.Second
 
-// watch records a new hold, and starts the restart watch if it is not
-// running.
-func (c *Client) watch(h *hold) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return
+// A restartWatch is a Client's restart watch: the holds it checks, and
+// what it read of Redis's nodes.
+type restartWatch struct {
+	c *Client
+
+	mu        sync.Mutex         // guards the fields below
+	holding   map[*hold]struct{} // the holds of the Client's locks
+	watching  bool               // the watch runs
+	serverIDs map[string]string  // by node address: the last run_id read
+	owners    map[int]string     // by slot of a hold or a release: its node at that reading
+	single    bool               // Redis said it is not a Cluster
+}
+
+// watch records a new hold, and starts the watch if it is not running,
+// unless the Client is closing.
+func (w *restartWatch) watch(h *hold) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.watching {
+		if !w.c.backgroundStarts() {
+			return
+		}
+		w.watching = true
+		go w.run(w.c.settings().clock)
 	}
-	if c.holding == nil {
-		c.holding = map[*hold]struct{}{}
+	if w.holding == nil {
+		w.holding = map[*hold]struct{}{}
 	}
-	c.holding[h] = struct{}{}
-	if !c.watching {
-		c.watching = true
-		c.cleanups.Add(1)
-		go c.watchRestarts(c.settings().clock)
-	}
+	w.holding[h] = struct{}{}
 }
 
 // unwatch forgets a hold.
-func (c *Client) unwatch(h *hold) {
-	c.mu.Lock()
-	delete(c.holding, h)
-	c.mu.Unlock()
+func (w *restartWatch) unwatch(h *hold) {
+	w.mu.Lock()
+	delete(w.holding, h)
+	w.mu.Unlock()
 }
 
-// watchRestarts reads the run_id every restartEvery and checks the holds,
-// and repeats the releases, when it has changed. It ends at Close, or at
-// a tick that finds no hold and no release to remember.
-func (c *Client) watchRestarts(clk clock.Clock) {
-	defer c.cleanups.Done()
+// run reads the run_id every restartEvery and checks the holds, and
+// repeats the releases, when it has changed. It ends at Close, or at a
+// tick that finds no hold and no release to remember.
+func (w *restartWatch) run(clk clock.Clock) {
+	defer w.c.cleanups.Done()
 	for {
 		t := clk.Timer(restartEvery)
 		select {
-		case <-c.done:
+		case <-w.c.done:
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		rs := c.tokens.releases(clk.Now())
-		c.mu.Lock()
-		if len(c.holding) == 0 && len(rs) == 0 {
-			c.watching = false
-			c.mu.Unlock()
+		rs := w.c.tokens.releases(clk.Now())
+		w.mu.Lock()
+		if len(w.holding) == 0 && len(rs) == 0 {
+			w.watching = false
+			w.mu.Unlock()
 			return
 		}
-		hs := make([]*hold, 0, len(c.holding))
-		for h := range c.holding {
+		hs := make([]*hold, 0, len(w.holding))
+		for h := range w.holding {
 			hs = append(hs, h)
 		}
-		c.mu.Unlock()
-		c.checkRestart(hs, rs)
+		w.mu.Unlock()
+		w.check(hs, rs)
 	}
 }
 
-// checkRestart reads the run_id of each node that holds one of hs, or
+// check reads the run_id of each node that holds one of hs, or
 // has the lock of one of rs. When it differs from the last one seen there,
 // or none was seen yet, it checks the holds on that node; when it differs
 // from the last one, or the slot of a release has moved there from another
@@ -95,56 +108,71 @@ func (c *Client) watchRestarts(clk clock.Clock) {
 // release. The run_id counts as
 // seen once every check succeeded and Redis answered every release. A Pool
 // that panics counts as an error: no caller could receive the panic.
-func (c *Client) checkRestart(hs []*hold, rs []release) {
+func (w *restartWatch) check(hs []*hold, rs []release) {
 	defer func() { _ = recover() }()
-	ctx, cancel := context.WithTimeout(c.ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(w.c.ctx, releaseTimeout)
 	defer cancel()
-	for addr, on := range c.nodes(ctx, hs, rs) {
-		id := c.runID(ctx, on.key)
+	for addr, on := range w.nodes(ctx, hs, rs) {
+		id := w.runID(ctx, on.key)
 		if id == "" {
 			continue
 		}
-		c.mu.Lock()
-		seen := c.serverIDs[addr]
+		w.mu.Lock()
+		seen := w.serverIDs[addr]
 		var redo []release
 		for _, r := range on.releases {
-			if r.failed || seen != "" && seen != id || c.moved(addr, r.keys[0]) {
+			if r.failed || seen != "" && seen != id || w.moved(addr, r.keys[0]) {
 				redo = append(redo, r)
 			}
 		}
-		c.mu.Unlock()
+		w.mu.Unlock()
 		// A new run_id: the node restarted, or took over from a master
 		// that failed, since the holds began or the releases were sent.
-		done := c.rerelease(ctx, redo)
-		c.tokens.forget(done)
-		if len(done) < len(redo) || seen != id && !c.verify(ctx, on.holds) {
+		done := w.rerelease(ctx, redo)
+		w.c.tokens.forget(done)
+		if len(done) < len(redo) || seen != id && !verify(ctx, on.holds) {
 			continue
 		}
-		c.mu.Lock()
-		if c.serverIDs == nil {
-			c.serverIDs, c.owners = map[string]string{}, map[int]string{}
+		w.mu.Lock()
+		if w.serverIDs == nil {
+			w.serverIDs, w.owners = map[string]string{}, map[int]string{}
 		}
-		c.serverIDs[addr] = id
+		w.serverIDs[addr] = id
 		for _, h := range on.holds {
-			c.owners[hashslot.Of(h.keys[0])] = addr
+			w.owners[hashslot.Of(h.keys[0])] = addr
 		}
 		for _, r := range on.releases {
-			c.owners[hashslot.Of(r.keys[0])] = addr
+			w.owners[hashslot.Of(r.keys[0])] = addr
 		}
-		c.mu.Unlock()
+		w.mu.Unlock()
 	}
+}
+
+// rerelease repeats rs on the node that has their locks now: a release
+// compares and deletes the exact token, handing the lock on, so it frees
+// what a failover brought back and touches nothing else. It returns the
+// releases that Redis answered, which need not be repeated again.
+func (w *restartWatch) rerelease(ctx context.Context, rs []release) (done []release) {
+	d := w.c.settings().commandTimeout
+	for _, r := range rs {
+		args := append([]any{""}, anys(r.tokens)...)
+		if _, _, err := w.c.redis.eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
+			done = append(done, r)
+		}
+	}
+	return done
 }
 
 // moved reports whether the slot of key was on another node than addr at
 // the last reading: a Cluster's failover, or a resharding, moved it. The
-// caller holds c.mu.
-func (c *Client) moved(addr, key string) bool {
-	owner, ok := c.owners[hashslot.Of(key)]
+// caller holds w.mu.
+func (w *restartWatch) moved(addr, key string) bool {
+	owner, ok := w.owners[hashslot.Of(key)]
 	return ok && owner != addr
 }
 
 // verify checks hs as Held does; it reports whether every check succeeded.
-func (c *Client) verify(ctx context.Context, hs []*hold) bool {
+func verify(ctx context.Context, hs []*hold) bool {
 	for _, h := range hs {
 		if _, err := h.verify(ctx); err != nil {
 			return false
@@ -164,8 +192,8 @@ type node struct {
 // nodes groups hs and rs by the address of the Cluster node that owns
 // their keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or
 // when the map cannot be read, all are on one node, "".
-func (c *Client) nodes(ctx context.Context, hs []*hold, rs []release) map[string]*node {
-	slots, _ := c.slotMap(ctx)
+func (w *restartWatch) nodes(ctx context.Context, hs []*hold, rs []release) map[string]*node {
+	slots, _ := w.slotMap(ctx)
 	nodes := map[string]*node{}
 	on := func(key string) *node {
 		addr := ""
@@ -193,19 +221,19 @@ func (c *Client) nodes(ctx context.Context, hs []*hold, rs []release) map[string
 // slotMap returns the address of each slot's master, or nil when Redis is
 // not a Cluster, or an error when it cannot tell. A Redis that says it is
 // not ("cluster support disabled") is not asked again.
-func (c *Client) slotMap(ctx context.Context) ([]string, error) {
-	c.mu.Lock()
-	single := c.single
-	c.mu.Unlock()
+func (w *restartWatch) slotMap(ctx context.Context) ([]string, error) {
+	w.mu.Lock()
+	single := w.single
+	w.mu.Unlock()
 	if single {
 		return nil, nil
 	}
-	reply, err := c.redis.command(ctx, c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
+	reply, err := w.c.redis.command(ctx, w.c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
 	var se *serverError
 	if errors.As(err, &se) && strings.Contains(se.msg, "cluster support disabled") {
-		c.mu.Lock()
-		c.single = true
-		c.mu.Unlock()
+		w.mu.Lock()
+		w.single = true
+		w.mu.Unlock()
 		return nil, nil
 	}
 	ranges, _ := reply.([]any)
@@ -237,8 +265,8 @@ func (c *Client) slotMap(ctx context.Context) ([]string, error) {
 
 // runID returns the run_id of the node that owns key, or "" when Redis
 // cannot tell.
-func (c *Client) runID(ctx context.Context, key string) string {
-	reply, err := c.redis.command(ctx, c.settings().commandTimeout, []string{key}, "INFO", "server")
+func (w *restartWatch) runID(ctx context.Context, key string) string {
+	reply, err := w.c.redis.command(ctx, w.c.settings().commandTimeout, []string{key}, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
 		return ""
