@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"os"
+	"strconv"
 	"syscall"
 )
 
@@ -14,3 +15,9 @@ func sysProcAttr() *syscall.SysProcAttr {
 const sigStop, sigCont = syscall.SIGSTOP, syscall.SIGCONT
 
 func signal(p *os.Process, sig syscall.Signal) error { return p.Signal(sig) }
+
+// alive reports whether the process pid runs.
+func alive(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}

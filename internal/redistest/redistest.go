@@ -87,10 +87,18 @@ func Launch(args ...string) (*Server, error) {
 
 // Main runs a test binary's tests and then stops its servers: call it from
 // TestMain.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run runs a test binary's tests, stops its servers and returns the exit
+// code. When tests were skipped for want of redis-server, the last test
+// binary of the go command to end says how many on the terminal.
+func Run(m *testing.M) int {
+	t := goTally()
+	t.start()
 	code := m.Run()
 	Stop()
-	os.Exit(code)
+	tell(t.end(skipped.Load()))
+	return code
 }
 
 // Stop stops every server this process started.
@@ -107,6 +115,7 @@ func Stop() {
 func fail(tb testing.TB, err error) {
 	tb.Helper()
 	if _, missing := err.(*exec.Error); missing && os.Getenv(RequireEnv) != "1" {
+		skipped.Add(1)
 		tb.Skipf("redistest: skipped, redis-server is not on PATH (Debian: apt-get install redis-server); %s=1 makes this a failure", RequireEnv)
 	}
 	tb.Fatalf("redistest: %v", err)

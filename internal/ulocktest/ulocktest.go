@@ -39,8 +39,7 @@ func Main(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
-	redistest.Stop()
+	code := redistest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
