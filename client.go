@@ -14,6 +14,7 @@ import (
 type Client struct {
 	redis *link // nil for a nil driver
 	opts  []Option
+	cfg   config        // opts built, or the defaults when they are invalid
 	id    string        // names the Client's wake-up channels
 	done  chan struct{} // closed by Close
 	// ctx is cancelled by Close: it ends the Client's own calls.
@@ -34,6 +35,10 @@ func newClient(l *link, opts []Option) *Client {
 	c := &Client{
 		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
+	}
+	var err error
+	if c.cfg, err = build(c.opts); err != nil {
+		c.cfg = defaults() // New and the other constructors report the error
 	}
 	c.restarts.c = c
 	return c
@@ -119,9 +124,4 @@ func (c *Client) config(opts []Option) (config, error) {
 
 // settings returns the Client's options, or the defaults when they are
 // invalid (New and the other constructors report that).
-func (c *Client) settings() config {
-	if cfg, err := build(c.opts); err == nil {
-		return cfg
-	}
-	return defaults()
-}
+func (c *Client) settings() config { return c.cfg }

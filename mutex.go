@@ -41,13 +41,7 @@ func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex,
 		primitive: inspection.KindMutex, kind: mutexKind,
 		keys:    mutexKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
-		extra: func(stale []string) []any {
-			if stale == nil {
-				return nil
-			}
-			w, _ := cutWriter(stale[0])
-			return []any{w}
-		},
+		args:   mutexArgs,
 		writer: mutexKind, entry: entryExclusive, who: "one holder token",
 	}}
 	return m, nil

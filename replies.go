@@ -1,8 +1,6 @@
 package uncomplicated
 
 import (
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -115,14 +113,6 @@ func anys(tokens []string) []any {
 		args[i] = t
 	}
 	return args
-}
-
-// newToken returns 16 random bytes, base64url: the secret that proves a
-// hold is ours. Every acquisition and every Refresh gets a new one.
-func newToken() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
-	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
 // strs reads a reply of bulk strings.

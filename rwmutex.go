@@ -60,31 +60,12 @@ func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*RWMu
 	channel := wakeChannel(prefix, key, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: &spec{
 		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
-		extra: func(stale []string) []any {
-			if stale == nil {
-				return []any{"", ""}
-			}
-			args := []any{"x", ""}
-			for _, s := range stale {
-				if w, ok := cutWriter(s); ok {
-					args[1] = w
-				} else {
-					args = append(args, s)
-				}
-			}
-			return args
-		},
+		args:   writerArgs,
 		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
 	}}
 	rw.reader = &spec{
 		primitive: inspection.KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
-		extra: func(stale []string) []any {
-			if stale == nil {
-				return []any{""}
-			}
-			w, _ := cutWriter(stale[0])
-			return []any{w}
-		},
+		args:   readerArgs,
 		writer: writerKind, holder: readerKind, entry: entryShared, who: "the same holders",
 	}
 	return rw, nil

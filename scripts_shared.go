@@ -109,19 +109,66 @@ end
 // waiting (a waiting writer holds readers back), and releases what a
 // hand-off may have just given it.
 // attemptArgs are the ARGV of an acquiring script, as queueLua reads them:
-// the five of every attempt, then the primitive's own (spec.extra).
+// the five of every attempt, then the primitive's own, which say what a
+// take-over evicts (see the scripts of each primitive).
 type attemptArgs struct {
 	token  string
 	lease  int64  // ms; 0: none
 	entry  string // the waiter's queue entry; "" before it may queue
 	op     string // what to do with the entry: "q", "r", "x" or ""
 	expiry int64  // the entry's, in ms; 0: the attempt does not wait
-	extra  []any
+	form   argForm
+	// stale are the stale blockers to take over from; nil for an attempt
+	// that takes over nothing.
+	stale   []string
+	permits int // a Semaphore's
 }
 
-// argv returns a's ARGV, in the order queueLua reads them.
+// An argForm is the form of a primitive's own ARGV.
+type argForm int
+
+const (
+	mutexArgs  argForm = iota // a Mutex's: the stale holder's token, for a take-over
+	writerArgs                // an RWMutex's writer: "x" for a take-over, the stale writer, the stale readers
+	readerArgs                // an RWMutex's reader: the stale writer
+	permitArgs                // a Semaphore's: its permits, the stale holder
+)
+
+// argv returns a's ARGV, in the order the scripts read them.
 func (a attemptArgs) argv() []any {
-	return append([]any{a.token, a.lease, a.entry, a.op, a.expiry}, a.extra...)
+	args := []any{a.token, a.lease, a.entry, a.op, a.expiry}
+	var first string // the first stale blocker, a writer's token without its mark
+	if a.stale != nil {
+		first, _ = cutWriter(a.stale[0])
+	}
+	switch a.form {
+	case mutexArgs:
+		if a.stale != nil {
+			args = append(args, first)
+		}
+	case writerArgs:
+		if a.stale == nil {
+			return append(args, "", "")
+		}
+		writer, readers := "", []any(nil)
+		for _, s := range a.stale {
+			if w, ok := cutWriter(s); ok {
+				writer = w
+			} else {
+				readers = append(readers, s)
+			}
+		}
+		args = append(append(args, "x", writer), readers...)
+	case readerArgs:
+		args = append(args, first)
+	case permitArgs:
+		stale := ""
+		if a.stale != nil {
+			stale = a.stale[0]
+		}
+		args = append(args, a.permits, stale)
+	}
+	return args
 }
 
 const queueLua = `

@@ -452,3 +452,30 @@ func TestAcquireScript_oursRestartsLease(t *testing.T) {
 		})
 	}
 }
+
+// argv lays out each primitive's ARGV as its scripts read them: the five
+// of every attempt, then what a take-over evicts.
+func TestAttemptArgs_argv(t *testing.T) {
+	head := []any{"tok", int64(5), "e", "q", int64(7)}
+	for _, tc := range []struct {
+		name  string
+		form  argForm
+		stale []string
+		want  []any
+	}{
+		{"mutex attempt", mutexArgs, nil, nil},
+		{"mutex take-over", mutexArgs, []string{"w:old"}, []any{"old"}},
+		{"writer attempt", writerArgs, nil, []any{"", ""}},
+		{"writer take-over of readers", writerArgs, []string{"r1", "r2"}, []any{"x", "", "r1", "r2"}},
+		{"writer take-over of a writer", writerArgs, []string{"w:old"}, []any{"x", "old"}},
+		{"reader attempt", readerArgs, nil, []any{""}},
+		{"reader take-over", readerArgs, []string{"w:old"}, []any{"old"}},
+		{"permit attempt", permitArgs, nil, []any{3, ""}},
+		{"permit take-over", permitArgs, []string{"p1"}, []any{3, "p1"}},
+	} {
+		a := attemptArgs{token: "tok", lease: 5, entry: "e", op: "q", expiry: 7, form: tc.form, stale: tc.stale, permits: 3}
+		if got, want := a.argv(), append(slices.Clone(head), tc.want...); !slices.Equal(got, want) {
+			t.Errorf("%s: argv() = %q; want %q", tc.name, got, want)
+		}
+	}
+}

@@ -52,12 +52,7 @@ func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts [
 		primitive: inspection.KindSemaphore, kind: permitKind,
 		keys:    semKeysOf(prefix, key),
 		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
-		extra: func(stale []string) []any {
-			if stale == nil {
-				return []any{permits, ""}
-			}
-			return []any{permits, stale[0]}
-		},
+		args: permitArgs, permits: permits,
 		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
 	}
 	return s, nil

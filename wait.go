@@ -41,9 +41,8 @@ type spec struct {
 	channel   string         // where this Client hears of hand-offs to its waiters
 	acquire   *driver.Script // one attempt
 	takeOver  *driver.Script // a take-over of stale blockers
-	// extra returns the arguments after the five of every attempt: none
-	// blocking (nil stale) or the stale blockers to take over from.
-	extra func(stale []string) []any
+	args      argForm        // the form of its own arguments (see attemptArgs)
+	permits   int            // a Semaphore's
 	// writer and holder are the kinds of hold that block it: the writer
 	// (or a Mutex's holder) and the others (readers, permits); nil when
 	// none can.
@@ -115,7 +114,7 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 			b.c.tokens.disown(token)
 		}
 	}()
-	args := attemptArgs{token: token, lease: b.cfg.leaseMillis(), extra: c.extra(nil)}
+	args := attemptArgs{token: token, lease: b.cfg.leaseMillis(), form: c.args, permits: c.permits}
 	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
 	if err != nil {
 		return nil, b.gaveUp(ctx, err, "")
@@ -246,7 +245,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 		s, op = w.c.takeOver, w.queued()
 	}
 	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: w.entry, op: op,
-		expiry: w.b.cfg.expiryMillis(), extra: w.c.extra(stale)}
+		expiry: w.b.cfg.expiryMillis(), form: w.c.args, stale: stale, permits: w.c.permits}
 	return w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
 }
 

@@ -1,6 +1,8 @@
 package uncomplicated
 
 import (
+	"crypto/rand"
+	"encoding/base64"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +28,14 @@ const (
 	secretLen   = 22
 	clientIDLen = 11
 )
+
+// newToken returns 16 random bytes, base64url: the secret that proves a
+// hold is ours. Every acquisition and every Refresh gets a new one.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
 
 // tokenTail is what follows since in the tokens of a lock with cfg: its
 // timeout and escaped label, each after a '.'.
