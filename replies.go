@@ -26,18 +26,6 @@ func (g grant) blockers() []string {
 	return append([]string{writerMark + g.writer}, g.holders...)
 }
 
-// writerMark tells a writer's token from readers' among blockers.
-const writerMark = "w:"
-
-// cutWriter returns the writer's token from a blocker, if it is the
-// writer.
-func cutWriter(blocker string) (string, bool) {
-	if len(blocker) > len(writerMark) && blocker[:len(writerMark)] == writerMark {
-		return blocker[len(writerMark):], true
-	}
-	return "", false
-}
-
 func parseGrant(reply any) (grant, error) {
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {
@@ -104,15 +92,6 @@ func parseFlag(reply any) (bool, error) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
-}
-
-// anys converts tokens to script arguments.
-func anys(tokens []string) []any {
-	args := make([]any, len(tokens))
-	for i, t := range tokens {
-		args[i] = t
-	}
-	return args
 }
 
 // strs reads a reply of bulk strings.

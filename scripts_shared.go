@@ -259,3 +259,12 @@ for i = 1, #ARGV do
 end
 return 0
 `)
+
+// anys converts tokens to script arguments.
+func anys(tokens []string) []any {
+	args := make([]any, len(tokens))
+	for i, t := range tokens {
+		args[i] = t
+	}
+	return args
+}

@@ -37,6 +37,18 @@ func newToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
+// writerMark tells a writer's token from readers' among blockers.
+const writerMark = "w:"
+
+// cutWriter returns the writer's token from a blocker, if it is the
+// writer.
+func cutWriter(blocker string) (string, bool) {
+	if len(blocker) > len(writerMark) && blocker[:len(writerMark)] == writerMark {
+		return blocker[len(writerMark):], true
+	}
+	return "", false
+}
+
 // tokenTail is what follows since in the tokens of a lock with cfg: its
 // timeout and escaped label, each after a '.'.
 func tokenTail(cfg config) string {
