@@ -177,6 +177,12 @@ func WithReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicas, c.replicaWait = n, timeout }
 }
 
+// WithObserver sets the Observer of the locks' calls (see package
+// observe). Default, or nil: none, which costs nothing.
+func WithObserver(o observe.Observer) Option {
+	return func(c *config) { c.observer = o }
+}
+
 // WithHolderLabel sets the label that Client.Inspect and ulock status show
 // for this process's holds and waiters. It lets an operator tell who holds
 // a lock; "" shows none. It travels inside the hold's token (see Holder),

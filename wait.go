@@ -498,3 +498,94 @@ func (b *base) observe(ctx context.Context, op string, kind string) (context.Con
 	}
 	return ctx, &observing{o: o, clock: b.cfg.clock, start: b.cfg.clock.Now()}
 }
+
+// releaseOrphans releases what the attempt that got g found blocking it
+// that is an orphan of the waiter's Client (see owned), each token once,
+// and reports whether it released any: the next attempt, made at once, may
+// then find the lock free. A release compares and deletes that exact
+// token, and hands the lock on as Unlock does.
+func (w *waiter) releaseOrphans(ctx context.Context, g grant) bool {
+	released := false
+	for _, blocker := range g.blockers() {
+		token, writer := cutWriter(blocker)
+		kind := w.c.writer
+		if !writer {
+			token, kind = blocker, w.c.holder
+		}
+		if kind == nil || w.orphans[token] || !w.b.c.tokens.orphan(w.b.c.id, token) {
+			continue
+		}
+		if w.orphans == nil {
+			w.orphans = map[string]bool{}
+		}
+		w.orphans[token] = true
+		reply, _, err := w.b.eval(ctx, kind.release, w.c.keys, "", token)
+		if err != nil {
+			continue
+		}
+		if ok, next, err := parseRelease(reply); err == nil && ok {
+			w.b.handedOff(next)
+			w.b.logOrphan(ctx, kind.what)
+			released = true
+		}
+	}
+	return released
+}
+
+// An observing is one call's Observation, with what the lock adds to it;
+// a nil *observing (no Observer) does nothing.
+type observing struct {
+	o     observe.Observation
+	clock interface{ Now() time.Time }
+	start time.Time
+	wait  bool // Waiting was called
+}
+
+func (o *observing) waiting() {
+	if o != nil && !o.wait {
+		o.wait = true
+		o.o.Waiting()
+	}
+}
+
+func (o *observing) acquired(outcome observe.Outcome, fence uint64) {
+	if o != nil {
+		o.o.Acquired(outcome, fence, o.clock.Now().Sub(o.start))
+	}
+}
+
+// failed reports an acquisition that ended without a hold: busy when err
+// is nil.
+func (o *observing) failed(err error) {
+	if o == nil {
+		return
+	}
+	outcome := observe.Error
+	switch {
+	case err == nil:
+		outcome = observe.Busy
+	case errors.Is(err, ErrStale):
+		outcome = observe.Stale
+	case errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		outcome = observe.Ended
+	}
+	o.o.NotAcquired(outcome, o.clock.Now().Sub(o.start), err)
+}
+
+func (o *observing) lost(why string) {
+	if o != nil {
+		o.o.Lost(why)
+	}
+}
+
+func (o *observing) released(since time.Time) {
+	if o != nil {
+		o.o.Released(o.clock.Now().Sub(since))
+	}
+}
+
+func (o *observing) end(err error) {
+	if o != nil {
+		o.o.End(err)
+	}
+}
