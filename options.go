@@ -136,8 +136,8 @@ func WithPrefix(s string) Option {
 	return func(c *config) { c.prefix = s }
 }
 
-// WithAutoRefresh makes Do call Refresh every d while fn runs, so that a
-// long fn keeps its lock and waiters see it busy rather than stuck. When a
+// WithAutoRefresh makes Do call Refresh every d while fn runs. A long fn
+// thus keeps its lock, and waiters see it busy rather than stuck. When a
 // Refresh finds the lock gone, or the lease has surely ended because no
 // Refresh got through, Do cancels fn's ctx with a cause wrapping ErrLost and
 // returns an error wrapping ErrLost. Default 0: off. It needs a lease: d
@@ -183,7 +183,7 @@ func WithObserver(o observe.Observer) Option {
 	return func(c *config) { c.observer = o }
 }
 
-// WithHolderLabel sets the label that Client.Inspect and ulock status show
+// WithHolderLabel sets the label that inspect.Lock and ulock status show
 // for this process's holds and waiters. It lets an operator tell who holds
 // a lock; "" shows none. It travels inside the hold's token (see Holder),
 // so it costs no round trip, but it is readable by anyone who can read

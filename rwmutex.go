@@ -166,7 +166,7 @@ func (rw *RWMutex) Held(ctx context.Context) (bool, error) {
 }
 
 // Lost returns a channel closed when the write hold is known to be lost,
-// as Mutex.Lost does; a closed one when there is no write hold.
+// as Mutex.Lost does. With no write hold, the channel is closed.
 func (rw *RWMutex) Lost() <-chan struct{} {
 	if rw == nil {
 		return closed

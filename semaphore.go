@@ -10,7 +10,7 @@ import (
 )
 
 // A Semaphore lets at most a given number of holders in at once, across
-// processes: each Acquire gets a Permit with its own token, lease and
+// processes. Each Acquire gets a Permit with its own token, lease and
 // fence. A holder that dies gives its permit back when its lease ends; one
 // that keeps its token for its patience (see WithTimeout) while a waiter
 // waits is stale, and the waiter fails with ErrStale or, with WithTakeOver,

@@ -2,10 +2,10 @@
 // library: what a Client needs of Redis, and the shapes of its replies.
 //
 // Users never import it. Those who write a driver for a client library
-// (go-redis, rueidis, valkey-go...) implement Driver and hand it to
-// uncomplicated.NewDriverClient, as the module
-// github.com/uncomplicated-mutex/uncomplicated/goredis does; NewClient's
-// redigo driver implements the same contract.
+// (go-redis, rueidis, valkey-go...) implement Driver, and users hand it to
+// uncomplicated.NewClient, as package
+// github.com/uncomplicated-mutex/uncomplicated/redigo and the module
+// github.com/uncomplicated-mutex/uncomplicated/goredis do.
 //
 // Every call names the keys it is about, all of one lock and so of one
 // hash slot: a driver for Redis Cluster runs it on the node that owns that
@@ -124,8 +124,8 @@ var ErrUnexpectedReply = errors.New("uncomplicated: unexpected reply from Redis"
 // ErrNotSent matches the errors NotSent marks.
 var ErrNotSent = errors.New("uncomplicated: not sent to Redis")
 
-// NotSent marks err as the error of a call that never left for Redis, such
-// as a pool with no connection to give: the Client then knows that a
+// NotSent marks err as the error of a call that never left for Redis. A
+// pool with no connection to give is one: the Client then knows that a
 // script did not run.
 func NotSent(err error) error {
 	if err == nil {

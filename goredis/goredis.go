@@ -5,7 +5,7 @@
 //	rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
 //	locks := goredis.NewClient(rdb)
 //	defer locks.Close()
-//	m, err := locks.New(order)
+//	m, err := uncomplicated.New(locks, order)
 //
 // Every key of one lock shares a hash tag, so each script runs on the
 // node that owns its slot; wake-ups use sharded pub/sub, with one

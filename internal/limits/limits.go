@@ -20,9 +20,9 @@ const Label = 64
 // reads the tokens of all holders.
 const Permits = 10000
 
-// Inspected bounds the holders and the waiters that Client.Inspect reports
+// Inspected bounds the holders and the waiters that inspect.Lock reports
 // of one lock.
 const Inspected = 100
 
-// ListLimit is the number of locks Client.List returns when its limit is 0.
+// ListLimit is the number of locks inspect.List returns when its limit is 0.
 const ListLimit = 1000
