@@ -1,4 +1,4 @@
-package uncomplicated_test
+package inspect_test
 
 import (
 	"context"
@@ -170,5 +170,49 @@ func TestInspect_kindInUse(t *testing.T) {
 	}
 	if held, err := rw.Held(ctx); held || err != nil {
 		t.Errorf("Held() after ForceRelease = %v, %v; want false", held, err)
+	}
+}
+
+func mustNamed(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.Mutex {
+	t.Helper()
+	m, err := uncomplicated.New(c, uncomplicated.Named(name))
+	if err != nil {
+		t.Fatalf("New(%q) = %v", name, err)
+	}
+	return m
+}
+
+func mustNamedRW(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.RWMutex {
+	t.Helper()
+	rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name))
+	if err != nil {
+		t.Fatalf("NewRW(%q) = %v", name, err)
+	}
+	return rw
+}
+
+func mustLock(t testing.TB, m *uncomplicated.Mutex) {
+	t.Helper()
+	if err := m.Lock(context.Background()); err != nil {
+		t.Fatalf("Lock(%s) = %v", m.Name(), err)
+	}
+}
+
+// lockAsync runs m.Lock(ctx) in a goroutine and delivers its error.
+func lockAsync(ctx context.Context, m *uncomplicated.Mutex) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(ctx) }()
+	return done
+}
+
+// recv receives from ch, or fails the test after 10s.
+func recv[T any](t *testing.T, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("nothing received after 10s")
+		panic("unreachable")
 	}
 }
