@@ -58,6 +58,10 @@ if [[ ! -d $goredis ]] || ! grep -q '^func LaunchCluster' "$tmp/worktree/interna
 	exit 1
 fi
 go mod edit -replace "$module/goredis=$goredis" "$tmp/go.mod"
+# and, for its fleet rows, OLD_COMMIT's rueidis module when it has one.
+if [[ -d "$tmp/worktree/rueidis" ]]; then
+	go mod edit -replace "$module/rueidis=$tmp/worktree/rueidis" "$tmp/go.mod"
+fi
 echo "building against ${new_label} and ${old:0:7}" >&2
 (cd "$bench" && go build -o "$tmp/bench-new" .)
 # -mod=mod lets the go command add to the copies what the old library needs;

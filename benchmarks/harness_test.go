@@ -304,10 +304,15 @@ func TestNeedsCluster(t *testing.T) {
 // the waiting Client listens on one sharded pub/sub connection to each and
 // the holder on none.
 func TestScaleRun(t *testing.T) {
-	for _, e := range []*env{testEnv(t), testCluster(t)} {
-		res, err := e.scaleRun(100)
+	cluster := testCluster(t)
+	for _, run := range []struct {
+		e      *env
+		client string
+	}{{testEnv(t), ""}, {cluster, ""}, {cluster, "rueidis"}} {
+		e := run.e
+		res, err := e.scaleRun(100, run.client)
 		if err != nil {
-			t.Fatalf("%s: %v", e.name(), err)
+			t.Fatalf("%s %s: %v", e.name(), run.client, err)
 		}
 		if res.acquired != 100 || res.early != 0 || res.errors != 0 {
 			t.Errorf("%s: acquired %d of 100, %d before the unlocks, %d errors (first: %v)", e.name(), res.acquired, res.early, res.errors, res.firstErr)
@@ -317,7 +322,7 @@ func TestScaleRun(t *testing.T) {
 		}
 		for i, addr := range res.nodes {
 			if res.subscribers[i] != 1 || res.sharded[i] != 1 || res.keys[i] == 0 {
-				t.Errorf("%s: master %s: %d pub/sub connections, %d sharded, %d keys; want 1, 1 and some keys", e.name(), addr, res.subscribers[i], res.sharded[i], res.keys[i])
+				t.Errorf("%s %s: master %s: %d pub/sub connections, %d sharded, %d keys; want 1, 1 and some keys", e.name(), run.client, addr, res.subscribers[i], res.sharded[i], res.keys[i])
 			}
 		}
 	}
@@ -446,5 +451,30 @@ func TestPercentile(t *testing.T) {
 	}
 	if got := percentile(nil, 0.5); got != 0 {
 		t.Errorf("percentile(nil) = %v, want 0", got)
+	}
+}
+
+// TestFleet runs every fleet row briefly: each pairs keys without error,
+// and ours send the commands of a lock and an unlock.
+func TestFleet(t *testing.T) {
+	e := testEnv(t)
+	cfg := config{duration: 300 * time.Millisecond, keys: 100, goroutines: 4, workload: "fleet"}
+	var results []fleetResult
+	for _, r := range allFleetRows() {
+		res := e.runFleet(r, cfg)
+		if res.err != nil || res.errors != 0 || res.pairs == 0 || res.cpuPerPair <= 0 {
+			t.Errorf("%s: %d pairs, %d errors, %v of CPU a pair, err %v", r.name, res.pairs, res.errors, res.cpuPerPair, res.err)
+		}
+		if r.peer != "" && (res.cmdsPerPair < 6.9 || res.cmdsPerPair > 7.5) {
+			t.Errorf("%s: %.2f commands a pair; want a lock's and an unlock's 7", r.name, res.cmdsPerPair)
+		}
+		results = append(results, res)
+	}
+	var out strings.Builder
+	printFleet(&out, cfg, results)
+	for _, want := range []string{"uncomplicated rueidis ÷ rueidislock", "uncomplicated ÷ redsync 1ms", "uncomplicated go-redis ÷ redislock 1ms"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("printFleet lacks %q:\n%s", want, out.String())
+		}
 	}
 }

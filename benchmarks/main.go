@@ -128,6 +128,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -152,6 +153,10 @@ type config struct {
 	permits        int      // of the semaphore rows; 0 means half the workers
 	reads          float64  // the share of reads in the mix
 	json           bool     // print the contended rows as JSON lines, and nothing else
+	workload       string   // "contended" (the tables above) or "fleet"
+	keys           int      // the fleet workload's keys
+	goroutines     int      // the fleet workload's goroutines
+	scaleClient    string   // the scale runs' client: "" (redigo, go-redis on the Cluster) or "rueidis"
 }
 
 // semPermits returns the permits of the semaphore rows.
@@ -187,6 +192,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.scaleOnCluster, "scale-cluster", 0, "waiting goroutines in the scale run on a Cluster of 3 masters; 0 skips it")
 	fs.IntVar(&cfg.permits, "permits", 0, "permits of the semaphore rows (default half the workers, at least 1)")
 	fs.Float64Var(&cfg.reads, "reads", 0.9, "share of reads in the read-mostly mix")
+	fs.StringVar(&cfg.workload, "workload", "contended", "contended: one lock, the tables above; fleet: many keys, each rarely contended")
+	fs.IntVar(&cfg.keys, "keys", 10000, "keys of the fleet workload")
+	fs.IntVar(&cfg.goroutines, "goroutines", 64, "goroutines of the fleet workload, sharing one client")
+	fs.StringVar(&cfg.scaleClient, "scale-client", "", "the scale runs' client: rueidis, or empty for redigo on the server and go-redis on the Cluster")
 	fs.BoolVar(&cfg.json, "json", false, "print each row of the contended table as one JSON line instead of the tables; skips the interleaved, mix and scale runs")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -210,12 +219,22 @@ func (cfg config) check() error {
 	if !(cfg.reads >= 0 && cfg.reads <= 1) {
 		errs = append(errs, errors.New("-reads must be between 0 and 1"))
 	}
+	if cfg.workload != "contended" && cfg.workload != "fleet" {
+		errs = append(errs, fmt.Errorf("-workload must be contended or fleet, not %q", cfg.workload))
+	}
+	if cfg.scaleClient != "" && cfg.scaleClient != "rueidis" {
+		errs = append(errs, fmt.Errorf("-scale-client must be rueidis or empty, not %q", cfg.scaleClient))
+	}
+	if cfg.keys < 1 || cfg.goroutines < 1 {
+		errs = append(errs, errors.New("-keys and -goroutines must be positive"))
+	}
 	if cfg.hold < 0 || cfg.think < 0 {
 		errs = append(errs, errors.New("-hold and -think must not be negative"))
 	}
 	for _, name := range cfg.only {
 		if !slices.ContainsFunc(allRows(), func(r row) bool { return r.name == name }) &&
-			!slices.ContainsFunc(allMixRows(), func(r mixRow) bool { return r.name == name }) {
+			!slices.ContainsFunc(allMixRows(), func(r mixRow) bool { return r.name == name }) &&
+			!slices.ContainsFunc(allFleetRows(), func(r fleetRow) bool { return r.name == name }) {
 			errs = append(errs, fmt.Errorf("-only: no row %q", name))
 		}
 	}
@@ -251,8 +270,42 @@ func (cfg config) wants(name string) bool {
 // needsCluster reports whether the run needs the Cluster: for a row, or
 // for the scale run on it, which -json skips.
 func (cfg config) needsCluster() bool {
-	return slices.ContainsFunc(cfg.selected(), func(r row) bool { return r.cluster }) ||
-		!cfg.json && cfg.scaleOnCluster > 0
+	return cfg.workload == "contended" && (slices.ContainsFunc(cfg.selected(), func(r row) bool { return r.cluster }) ||
+		!cfg.json && cfg.scaleOnCluster > 0)
+}
+
+// selectedFleet returns the fleet rows -only asks for, in table order.
+func (cfg config) selectedFleet() []fleetRow {
+	var rows []fleetRow
+	for _, r := range allFleetRows() {
+		if cfg.wants(r.name) {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+// runFleet runs the fleet workload's rows on the server.
+func runFleet(d *deployments, cfg config, stdout, stderr io.Writer) error {
+	var results []fleetResult
+	for _, r := range cfg.selectedFleet() {
+		fmt.Fprintf(stderr, "running %s on the fleet workload\n", r.name)
+		results = append(results, d.server.runFleet(r, cfg))
+	}
+	if cfg.json {
+		enc := json.NewEncoder(stdout)
+		for _, r := range results {
+			if err := enc.Encode(r.json()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := printHeader(stdout, d, cfg); err != nil {
+		return err
+	}
+	printFleet(stdout, cfg, results)
+	return nil
 }
 
 func run(cfg config, stdout, stderr io.Writer) error {
@@ -261,6 +314,9 @@ func run(cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.close()
+	if cfg.workload == "fleet" {
+		return runFleet(d, cfg, stdout, stderr)
+	}
 	if !cfg.json {
 		if err := printHeader(stdout, d, cfg); err != nil {
 			return err
@@ -298,7 +354,7 @@ func run(cfg config, stdout, stderr io.Writer) error {
 			continue
 		}
 		fmt.Fprintf(stderr, "running the scale run (%d waiters) on %s\n", s.n, s.e.name())
-		res, err := s.e.scaleRun(s.n)
+		res, err := s.e.scaleRun(s.n, cfg.scaleClient)
 		if err != nil {
 			return fmt.Errorf("scale run on %s: %w", s.e.name(), err)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
+	uncomplicatedrueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
 )
 
 const (
@@ -31,6 +35,7 @@ const (
 // scaleResult is what the scale run measured.
 type scaleResult struct {
 	on             string   // the deployment's name
+	client         string   // "rueidis", or "" for the deployment's default
 	nodes          []string // its nodes' addresses
 	n, acquired    int
 	early          int64         // waiters that acquired before the unlocks began
@@ -55,9 +60,12 @@ type scaleSide struct {
 	mutexes    []*uncomplicated.Mutex
 }
 
-func newScaleSide(e *env, n int) (*scaleSide, error) {
+func newScaleSide(e *env, n int, client string) (*scaleSide, error) {
 	s := &scaleSide{}
-	s.client, s.closeConns = e.cappedClient()
+	var err error
+	if s.client, s.closeConns, err = e.cappedClient(client); err != nil {
+		return nil, err
+	}
 	s.mutexes = make([]*uncomplicated.Mutex, n)
 	for i := range s.mutexes {
 		m, err := uncomplicated.New(s.client, uncomplicated.Named("scale-"+strconv.Itoa(i)))
@@ -75,16 +83,25 @@ func (s *scaleSide) close() {
 	s.closeConns()
 }
 
-// cappedClient returns a Client of e whose callers share at most 64
-// connections to each node and wait for a free one, and what closes
-// those: over redigo on the server, over go-redis on the Cluster.
-func (e *env) cappedClient() (*uncomplicated.Client, func()) {
-	if e.cluster {
+// cappedClient returns a Client of e and what closes its connections:
+// over redigo on the server, over go-redis on the Cluster, whose callers
+// share at most 64 connections to each node and wait for a free one; or,
+// when client is "rueidis", over rueidis, which has one connection per
+// node for every caller.
+func (e *env) cappedClient(client string) (*uncomplicated.Client, func(), error) {
+	switch {
+	case client == "rueidis":
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: e.addrs()})
+		if err != nil {
+			return nil, nil, err
+		}
+		return uncomplicatedrueidis.NewClient(c), c.Close, nil
+	case e.cluster:
 		rdb := newCappedClusterClient(e.addrs(), scaleTimeout)
-		return goredis.NewClient(rdb), func() { _ = rdb.Close() }
+		return goredis.NewClient(rdb), func() { _ = rdb.Close() }, nil
 	}
 	pool := newCappedPool(e.addr)
-	return uncomplicated.NewClient(redigo.New(pool)), func() { _ = pool.Close() }
+	return uncomplicated.NewClient(redigo.New(pool)), func() { _ = pool.Close() }, nil
 }
 
 // each runs fn on every mutex, scaleParallel at a time, and returns the
@@ -119,15 +136,16 @@ func tryLock(ctx context.Context, m *uncomplicated.Mutex) error {
 func unlockMutex(ctx context.Context, m *uncomplicated.Mutex) error { return m.Unlock(ctx) }
 
 // scaleRun has one Client hold n locks while a second Client waits for
-// each of them in a goroutine of its own, then releases them all. On the
-// Cluster the locks spread over the masters by their names' slots.
-func (e *env) scaleRun(n int) (*scaleResult, error) {
-	res := &scaleResult{on: e.name(), nodes: e.addrs(), n: n}
+// each of them in a goroutine of its own, then releases them all, both
+// over client (see cappedClient). On the Cluster the locks spread over
+// the masters by their names' slots.
+func (e *env) scaleRun(n int, client string) (*scaleResult, error) {
+	res := &scaleResult{on: e.name(), nodes: e.addrs(), n: n, client: client}
 	var err error
 	if res.usedMemoryIdle, err = e.usedMemory(); err != nil {
 		return nil, err
 	}
-	holder, err := newScaleSide(e, n)
+	holder, err := newScaleSide(e, n, client)
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +153,7 @@ func (e *env) scaleRun(n int) (*scaleResult, error) {
 	if err := holder.each(tryLock); err != nil {
 		return nil, fmt.Errorf("holder: %w", err)
 	}
-	waiter, err := newScaleSide(e, n)
+	waiter, err := newScaleSide(e, n, client)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +262,11 @@ func (e *env) usedMemory() (int64, error) {
 }
 
 func (s *scaleResult) print(w io.Writer) {
-	fmt.Fprintf(w, "\nScale run on %s: one Client holds %d locks, a second Client waits for each in a goroutine of its own (at most 64 connections to each node).\n", s.on, s.n)
+	over := "at most 64 connections to each node"
+	if s.client == "rueidis" {
+		over = "over rueidis, one connection to each node"
+	}
+	fmt.Fprintf(w, "\nScale run on %s: one Client holds %d locks, a second Client waits for each in a goroutine of its own (%s).\n", s.on, s.n, over)
 	fmt.Fprintf(w, "- acquired %d of %d; all within %s of the first unlock (unlocking all took %s); acquired before the unlocks: %d; errors: %d\n",
 		s.acquired, s.n, s.allAcquired.Round(time.Millisecond), s.unlocking.Round(time.Millisecond), s.early, s.errors)
 	if s.firstErr != nil {

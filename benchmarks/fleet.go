@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredigo "github.com/go-redsync/redsync/v4/redis/redigo"
+	redisv9 "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
+	uncomplicatedrueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+)
+
+// The fleet workload (-workload fleet) is where most locking happens: many
+// objects, each rarely contended. One process shares one client among
+// -goroutines goroutines; each locks a random key of -keys and unlocks it
+// at once, for -duration. A row reports the lock+unlock pairs per second,
+// and the Redis CPU and commands per pair (INFO cpu and INFO stats, read
+// before and after the run).
+
+// A fleetRow is one lock library on the fleet workload.
+type fleetRow struct {
+	name string
+	// peer names the row this one is compared with; "" for a peer.
+	peer string
+	// open returns the row's pairer on the server at addr, and a function
+	// that closes what it uses.
+	open func(addr string) (pairer, func(), error)
+}
+
+// A pairer locks a key and unlocks it at once. It is safe for concurrent
+// use.
+type pairer interface {
+	pair(ctx context.Context, key string) error
+}
+
+func allFleetRows() []fleetRow {
+	return []fleetRow{
+		{name: "uncomplicated rueidis", peer: "rueidislock", open: fleetRueidis},
+		{name: "uncomplicated", peer: "redsync 1ms", open: fleetRedigo},
+		{name: "uncomplicated go-redis", peer: "redislock 1ms", open: fleetGoredis},
+		{name: "rueidislock", open: fleetRueidislock},
+		{name: "redsync 1ms", open: fleetRedsync},
+		{name: "redislock 1ms", open: fleetRedislock},
+	}
+}
+
+// fleetResult is the measure of one fleet row.
+type fleetResult struct {
+	name, peer  string
+	pairs       int64
+	elapsed     time.Duration
+	cmdsPerPair float64
+	cpuPerPair  time.Duration
+	errors      int64
+	err         error
+}
+
+// runFleet runs r on e for cfg.duration.
+func (e *env) runFleet(r fleetRow, cfg config) fleetResult {
+	res := fleetResult{name: r.name, peer: r.peer}
+	p, closeAll, err := r.open(e.addr)
+	if err != nil {
+		res.err = err
+		return res
+	}
+	defer closeAll()
+	keys := make([]string, cfg.keys)
+	for i := range keys {
+		keys[i] = "fleet-" + strconv.Itoa(i)
+	}
+	// Warm-up: every goroutine's connection dialled, every script loaded.
+	if err := fleetLoop(p, keys, cfg.goroutines, 200*time.Millisecond, nil, nil); err != nil {
+		res.err = fmt.Errorf("warm-up: %w", err)
+		return res
+	}
+	var pairs, fails atomic.Int64
+	start := time.Now()
+	cmds, cpu, err := e.measure(func() {
+		res.err = fleetLoop(p, keys, cfg.goroutines, cfg.duration, &pairs, &fails)
+	})
+	res.elapsed = time.Since(start)
+	if err != nil {
+		res.err = err
+	}
+	res.pairs, res.errors = pairs.Load(), fails.Load()
+	if res.pairs > 0 {
+		res.cmdsPerPair = float64(cmds) / float64(res.pairs)
+		res.cpuPerPair = cpu / time.Duration(res.pairs)
+	}
+	return res
+}
+
+// fleetLoop runs n goroutines for d, each pairing random keys; it counts
+// the pairs done and failed, when given counters. Without counters, a
+// failure ends it with that error.
+func fleetLoop(p pairer, keys []string, n int, d time.Duration, pairs, fails *atomic.Int64) error {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(g), 1))
+			for ctx.Err() == nil {
+				err := p.pair(context.Background(), keys[rnd.IntN(len(keys))])
+				switch {
+				case err == nil && pairs != nil:
+					pairs.Add(1)
+				case err != nil && fails != nil:
+					fails.Add(1)
+				case err != nil:
+					errs[g] = err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// printFleet prints the fleet rows and each of ours against its peer.
+func printFleet(w io.Writer, cfg config, results []fleetResult) {
+	fmt.Fprintf(w, "\nFleet workload: %d goroutines of one process sharing one client, each locking a random key of %d and unlocking it at once, for %v.\n\n",
+		cfg.goroutines, cfg.keys, cfg.duration)
+	rows := [][]string{{"row", "Redis CPU per pair", "pairs/s", "Redis commands per pair", "errors"}}
+	byName := map[string]fleetResult{}
+	for _, r := range results {
+		byName[r.name] = r
+		if r.err != nil {
+			rows = append(rows, []string{r.name, "failed: " + r.err.Error(), "", "", ""})
+			continue
+		}
+		rows = append(rows, []string{r.name, micros(r.cpuPerPair), fmt.Sprintf("%.0f", r.rate()),
+			fmt.Sprintf("%.2f", r.cmdsPerPair), strconv.FormatInt(r.errors, 10)})
+	}
+	writeMarkdown(w, rows)
+	ratios := [][]string{{"ours ÷ peer", "Redis CPU per pair", "pairs/s"}}
+	for _, r := range results {
+		p, ok := byName[r.peer]
+		if r.peer == "" || !ok || r.err != nil || p.err != nil || p.pairs == 0 || r.pairs == 0 {
+			continue
+		}
+		ratios = append(ratios, []string{r.name + " ÷ " + p.name,
+			fmt.Sprintf("%.2f×", float64(r.cpuPerPair)/float64(p.cpuPerPair)),
+			fmt.Sprintf("%.2f×", r.rate()/p.rate())})
+	}
+	if len(ratios) > 1 {
+		fmt.Fprintln(w)
+		writeMarkdown(w, ratios)
+	}
+}
+
+// rate is the pairs per second of the run.
+func (r fleetResult) rate() float64 { return float64(r.pairs) / r.elapsed.Seconds() }
+
+// fleetJSON is a fleet row as one line of JSON.
+type fleetJSON struct {
+	Name           string  `json:"name"`
+	CPUPerPairUs   float64 `json:"redis_cpu_us_per_pair"`
+	PairsPerSecond float64 `json:"pairs_per_second"`
+	CmdsPerPair    float64 `json:"cmds_per_pair"`
+	Errors         int64   `json:"errors"`
+	Failed         string  `json:"failed,omitempty"`
+}
+
+func (r fleetResult) json() fleetJSON {
+	j := fleetJSON{Name: r.name, CmdsPerPair: r.cmdsPerPair, Errors: r.errors}
+	if r.err != nil {
+		j.Failed = r.err.Error()
+		return j
+	}
+	j.CPUPerPairUs = float64(r.cpuPerPair) / float64(time.Microsecond)
+	j.PairsPerSecond = r.rate()
+	return j
+}
+
+// Our rows: one Client, a Mutex made for each pair, as a server handling
+// requests makes one for the object of each.
+
+// mutexPairer pairs keys with the Mutexes of its Client.
+type mutexPairer struct{ c *uncomplicated.Client }
+
+func (p mutexPairer) pair(ctx context.Context, key string) error {
+	m, err := uncomplicated.New(p.c, uncomplicated.Named(key))
+	if err != nil {
+		return err
+	}
+	if err := m.Lock(ctx); err != nil {
+		return err
+	}
+	return m.Unlock(ctx)
+}
+
+func fleetRedigo(addr string) (pairer, func(), error) {
+	pool := newPool(addr)
+	c := uncomplicated.NewClient(redigo.New(pool))
+	return mutexPairer{c}, func() { _ = c.Close(); _ = pool.Close() }, nil
+}
+
+func fleetGoredis(addr string) (pairer, func(), error) {
+	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr, ContextTimeoutEnabled: true})
+	c := goredis.NewClient(rdb)
+	return mutexPairer{c}, func() { _ = c.Close(); _ = rdb.Close() }, nil
+}
+
+func fleetRueidis(addr string) (pairer, func(), error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return nil, nil, err
+	}
+	c := uncomplicatedrueidis.NewClient(rc)
+	return mutexPairer{c}, func() { _ = c.Close(); rc.Close() }, nil
+}
+
+// The peers, each on one client of its own library, as their READMEs
+// show.
+
+type rueidislockPairer struct{ l rueidislock.Locker }
+
+func (p rueidislockPairer) pair(ctx context.Context, key string) error {
+	_, release, err := p.l.WithContext(ctx, key)
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}
+
+func fleetRueidislock(addr string) (pairer, func(), error) {
+	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:  1,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rueidislockPairer{l}, l.Close, nil
+}
+
+type redsyncPairer struct{ rs *redsync.Redsync }
+
+func (p redsyncPairer) pair(ctx context.Context, key string) error {
+	m := p.rs.NewMutex(key, redsync.WithRetryDelay(time.Millisecond), redsync.WithTries(1<<30), redsync.WithExpiry(lockTTL))
+	if err := m.LockContext(ctx); err != nil {
+		return err
+	}
+	if ok, err := m.UnlockContext(ctx); err != nil || !ok {
+		return errors.Join(err, errors.New("redsync: unlock: lock not held"))
+	}
+	return nil
+}
+
+func fleetRedsync(addr string) (pairer, func(), error) {
+	pool := newPool(addr)
+	return redsyncPairer{redsync.New(redsyncredigo.NewPool(pool))}, func() { _ = pool.Close() }, nil
+}
+
+type redislockPairer struct{ c *redislock.Client }
+
+func (p redislockPairer) pair(ctx context.Context, key string) error {
+	l, err := p.c.Obtain(ctx, key, lockTTL, &redislock.Options{RetryStrategy: redislock.LinearBackoff(time.Millisecond)})
+	if err != nil {
+		return err
+	}
+	return l.Release(ctx)
+}
+
+func fleetRedislock(addr string) (pairer, func(), error) {
+	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr})
+	return redislockPairer{redislock.New(rdb)}, func() { _ = rdb.Close() }, nil
+}

@@ -1,0 +1,72 @@
+package rueidis_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/rueidis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/acceptance"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+)
+
+// The deployments of these tests, each on real servers that the tests
+// start on loopback ports: one redis-server, a master and a replica that
+// three sentinels watch, and a Cluster of three masters.
+
+func TestMain(m *testing.M) { redistest.Main(m) }
+
+// The acceptance tests of every primitive through urueidis.NewClient, on
+// each deployment.
+func TestAcceptance(t *testing.T) {
+	for _, d := range []func(*testing.T) acceptance.Deployment{single, sentinel, cluster} {
+		dep := d(t)
+		t.Run(dep.Name, func(t *testing.T) { acceptance.Run(t, dep) })
+	}
+}
+
+// single is one redis-server.
+func single(t *testing.T) acceptance.Deployment {
+	srv := redistest.Shared(t)
+	return deployment(t, "single", rueidis.ClientOption{InitAddress: []string{srv.Addr}})
+}
+
+// sentinel is a master and a replica that three sentinels watch.
+func sentinel(t *testing.T) acceptance.Deployment {
+	s := redistest.StartSentinel(t)
+	return deployment(t, "sentinel", rueidis.ClientOption{
+		InitAddress: s.Addrs(), Sentinel: rueidis.SentinelOption{MasterSet: s.Name},
+	})
+}
+
+// cluster is a Cluster of three masters.
+func cluster(t *testing.T) acceptance.Deployment {
+	c := redistest.StartCluster(t, 3, 0)
+	return deployment(t, "cluster", rueidis.ClientOption{InitAddress: c.Addrs()})
+}
+
+// deployment describes a rueidis client of opt as an acceptance.Deployment;
+// the client is closed at t's end.
+func deployment(t *testing.T, name string, opt rueidis.ClientOption) acceptance.Deployment {
+	c, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	t.Cleanup(c.Close)
+	d := urueidis.NewDriver(c)
+	return acceptance.Deployment{
+		Name: name,
+		NewClient: func(_ *testing.T, opts ...uncomplicated.Option) *uncomplicated.Client {
+			return urueidis.NewClient(c, opts...)
+		},
+		Do: func(_ *testing.T, key string, cmd string, args ...any) (any, error) {
+			var keys []string
+			if key != "" {
+				keys = []string{key}
+			}
+			return d.Do(context.Background(), keys, cmd, args...)
+		},
+	}
+}

@@ -1,0 +1,13 @@
+module github.com/uncomplicated-mutex/uncomplicated/rueidis
+
+go 1.26.0
+
+require (
+	github.com/redis/rueidis v1.0.79
+	github.com/uncomplicated-mutex/uncomplicated v0.1.0
+)
+
+require (
+	github.com/benbjohnson/clock v1.3.5 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)
