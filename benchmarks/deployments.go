@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+
 	"io"
 	"time"
+
+	"github.com/redis/rueidis"
+	uncomplicatedrueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
 
 	redisv9 "github.com/redis/go-redis/v9"
 
@@ -21,6 +25,7 @@ import (
 
 const (
 	ownGoredis = ours + " go-redis"
+	ownRueidis = ours + " rueidis"
 	ownCluster = ours + " cluster"
 	// clusterMasters is how many masters the Cluster has, without
 	// replicas: a lock lives on one of them.
@@ -32,6 +37,19 @@ const (
 // pool.
 func openGoredis(addr, key string, n, _ int) ([]locker, func(), error) {
 	return openMutexes(redisv9.NewClient(&redisv9.Options{Addr: addr}), key, n)
+}
+
+// openRueidis gives each locker a Mutex on a Client of its own over one
+// rueidis client of the server, whose connection they all share.
+func openRueidis(addr, key string, n, _ int) ([]locker, func(), error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return nil, nil, err
+	}
+	newClient := func() *uncomplicated.Client { return uncomplicatedrueidis.NewClient(rc) }
+	return openClientsOver(n, newClient, rc.Close, func(c *uncomplicated.Client) (locker, error) {
+		return uncomplicated.New(c, uncomplicated.Named(key))
+	})
 }
 
 // openCluster gives each locker a Mutex on a Client of its own over one

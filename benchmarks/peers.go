@@ -77,6 +77,7 @@ func allRows() []row {
 	return []row{
 		{name: "uncomplicated", open: openUncomplicated},
 		{name: ownGoredis, base: ours, open: openGoredis},
+		{name: ownRueidis, base: ours, open: openRueidis},
 		{name: ownCluster, base: ownGoredis, cluster: true, open: openCluster},
 		{name: "redsync default", open: openRedsync()},
 		{name: "redsync 1ms", open: openRedsync(redsync.WithRetryDelay(time.Millisecond), redsync.WithTries(math.MaxInt32))},
