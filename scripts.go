@@ -13,9 +13,10 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // is not an integer puts the entry back and frees the lock, so that the
 // waiters' own attempts report it.
 const mutexHandOff = leaseLua + queueLua + `
-local function handOff()
+local function handOff(first)
   while true do
-    local w = nextWaiter(KEYS[3])
+    local w = nextWaiter(KEYS[3], nil, first)
+    first = nil
     if not w then
       break
     end
@@ -42,13 +43,20 @@ end
 // message whose fence is not above that counter came from a release before
 // this attempt, and is stale. A fence counter that is not an integer undoes
 // the SET and fails.
-var acquireScript = driver.NewScript(3, queueLua+`
+var acquireScript = driver.NewScript(3, `
 local cur
 if ARGV[2] == '0' then
   cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'GET')
 else
   cur = redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2], 'GET')
 end
+if not cur and ARGV[4] ~= 'r' and ARGV[4] ~= 'x' then
+  local fence = redis.pcall('INCR', KEYS[2])
+  if type(fence) == 'number' then
+    return {1, fence}
+  end
+end
+`+queueLua+`
 if cur == ARGV[1] then
   if ARGV[2] == '0' then
     redis.call('PERSIST', KEYS[1])
@@ -101,7 +109,29 @@ return {1, fence}
 // the queue first; if a release handed it the lock meanwhile, it releases
 // that. Replies 0 when no token was ours, 1 when the lock is free, or the
 // token of the waiter it was handed to.
-var releaseScript = driver.NewScript(3, mutexHandOff+`
+var releaseScript = driver.NewScript(3, `
+local ours, first = false, nil
+if ARGV[1] == '' then
+  local cur = redis.call('GET', KEYS[1])
+  for i = 2, #ARGV do
+    if cur == ARGV[i] then
+      ours = true
+      break
+    end
+  end
+  if not ours then
+    return 0
+  end
+  first = redis.call('LPOP', KEYS[3])
+  if not first then
+    redis.call('DEL', KEYS[1])
+    return 1
+  end
+end
+`+mutexHandOff+`
+if ours then
+  return handOff(first)
+end
 leave(KEYS[3])
 local cur = redis.call('GET', KEYS[1])
 for i = 2, #ARGV do

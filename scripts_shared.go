@@ -206,9 +206,10 @@ local function putBack(queue, w)
   redis.call('LPUSH', queue, w.token)
   redis.call('SET', queue .. ':' .. w.token, w.entry, 'PX', w.expiry)
 end
-local function nextWaiter(queue, fits)
+local function nextWaiter(queue, fits, first)
   while true do
-    local token = redis.call('LPOP', queue)
+    local token = first or redis.call('LPOP', queue)
+    first = nil
     if not token then
       return nil
     end

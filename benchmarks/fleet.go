@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -137,8 +139,8 @@ func fleetLoop(p pairer, keys []string, n int, d time.Duration, pairs, fails *at
 
 // printFleet prints the fleet rows and each of ours against its peer.
 func printFleet(w io.Writer, cfg config, results []fleetResult) {
-	fmt.Fprintf(w, "\nFleet workload: %d goroutines of one process sharing one client, each locking a random key of %d and unlocking it at once, for %v.\n\n",
-		cfg.goroutines, cfg.keys, cfg.duration)
+	fmt.Fprintf(w, "\nFleet workload: %d goroutines of one process sharing one client, each locking a random key of %d and unlocking it at once, for %v; medians of %d rounds.\n\n",
+		cfg.goroutines, cfg.keys, cfg.duration, cfg.rounds)
 	rows := [][]string{{"row", "Redis CPU per pair", "pairs/s", "Redis commands per pair", "errors"}}
 	byName := map[string]fleetResult{}
 	for _, r := range results {
@@ -147,7 +149,7 @@ func printFleet(w io.Writer, cfg config, results []fleetResult) {
 			rows = append(rows, []string{r.name, "failed: " + r.err.Error(), "", "", ""})
 			continue
 		}
-		rows = append(rows, []string{r.name, micros(r.cpuPerPair), fmt.Sprintf("%.0f", r.rate()),
+		rows = append(rows, []string{r.name, fmt.Sprintf("%.1f µs", float64(r.cpuPerPair)/float64(time.Microsecond)), fmt.Sprintf("%.0f", r.rate()),
 			fmt.Sprintf("%.2f", r.cmdsPerPair), strconv.FormatInt(r.errors, 10)})
 	}
 	writeMarkdown(w, rows)
@@ -165,6 +167,29 @@ func printFleet(w io.Writer, cfg config, results []fleetResult) {
 		fmt.Fprintln(w)
 		writeMarkdown(w, ratios)
 	}
+}
+
+// medianFleet returns the run of rs whose Redis CPU per pair is the
+// median, with the median pairs per second of rs and their errors summed;
+// the first failure when one failed.
+func medianFleet(rs []fleetResult) fleetResult {
+	for _, r := range rs {
+		if r.err != nil {
+			return r
+		}
+	}
+	byCPU := slices.Clone(rs)
+	slices.SortFunc(byCPU, func(a, b fleetResult) int { return cmp.Compare(a.cpuPerPair, b.cpuPerPair) })
+	byRate := slices.Clone(rs)
+	slices.SortFunc(byRate, func(a, b fleetResult) int { return cmp.Compare(a.rate(), b.rate()) })
+	m := byCPU[(len(rs)-1)/2]
+	rate := byRate[(len(rs)-1)/2]
+	m.pairs, m.elapsed = rate.pairs, rate.elapsed
+	m.errors = 0
+	for _, r := range rs {
+		m.errors += r.errors
+	}
+	return m
 }
 
 // rate is the pairs per second of the run.

@@ -458,7 +458,7 @@ func TestPercentile(t *testing.T) {
 // and ours send the commands of a lock and an unlock.
 func TestFleet(t *testing.T) {
 	e := testEnv(t)
-	cfg := config{duration: 300 * time.Millisecond, keys: 100, goroutines: 4, workload: "fleet"}
+	cfg := config{duration: 300 * time.Millisecond, keys: 100, goroutines: 4, workload: "fleet", rounds: 1}
 	var results []fleetResult
 	for _, r := range allFleetRows() {
 		res := e.runFleet(r, cfg)
@@ -476,5 +476,19 @@ func TestFleet(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printFleet lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// medianFleet reports the median Redis CPU and rate of its runs, and all
+// their errors.
+func TestMedianFleet(t *testing.T) {
+	runs := []fleetResult{
+		{pairs: 100, elapsed: time.Second, cpuPerPair: 30, errors: 1},
+		{pairs: 300, elapsed: time.Second, cpuPerPair: 10},
+		{pairs: 200, elapsed: time.Second, cpuPerPair: 20, errors: 2},
+	}
+	m := medianFleet(runs)
+	if m.cpuPerPair != 20 || m.rate() != 200 || m.errors != 3 {
+		t.Errorf("medianFleet = %v of CPU a pair, %v pairs/s, %d errors; want 20ns, 200, 3", m.cpuPerPair, m.rate(), m.errors)
 	}
 }

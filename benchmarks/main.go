@@ -156,6 +156,7 @@ type config struct {
 	workload       string   // "contended" (the tables above) or "fleet"
 	keys           int      // the fleet workload's keys
 	goroutines     int      // the fleet workload's goroutines
+	rounds         int      // the fleet workload's rounds, of which each row reports its medians
 	scaleClient    string   // the scale runs' client: "" (redigo, go-redis on the Cluster) or "rueidis"
 }
 
@@ -195,6 +196,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.workload, "workload", "contended", "contended: one lock, the tables above; fleet: many keys, each rarely contended")
 	fs.IntVar(&cfg.keys, "keys", 10000, "keys of the fleet workload")
 	fs.IntVar(&cfg.goroutines, "goroutines", 64, "goroutines of the fleet workload, sharing one client")
+	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the fleet workload: every row once a round, each reporting its medians")
 	fs.StringVar(&cfg.scaleClient, "scale-client", "", "the scale runs' client: rueidis, or empty for redigo on the server and go-redis on the Cluster")
 	fs.BoolVar(&cfg.json, "json", false, "print each row of the contended table as one JSON line instead of the tables; skips the interleaved, mix and scale runs")
 	if err := fs.Parse(args); err != nil {
@@ -225,8 +227,8 @@ func (cfg config) check() error {
 	if cfg.scaleClient != "" && cfg.scaleClient != "rueidis" {
 		errs = append(errs, fmt.Errorf("-scale-client must be rueidis or empty, not %q", cfg.scaleClient))
 	}
-	if cfg.keys < 1 || cfg.goroutines < 1 {
-		errs = append(errs, errors.New("-keys and -goroutines must be positive"))
+	if cfg.keys < 1 || cfg.goroutines < 1 || cfg.rounds < 1 {
+		errs = append(errs, errors.New("-keys, -goroutines and -rounds must be positive"))
 	}
 	if cfg.hold < 0 || cfg.think < 0 {
 		errs = append(errs, errors.New("-hold and -think must not be negative"))
@@ -287,10 +289,17 @@ func (cfg config) selectedFleet() []fleetRow {
 
 // runFleet runs the fleet workload's rows on the server.
 func runFleet(d *deployments, cfg config, stdout, stderr io.Writer) error {
-	var results []fleetResult
-	for _, r := range cfg.selectedFleet() {
-		fmt.Fprintf(stderr, "running %s on the fleet workload\n", r.name)
-		results = append(results, d.server.runFleet(r, cfg))
+	rows := cfg.selectedFleet()
+	runs := make([][]fleetResult, len(rows))
+	for round := range cfg.rounds {
+		for i, r := range rows {
+			fmt.Fprintf(stderr, "round %d: running %s on the fleet workload\n", round+1, r.name)
+			runs[i] = append(runs[i], d.server.runFleet(r, cfg))
+		}
+	}
+	results := make([]fleetResult, len(rows))
+	for i := range rows {
+		results[i] = medianFleet(runs[i])
 	}
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
