@@ -3,7 +3,8 @@
 // on one redis-server that it starts itself (redis-server must be on PATH),
 // and measures our RWMutex and Semaphore beside our Mutex:
 //
-//	cd benchmarks && go run . [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
+//	cd benchmarks && go run . [-workload fleet [-keys 10000] [-goroutines 64] [-rounds 3]]
+//	    [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
 //	    [-uncontended 2000] [-only 'uncomplicated,redsync 1ms'] [-scale 10000]
 //	    [-scale-cluster 0] [-permits 4] [-reads 0.9] [-json]
 //
@@ -14,6 +15,16 @@
 // read-mostly mix, and the results of the scale runs (-scale 0 skips the
 // one on the server; -scale-cluster N runs one on a Cluster). Progress
 // goes to stderr.
+//
+// With -workload fleet it runs instead the fleet workload (fleet.go): many
+// objects, each rarely contended. -goroutines goroutines of one process
+// share one client of each row's library and lock then unlock random keys
+// of -keys, for -duration, every row once a round for -rounds rounds; it
+// prints each row's medians (Redis CPU and commands per pair, pairs per
+// second) and each of ours against the peer on the same client: rueidis
+// against rueidislock, redigo against redsync 1ms, go-redis against
+// redislock 1ms. With -scale-client rueidis, the scale runs go over the
+// rueidis module.
 //
 // Each row measures, in order:
 //
