@@ -14,9 +14,11 @@ import (
 type Client struct {
 	redis *link // nil for a nil driver
 	opts  []Option
-	cfg   config        // opts built, or the defaults when they are invalid
-	id    string        // names the Client's wake-up channels
-	done  chan struct{} // closed by Close
+	cfg   config // opts built, or the defaults when they are invalid
+	// cfgErr is why opts are invalid, which the constructors report.
+	cfgErr error
+	id     string        // names the Client's wake-up channels
+	done   chan struct{} // closed by Close
 	// ctx is cancelled by Close: it ends the Client's own calls.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -36,9 +38,8 @@ func newClient(l *link, opts []Option) *Client {
 		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel,
 	}
-	var err error
-	if c.cfg, err = build(c.opts); err != nil {
-		c.cfg = defaults() // New and the other constructors report the error
+	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {
+		c.cfg = defaults() // New and the other constructors report cfgErr
 	}
 	c.restarts.c = c
 	return c
@@ -118,6 +119,9 @@ func (c *Client) config(opts []Option) (config, error) {
 		return config{}, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	case c.closed():
 		return config{}, ErrClosed
+	}
+	if len(opts) == 0 { // a lock with the Client's options, as most are
+		return c.cfg, c.cfgErr
 	}
 	return build(append(slices.Clone(c.opts), opts...))
 }

@@ -55,14 +55,38 @@ func (b *Context) Done() <-chan struct{} {
 	return b.done
 }
 
+// Err reports context.DeadlineExceeded from the deadline on. Until
+// something waits on Done, it reads the clock rather than start a timer:
+// a client library that checks Err before each command (rueidis does)
+// would otherwise start one for every call.
 func (b *Context) Err() error {
+	b.mu.Lock()
+	done := b.done
+	if done == nil {
+		if time.Until(b.deadline) > 0 {
+			b.mu.Unlock()
+			return nil
+		}
+		b.done = closedChan // the deadline has passed: Done is closed from now on
+		b.mu.Unlock()
+		return context.DeadlineExceeded
+	}
+	b.mu.Unlock()
 	select {
-	case <-b.Done():
+	case <-done:
 		return context.DeadlineExceeded
 	default:
 		return nil
 	}
 }
+
+// closedChan is the Done of a Context whose deadline had passed when it was
+// first asked.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // Stop ends the Context's timer, if it has one.
 func (b *Context) Stop() {
