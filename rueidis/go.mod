@@ -3,6 +3,7 @@ module github.com/uncomplicated-mutex/uncomplicated/rueidis
 go 1.26.0
 
 require (
+	github.com/gomodule/redigo v1.9.3
 	github.com/redis/rueidis v1.0.79
 	github.com/uncomplicated-mutex/uncomplicated v0.1.0
 )

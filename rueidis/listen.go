@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/redis/rueidis"
 
@@ -15,8 +17,24 @@ import (
 // a Cluster has one listening connection per master with no extra socket.
 // Each channel is a rueidis Receive in a goroutine of its own, which
 // rueidis routes by the channel's slot and subscribes again after a
-// reconnection; its confirmations and messages become the Subscription's
-// events.
+// reconnection.
+//
+// The Client counts one confirmation for each Subscribe and each
+// Unsubscribe, as a connection of its own would send them: a channel's
+// receive reports its subscription once, on Redis's first confirmation or
+// at its end if none came; its end reports the unsubscription, whether
+// Unsubscribe asked for it or Redis made it (a slot that moved). A
+// Subscribe of a channel whose receive is ending waits for that end, so
+// that Redis sees the UNSUBSCRIBE before the new SUBSCRIBE. Receive does
+// not unsubscribe when it returns: the receive sends the UNSUBSCRIBE itself,
+// on the connection it listened on.
+
+// unsubscribeTimeout bounds the UNSUBSCRIBE a receive sends as it ends, and
+// pingTimeout a Ping.
+const (
+	unsubscribeTimeout = 5 * time.Second
+	pingTimeout        = 5 * time.Second
+)
 
 // Listen opens a Subscription. rueidis cannot listen on a RESP2 server
 // without a connection of its own per subscription; it does that by
@@ -25,8 +43,8 @@ func (d *rueidisDriver) Listen(ctx context.Context, sharded bool) (driver.Subscr
 	sctx, cancel := context.WithCancel(context.Background())
 	return &subscription{
 		c: d.c, sharded: sharded, ctx: sctx, cancel: cancel,
-		events: make(chan driver.Event, 64), failed: make(chan struct{}),
-		channels: map[string]context.CancelFunc{},
+		ready: make(chan struct{}, 1), failed: make(chan struct{}),
+		receives: map[string]*receive{},
 	}, nil
 }
 
@@ -34,101 +52,176 @@ func (d *rueidisDriver) Listen(ctx context.Context, sharded bool) (driver.Subscr
 type subscription struct {
 	c       rueidis.Client
 	sharded bool
-	ctx     context.Context // ends every Receive; cancelled by Close
+	ctx     context.Context // ends every receive; cancelled by Close
 	cancel  context.CancelFunc
-	events  chan driver.Event
 	wg      sync.WaitGroup
+	pinging atomic.Bool   // a Ping is under way
+	ready   chan struct{} // signals that events has some
 
 	mu       sync.Mutex // guards the fields below
-	channels map[string]context.CancelFunc
-	err      error         // the first failure
-	failed   chan struct{} // closed with err
+	receives map[string]*receive
+	events   []driver.Event // for Receive, oldest first
+	err      error          // the first failure
+	failed   chan struct{}  // closed with err
+}
+
+// A receive is the Receive of one channel.
+type receive struct {
+	stop      context.CancelFunc
+	stopped   bool          // Unsubscribe or Close ended it
+	done      chan struct{} // closed once it has ended
+	confirmed bool          // it reported its subscription
 }
 
 func (s *subscription) Subscribe(channel string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.channels[channel]; ok || s.ctx.Err() != nil {
+	if s.ctx.Err() != nil {
 		return
 	}
+	var previous chan struct{}
+	if r := s.receives[channel]; r != nil {
+		previous = r.done
+	}
 	ctx, stop := context.WithCancel(s.ctx)
-	s.channels[channel] = stop
+	r := &receive{stop: stop, done: make(chan struct{})}
+	s.receives[channel] = r
 	s.wg.Add(1)
-	go s.receive(ctx, channel)
+	go s.receive(ctx, channel, r, previous)
 }
 
-// receive listens on channel until Unsubscribe, Close, Redis's own
-// unsubscription or a failure; it reports the end as an unsubscription,
-// or a failure as the Subscription's.
-func (s *subscription) receive(ctx context.Context, channel string) {
+// receive listens on channel, after the channel's previous receive ended,
+// until Unsubscribe, Close, Redis's own unsubscription or a failure.
+func (s *subscription) receive(ctx context.Context, channel string, r *receive, previous chan struct{}) {
 	defer s.wg.Done()
+	defer close(r.done)
+	if previous != nil {
+		select {
+		case <-previous:
+		case <-ctx.Done():
+		}
+	}
 	cmd := s.c.B().Subscribe().Channel(channel).Build()
+	unsubscribe := s.c.B().Unsubscribe().Channel(channel).Build()
 	if s.sharded {
 		cmd = s.c.B().Ssubscribe().Channel(channel).Build()
+		unsubscribe = s.c.B().Sunsubscribe().Channel(channel).Build()
 	}
 	hooked := rueidis.WithOnSubscriptionHook(ctx, func(sub rueidis.PubSubSubscription) {
-		if sub.Kind == "subscribe" || sub.Kind == "ssubscribe" {
-			s.emit(driver.Event{Kind: driver.EventSubscribed, Channel: sub.Channel})
+		if sub.Channel == channel && (sub.Kind == "subscribe" || sub.Kind == "ssubscribe") {
+			s.confirm(channel, r)
 		}
 	})
-	err := s.c.Receive(hooked, cmd, func(m rueidis.PubSubMessage) {
-		s.emit(driver.Event{Kind: driver.EventMessage, Channel: m.Channel, Data: []byte(m.Message)})
+	hooked = rueidis.WithOnReceiveReturnHook(hooked, func(err error, cc rueidis.CommandClient) error {
+		if errors.Is(err, context.Canceled) { // Unsubscribe or Close: leave the channel on this connection
+			uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+			defer cancel()
+			_ = cc.Do(uctx, unsubscribe).Error()
+		}
+		return err
 	})
+	var err error
+	if ctx.Err() == nil {
+		err = s.c.Receive(hooked, cmd, func(m rueidis.PubSubMessage) {
+			s.emit(driver.Event{Kind: driver.EventMessage, Channel: m.Channel, Data: []byte(m.Message)})
+		})
+	}
 	s.mu.Lock()
-	if stop, ok := s.channels[channel]; ok && ctx.Err() == nil {
-		delete(s.channels, channel) // Redis unsubscribed it: a slot moved
-		stop()
+	stopped := r.stopped
+	if s.receives[channel] == r {
+		delete(s.receives, channel)
 	}
 	s.mu.Unlock()
-	if err != nil && ctx.Err() == nil {
+	if err != nil && !stopped && s.ctx.Err() == nil {
 		s.fail(err)
 		return
 	}
+	s.confirm(channel, r) // if Redis never confirmed: the count must still add up
 	s.emit(driver.Event{Kind: driver.EventUnsubscribed, Channel: channel})
+}
+
+// confirm reports r's subscription to channel, once.
+func (s *subscription) confirm(channel string, r *receive) {
+	s.mu.Lock()
+	first := !r.confirmed
+	r.confirmed = true
+	s.mu.Unlock()
+	if first {
+		s.emit(driver.Event{Kind: driver.EventSubscribed, Channel: channel})
+	}
 }
 
 func (s *subscription) Unsubscribe(channel string) {
 	s.mu.Lock()
-	stop, ok := s.channels[channel]
-	delete(s.channels, channel)
-	s.mu.Unlock()
-	if ok {
-		stop() // the Receive ends, and rueidis unsubscribes
+	r := s.receives[channel]
+	if r != nil {
+		r.stopped = true
 	}
+	s.mu.Unlock()
+	if r == nil { // Redis unsubscribed it already: confirm at once
+		s.emit(driver.Event{Kind: driver.EventUnsubscribed, Channel: channel})
+		return
+	}
+	r.stop() // its receive unsubscribes, and reports it
 }
 
-// Ping checks the connection of the Subscription: rueidis keeps its own
-// alive, so a failed PING means the node is gone.
+// Ping checks that rueidis still reaches Redis, one PING at a time, each
+// bounded by pingTimeout: a failure ends the Subscription, and the Client
+// opens another.
 func (s *subscription) Ping() {
+	if !s.pinging.CompareAndSwap(false, true) {
+		return
+	}
 	go func() {
-		if err := s.c.Do(s.ctx, s.c.B().Ping().Build()).Error(); err != nil && s.ctx.Err() == nil {
+		defer s.pinging.Store(false)
+		ctx, cancel := context.WithTimeout(s.ctx, pingTimeout)
+		defer cancel()
+		if err := s.c.Do(ctx, s.c.B().Ping().Build()).Error(); err != nil && s.ctx.Err() == nil {
 			s.fail(err)
 		}
 	}()
 }
 
 func (s *subscription) Receive(ctx context.Context) (driver.Event, error) {
-	select {
-	case e := <-s.events:
-		return e, nil
-	case <-s.failed:
-		return driver.Event{}, s.err
-	case <-ctx.Done():
-		return driver.Event{}, ctx.Err()
+	for {
+		s.mu.Lock()
+		if len(s.events) > 0 {
+			e := s.events[0]
+			s.events = s.events[1:]
+			s.mu.Unlock()
+			return e, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.ready:
+		case <-s.failed:
+			return driver.Event{}, s.err
+		case <-ctx.Done():
+			return driver.Event{}, ctx.Err()
+		}
 	}
 }
 
-// Close ends every Receive and waits for them.
+// Close ends every receive, each leaving its channel, and waits for them.
 func (s *subscription) Close() {
+	s.mu.Lock()
+	for _, r := range s.receives {
+		r.stopped = true
+	}
+	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
 }
 
-// emit hands e to Receive, unless the Subscription is closed.
+// emit queues e for Receive. It never blocks: rueidis calls the hooks on
+// the goroutine that reads the connection.
 func (s *subscription) emit(e driver.Event) {
+	s.mu.Lock()
+	s.events = append(s.events, e)
+	s.mu.Unlock()
 	select {
-	case s.events <- e:
-	case <-s.ctx.Done():
+	case s.ready <- struct{}{}:
+	default:
 	}
 }
 

@@ -63,34 +63,79 @@ func (d *rueidisDriver) Eval(ctx context.Context, s *driver.Script, keys []strin
 }
 
 // EvalWait runs the script and WAIT on one dedicated connection: on a
-// Cluster, to the master of the keys' slot.
+// Cluster, to the master of the keys' slot. A dedicated connection does
+// not follow MOVED: after one, a keyed read through the client, which
+// follows it and learns the new slot map, comes first, and then once more
+// the script and WAIT.
 func (d *rueidisDriver) EvalWait(ctx context.Context, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
 	argv := strs(args)
 	var (
 		r     any
 		acked int64
 	)
-	err := d.c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		wait := dc.B().Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()
-		res := dc.DoMulti(ctx, dc.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build(), wait)
+	run := func(dc rueidis.DedicatedClient) error {
+		wait := func() rueidis.Completed {
+			return dc.B().Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()
+		}
+		res := dc.DoMulti(ctx, dc.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build(), wait())
 		var err error
 		if r, err = replyOf(res[0]); noScript(err) {
-			wait = dc.B().Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()
-			res = dc.DoMulti(ctx, dc.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build(), wait)
+			res = dc.DoMulti(ctx, dc.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build(), wait())
 			r, err = replyOf(res[0])
 		}
 		if err != nil {
 			return err
 		}
-		acked, err = res[1].AsInt64()
+		w, err := replyOf(res[1])
+		acked, _ = w.(int64)
 		return err
-	})
+	}
+	err := d.dedicated(ctx, run)
+	if moved(err) && len(keys) > 0 {
+		d.follow(ctx, keys[0])
+		err = d.dedicated(ctx, run)
+	}
 	return r, acked, err
+}
+
+// dedicated runs fn on a dedicated connection, returning once ctx ends:
+// rueidis takes a connection of a single node's pool without regard to
+// ctx, and the call goes on in the background until it has one.
+func (d *rueidisDriver) dedicated(ctx context.Context, fn func(rueidis.DedicatedClient) error) error {
+	if ctx.Done() == nil {
+		return d.c.Dedicated(fn)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.c.Dedicated(fn) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// follow reads key through the client, which follows a MOVED and so
+// learns where the key's slot went.
+func (d *rueidisDriver) follow(ctx context.Context, key string) {
+	_ = d.c.Do(ctx, d.c.B().Exists().Key(key).Build()).Error()
+}
+
+// moved reports a Cluster's MOVED or ASK: the slot is another node's.
+func moved(err error) bool {
+	var re replyError
+	if !errors.As(err, &re) {
+		return false
+	}
+	_, m := re.err.IsMoved()
+	_, a := re.err.IsAsk()
+	return m || a
 }
 
 // Do runs one command: routed by keys[0] when it is the command's first
 // argument, and otherwise (INFO, SCAN about a node) on a dedicated
-// connection that a read of keys[0] took to its master.
+// connection that a read of keys[0] took to its master, after the client
+// followed the key if the read found that its slot moved.
 func (d *rueidisDriver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
 	argv := strs(args)
 	name := strings.Fields(cmd)
@@ -101,12 +146,20 @@ func (d *rueidisDriver) Do(ctx context.Context, keys []string, cmd string, args 
 		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(name...).Args(argv...).Build()))
 	}
 	var r any
-	err := d.c.Dedicated(func(dc rueidis.DedicatedClient) error {
+	run := func(dc rueidis.DedicatedClient) error {
 		res := dc.DoMulti(ctx, dc.B().Exists().Key(keys[0]).Build(), dc.B().Arbitrary(name...).Args(argv...).Build())
+		if _, err := replyOf(res[0]); err != nil {
+			return err // the key's node is not this one: a slot moved
+		}
 		var err error
 		r, err = replyOf(res[1])
 		return err
-	})
+	}
+	err := d.dedicated(ctx, run)
+	if moved(err) {
+		d.follow(ctx, keys[0])
+		err = d.dedicated(ctx, run)
+	}
 	return r, err
 }
 
@@ -157,6 +210,12 @@ func convert(m *rueidis.RedisMessage) (any, error) {
 	case m.IsString():
 		s, err := m.ToString()
 		return []byte(s), err
+	case m.Error() != nil:
+		var re *rueidis.RedisError
+		if errors.As(m.Error(), &re) {
+			return replyError{re}, nil // an error inside an array, as package driver has it
+		}
+		return nil, m.Error()
 	case m.IsBool():
 		if b, _ := m.AsBool(); b {
 			return int64(1), nil
@@ -169,10 +228,6 @@ func convert(m *rueidis.RedisMessage) (any, error) {
 		}
 		out := make([]any, len(vs))
 		for i := range vs {
-			if e := vs[i].Error(); e != nil && !rueidis.IsRedisNil(e) {
-				out[i] = e
-				continue
-			}
 			if out[i], err = convert(&vs[i]); err != nil {
 				return nil, err
 			}
@@ -181,6 +236,9 @@ func convert(m *rueidis.RedisMessage) (any, error) {
 	}
 	v, err := m.ToAny() // a verbatim string, a double, a map: as rueidis reads it
 	if s, ok := v.(string); ok {
+		if len(s) >= 4 && s[3] == ':' { // a verbatim string's format, "txt:"
+			s = s[4:]
+		}
 		return []byte(s), err
 	}
 	return v, err
