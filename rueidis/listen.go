@@ -96,10 +96,7 @@ func (s *subscription) receive(ctx context.Context, channel string, r *receive, 
 	defer s.wg.Done()
 	defer close(r.done)
 	if previous != nil {
-		select {
-		case <-previous:
-		case <-ctx.Done():
-		}
+		<-previous // bounded: it was stopped, and its UNSUBSCRIBE has unsubscribeTimeout
 	}
 	cmd := s.c.B().Subscribe().Channel(channel).Build()
 	unsubscribe := s.c.B().Unsubscribe().Channel(channel).Build()
@@ -112,11 +109,25 @@ func (s *subscription) receive(ctx context.Context, channel string, r *receive, 
 			s.confirm(channel, r)
 		}
 	})
+	left := make(chan struct{}) // closed once the channel is left on the server
+	leaving := false
 	hooked = rueidis.WithOnReceiveReturnHook(hooked, func(err error, cc rueidis.CommandClient) error {
-		if errors.Is(err, context.Canceled) { // Unsubscribe or Close: leave the channel on this connection
-			uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-			defer cancel()
-			_ = cc.Do(uctx, unsubscribe).Error()
+		switch {
+		case errors.Is(err, context.Canceled): // Unsubscribe or Close: leave the channel on this connection
+			if !leaving {
+				leaving = true
+				go func() { // not on rueidis's goroutine: messages may still be coming
+					defer close(left)
+					uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+					defer cancel()
+					_ = cc.Do(uctx, unsubscribe).Error()
+				}()
+			}
+		case err != nil:
+			// The connection failed: rueidis subscribes again on a new
+			// one, but what was published meanwhile is lost, so the
+			// Client must know (it opens another Subscription).
+			s.fail(err)
 		}
 		return err
 	})
@@ -125,6 +136,9 @@ func (s *subscription) receive(ctx context.Context, channel string, r *receive, 
 		err = s.c.Receive(hooked, cmd, func(m rueidis.PubSubMessage) {
 			s.emit(driver.Event{Kind: driver.EventMessage, Channel: m.Channel, Data: []byte(m.Message)})
 		})
+	}
+	if leaving {
+		<-left // the new receive of the channel, if any, subscribes after
 	}
 	s.mu.Lock()
 	stopped := r.stopped
@@ -208,8 +222,8 @@ func (s *subscription) Close() {
 	for _, r := range s.receives {
 		r.stopped = true
 	}
+	s.cancel() // under mu: no Subscribe adds a receive from now on
 	s.mu.Unlock()
-	s.cancel()
 	s.wg.Wait()
 }
 

@@ -111,3 +111,40 @@ func TestSubscription_confirmsEachCommand(t *testing.T) {
 		})
 	}
 }
+
+// A listening connection that breaks fails the Subscription, though rueidis
+// subscribes again on a new one: what was published in between is lost,
+// and the Client must open another Subscription to know it listens.
+func TestSubscription_brokenConnectionFails(t *testing.T) {
+	srv := redistest.Shared(t)
+	c := rueidisClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}})
+	sub, err := urueidis.NewDriver(c).Listen(context.Background(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	sub.Subscribe("broken")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if e, err := sub.Receive(ctx); err != nil || e.Kind != driver.EventSubscribed {
+		t.Fatalf("Receive() = %+v, %v; want the subscription", e, err)
+	}
+	conn, err := redis.Dial("tcp", srv.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		e, err := sub.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				t.Fatal("Receive() still without an error 10s after the connection was killed")
+			}
+			return
+		}
+		t.Logf("event %+v before the failure", e)
+	}
+}

@@ -64,78 +64,88 @@ func (d *rueidisDriver) Eval(ctx context.Context, s *driver.Script, keys []strin
 
 // EvalWait runs the script and WAIT on one dedicated connection: on a
 // Cluster, to the master of the keys' slot. A dedicated connection does
-// not follow MOVED: after one, a keyed read through the client, which
-// follows it and learns the new slot map, comes first, and then once more
-// the script and WAIT.
+// not follow MOVED: after one, it runs once more on the node it names.
 func (d *rueidisDriver) EvalWait(ctx context.Context, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
 	argv := strs(args)
-	var (
-		r     any
-		acked int64
-	)
-	run := func(dc rueidis.DedicatedClient) error {
+	run := func(dc rueidis.DedicatedClient) (any, int64, error) {
 		wait := func() rueidis.Completed {
 			return dc.B().Wait().Numreplicas(int64(replicas)).Timeout(timeout.Milliseconds()).Build()
 		}
 		res := dc.DoMulti(ctx, dc.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build(), wait())
-		var err error
-		if r, err = replyOf(res[0]); noScript(err) {
+		r, err := replyOf(res[0])
+		if noScript(err) {
 			res = dc.DoMulti(ctx, dc.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build(), wait())
 			r, err = replyOf(res[0])
 		}
 		if err != nil {
-			return err
+			return nil, 0, err
 		}
 		w, err := replyOf(res[1])
-		acked, _ = w.(int64)
-		return err
+		acked, _ := w.(int64)
+		return r, acked, err
 	}
-	err := d.dedicated(ctx, run)
-	if moved(err) && len(keys) > 0 {
-		d.follow(ctx, keys[0])
-		err = d.dedicated(ctx, run)
+	r, acked, err := dedicated(ctx, d.c, run)
+	if node := d.movedTo(err); node != nil {
+		r, acked, err = dedicated(ctx, node, run)
 	}
 	return r, acked, err
 }
 
-// dedicated runs fn on a dedicated connection, returning once ctx ends:
-// rueidis takes a connection of a single node's pool without regard to
-// ctx, and the call goes on in the background until it has one.
-func (d *rueidisDriver) dedicated(ctx context.Context, fn func(rueidis.DedicatedClient) error) error {
+// dedicated runs fn on a dedicated connection of c and returns what fn
+// returns, or once ctx ends: rueidis takes a connection of a single
+// node's pool without regard to ctx, and the call then goes on in the
+// background until it has one.
+func dedicated(ctx context.Context, c rueidis.Client, fn func(rueidis.DedicatedClient) (any, int64, error)) (any, int64, error) {
+	type result struct {
+		reply any
+		n     int64
+		err   error
+	}
+	call := func() result {
+		var res result
+		err := c.Dedicated(func(dc rueidis.DedicatedClient) error {
+			res.reply, res.n, res.err = fn(dc)
+			return res.err
+		})
+		if res.err == nil {
+			res.err = err
+		}
+		return res
+	}
 	if ctx.Done() == nil {
-		return d.c.Dedicated(fn)
+		res := call()
+		return res.reply, res.n, res.err
 	}
-	done := make(chan error, 1)
-	go func() { done <- d.c.Dedicated(fn) }()
+	done := make(chan result, 1)
+	go func() { done <- call() }()
 	select {
-	case err := <-done:
-		return err
+	case res := <-done:
+		return res.reply, res.n, res.err
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, 0, ctx.Err()
 	}
 }
 
-// follow reads key through the client, which follows a MOVED and so
-// learns where the key's slot went.
-func (d *rueidisDriver) follow(ctx context.Context, key string) {
-	_ = d.c.Do(ctx, d.c.B().Exists().Key(key).Build()).Error()
-}
-
-// moved reports a Cluster's MOVED or ASK: the slot is another node's.
-func moved(err error) bool {
+// movedTo returns the client of the node that a MOVED or ASK names, when
+// err is one and rueidis knows the node; else nil.
+func (d *rueidisDriver) movedTo(err error) rueidis.Client {
 	var re replyError
-	if !errors.As(err, &re) {
-		return false
+	if !d.cluster || !errors.As(err, &re) {
+		return nil
 	}
-	_, m := re.err.IsMoved()
-	_, a := re.err.IsAsk()
-	return m || a
+	addr, ok := re.err.IsMoved()
+	if !ok {
+		if addr, ok = re.err.IsAsk(); !ok {
+			return nil
+		}
+	}
+	return d.c.Nodes()[addr]
 }
 
 // Do runs one command: routed by keys[0] when it is the command's first
 // argument, and otherwise (INFO, SCAN about a node) on a dedicated
-// connection that a read of keys[0] took to its master, after the client
-// followed the key if the read found that its slot moved.
+// connection that a read of keys[0] took to its master, or to the node a
+// MOVED of that read names.
 func (d *rueidisDriver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
 	argv := strs(args)
 	name := strings.Fields(cmd)
@@ -145,20 +155,17 @@ func (d *rueidisDriver) Do(ctx context.Context, keys []string, cmd string, args 
 	case len(keys) == 0 || !d.cluster:
 		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(name...).Args(argv...).Build()))
 	}
-	var r any
-	run := func(dc rueidis.DedicatedClient) error {
+	run := func(dc rueidis.DedicatedClient) (any, int64, error) {
 		res := dc.DoMulti(ctx, dc.B().Exists().Key(keys[0]).Build(), dc.B().Arbitrary(name...).Args(argv...).Build())
 		if _, err := replyOf(res[0]); err != nil {
-			return err // the key's node is not this one: a slot moved
+			return nil, 0, err // the key's node is not this one: a slot moved
 		}
-		var err error
-		r, err = replyOf(res[1])
-		return err
+		r, err := replyOf(res[1])
+		return r, 0, err
 	}
-	err := d.dedicated(ctx, run)
-	if moved(err) {
-		d.follow(ctx, keys[0])
-		err = d.dedicated(ctx, run)
+	r, _, err := dedicated(ctx, d.c, run)
+	if node := d.movedTo(err); node != nil {
+		r, _, err = dedicated(ctx, node, run)
 	}
 	return r, err
 }

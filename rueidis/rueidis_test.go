@@ -1,0 +1,68 @@
+package rueidis_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/redis/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+)
+
+// A command about a key's node (INFO, as the restart watch sends it)
+// reaches the node that owns the key's slot after the slot moved, though
+// rueidis has not yet learnt the move: the MOVED names the node.
+func TestDo_nodeOfKeyAfterMove(t *testing.T) {
+	cl := redistest.StartCluster(t, 2, 0)
+	c := rueidisClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
+	d := urueidis.NewDriver(c)
+	const key = "lock:moving"
+	runIDOf := func(addr string) string {
+		conn, err := redis.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		info, err := redis.String(conn.Do("INFO", "server"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runID(info)
+	}
+	for range 2 {
+		owner, err := cl.MasterOf(redistest.Slot(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Do(context.Background(), []string{key}, "INFO", "server"); err != nil { // rueidis learns the owner
+			t.Fatal(err)
+		}
+		other := cl.Masters[0]
+		if other == owner {
+			other = cl.Masters[1]
+		}
+		if err := cl.MoveSlot(redistest.Slot(key), other); err != nil {
+			t.Fatal(err)
+		}
+		reply, err := d.Do(context.Background(), []string{key}, "INFO", "server")
+		if err != nil {
+			t.Fatalf("INFO about %s after its slot moved: %v", key, err)
+		}
+		info, _ := reply.([]byte)
+		if got, want := runID(string(info)), runIDOf(other.Addr); got != want {
+			t.Fatalf("INFO about %s reached run_id %s; want the new owner's %s", key, got, want)
+		}
+	}
+}
+
+// runID reads the run_id of an INFO server reply.
+func runID(info string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return id
+		}
+	}
+	return ""
+}
