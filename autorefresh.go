@@ -16,7 +16,7 @@ import (
 // refreshWhile starts auto-refresh for Do's hold h. It returns fn's ctx,
 // cancelled with an ErrLost cause when the hold is lost, and stop, which
 // ends the refreshing, waits for it, and returns what it panicked with, if
-// it did (a Pool's panic), for Do to panic with once the lock is released.
+// it did (a driver's panic), for Do to panic with once the lock is released.
 func refreshWhile(ctx context.Context, h *hold) (context.Context, func() any) {
 	b := h.b
 	fctx, cancel := context.WithCancelCause(ctx)

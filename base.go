@@ -42,7 +42,7 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, er
 // a lost acquisition, or a Do that ran out of time, may have left, or takes
 // a waiter that gave up out of the queue (a release may have just handed
 // it the lock). It runs in a goroutine that Close
-// waits for, bounded by releaseTimeout; a Pool that panics there ends the
+// waits for, bounded by releaseTimeout; a driver that panics there ends the
 // clean-up, not the process. Once Close has begun, it runs in the caller's
 // goroutine instead, which is then returning, bounded by the deadline of
 // ctx as Do's release is.

@@ -73,7 +73,7 @@ func (h *hold) takeClaim(t *take) {
 		return
 	}
 	defer h.b.c.cleanups.Done()
-	defer func() { _ = recover() }() // a Pool's panic ends the take, not the process
+	defer func() { _ = recover() }() // a driver's panic ends the take, not the process
 	ctx, cancel := context.WithTimeout(h.b.c.ctx, releaseTimeout)
 	defer cancel()
 	_, err := h.refresh(ctx, false)

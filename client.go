@@ -46,12 +46,12 @@ func newClient(l *link, opts []Option) *Client {
 }
 
 // Close wakes every call waiting for one of the Client's locks and makes it
-// return ErrClosed. So does every later Lock, TryLock, Refresh, Held, New
-// and Named; a call to Redis under way when Close is called ends when Redis
-// answers or its command timeout passes. A release (Unlock, RUnlock,
-// Release) still releases, and then reports ErrClosed too. Close gives the
-// connection that listened for wake-ups back to the pool; it does not close
-// the pool. It waits, up to a few seconds when Redis does not answer, for
+// return ErrClosed. So does every later Lock, TryLock, Refresh, Held, New,
+// NewRW and NewSemaphore; a call to Redis under way when Close is called
+// ends when Redis answers or its command timeout passes. A release (Unlock,
+// RUnlock, Release) still releases, and then reports ErrClosed too. Close
+// ends the Client's listening for wake-ups; it closes nothing the driver
+// uses. It waits, up to a few seconds when Redis does not answer, for
 // the clean-up of acquisitions whose reply was lost. Close is idempotent.
 func (c *Client) Close() error {
 	if c == nil || c.done == nil {

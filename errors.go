@@ -24,9 +24,11 @@ var (
 	// ErrNotHeld too.
 	ErrLost = errors.New("uncomplicated: lock lost")
 	// ErrInvalidArgument: bad input, which changes nothing in Redis: an
-	// option out of range; a nil Client, Pool, Mutex, context or function;
-	// an object that is nil, whose ID method panics, or whose ID is nil or
-	// prints empty; an empty name.
+	// option out of range; permits outside 1 to 10,000; a nil Client,
+	// driver, lock, context or function; an object that is nil, whose ID or
+	// LockType method panics, or whose ID is nil or prints empty or whose
+	// LockType is empty; an empty name; a name to package inspect that is
+	// not under the Client's prefix.
 	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("uncomplicated: client closed")

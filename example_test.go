@@ -31,7 +31,7 @@ func Example() {
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
 			return redis.DialContext(ctx, "tcp", srv.Addr(),
 				redis.DialConnectTimeout(5*time.Second),
-				redis.DialReadTimeout(5*time.Second), // above 1s: see Pool
+				redis.DialReadTimeout(5*time.Second), // above 1s: see redigo.Pool
 				redis.DialWriteTimeout(5*time.Second))
 		},
 	}
@@ -203,7 +203,7 @@ func Example_takeOver() {
 	}
 	fmt.Println("hung worker holds fence", hung.Fence())
 
-	patient, _ := uncomplicated.New(client, Order{N: 42}) // the default policy, Fail
+	patient, _ := uncomplicated.New(client, Order{N: 42}) // the default: WithTakeOver(false)
 	err := patient.Lock(ctx)
 	fmt.Println("Fail:", errors.Is(err, uncomplicated.ErrStale))
 

@@ -363,7 +363,7 @@ func (h *hold) run(ctx context.Context, fn func(context.Context) error, release 
 	defer func() {
 		panicked := stop()
 		if panicked != nil {
-			defer panic(panicked) // the Pool's, once the hold is released
+			defer panic(panicked) // the driver's, once the hold is released
 		}
 		h.mu.Lock()
 		lost := h.lost // made by whatever found the hold lost

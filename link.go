@@ -17,7 +17,8 @@ import (
 // hand-offs. The link bounds each call by the command timeout (see limit)
 // and reads Redis's error replies; behind it, a driver.Driver knows the
 // client library: redigo's in package redigo, go-redis's in the goredis
-// module, any other that implements package driver.
+// module, rueidis's in the rueidis module, any other that implements
+// package driver.
 //
 // Every call names the keys it touches, all of one lock and so, by their
 // hash tag, of one cluster slot, so that a driver for Redis Cluster can
@@ -29,8 +30,9 @@ import (
 // as the defaults of its locks.
 //
 // A driver adapts a Redis client library: redigo.New(pool) for a redigo
-// pool, goredis.NewDriver(rdb) for go-redis, or any implementation of
-// package driver. Close does not close what d uses. Options are checked,
+// pool, goredis.NewDriver(rdb) for go-redis, the rueidis module's
+// NewDriver(c) for rueidis, or any implementation of package driver.
+// Close does not close what d uses. Options are checked,
 // and a nil d reported, by New, NewRW and NewSemaphore.
 func NewClient(d driver.Driver, opts ...Option) *Client {
 	if isNil(d) {

@@ -147,7 +147,7 @@ func WithAutoRefresh(d time.Duration) Option {
 }
 
 // WithCommandTimeout bounds each call the library makes to Redis to d,
-// whatever the ctx passed in. A call is getting a connection from the Pool,
+// whatever the ctx passed in. A call is getting a connection (from a redigo pool, say),
 // then one command or script, so that no call hangs on a server that
 // accepts connections but stops answering. A call that runs out of time
 // returns an error matching os.ErrDeadlineExceeded; Lock returns it rather

@@ -106,7 +106,7 @@ func (w *restartWatch) run(clk clock.Clock) {
 // from the last one, or the slot of a release has moved there from another
 // node (a Cluster's failover), or the release failed, it repeats the
 // release. The run_id counts as
-// seen once every check succeeded and Redis answered every release. A Pool
+// seen once every check succeeded and Redis answered every release. A driver
 // that panics counts as an error: no caller could receive the panic.
 func (w *restartWatch) check(hs []*hold, rs []release) {
 	defer func() { _ = recover() }()

@@ -11,11 +11,11 @@ import (
 
 // Tokens. A hold's token is its secret, 22 random characters, followed by
 // the ID of the Client that made it, 11 characters; then, after a '.',
-// what Inspect and other waiters may read: when the hold began by its
+// what package inspect and other waiters may read: when the hold began by its
 // holder's clock (milliseconds since 1970, base 36), the holder's timeout
 // (milliseconds, base 36) and the holder label, escaped as lock names
 // are, each after a '.'. Every script compares whole tokens, so none of it
-// costs a command or a round trip. Inspect drops the secret part and the
+// costs a command or a round trip. Inspection drops the secret part and the
 // Client ID before anything leaves the package.
 //
 // Tokens of the version before had no Client ID and no timeout

@@ -5,10 +5,10 @@
 //
 // A process makes one Client for its Redis and shares it between its
 // locks: NewClient on the driver of its Redis client library, redigo.New
-// for a redigo pool (package redigo), or goredis.NewClient (module
-// github.com/uncomplicated-mutex/uncomplicated/goredis) on go-redis for a
-// single node, Sentinel or Cluster; other libraries implement package
-// driver. Options given to it are the defaults of its locks.
+// for a redigo pool (package redigo), goredis.NewClient (module
+// github.com/uncomplicated-mutex/uncomplicated/goredis) on go-redis, or
+// the rueidis module's NewClient on rueidis, for a single node, Sentinel
+// or Cluster; other libraries implement package driver. Options given to it are the defaults of its locks.
 //
 //	client := uncomplicated.NewClient(redigo.New(pool))
 //	defer client.Close()

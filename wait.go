@@ -74,7 +74,7 @@ func (b *base) acquire(ctx context.Context, c *spec, sem chan struct{}, o *obser
 			return nil, err
 		}
 		defer func() {
-			if h == nil { // also when a Pool or logger panics
+			if h == nil { // also when a driver or logger panics
 				<-sem
 			}
 		}()

@@ -4,8 +4,8 @@
 // Users never import it. Those who write a driver for a client library
 // (go-redis, rueidis, valkey-go...) implement Driver, and users hand it to
 // uncomplicated.NewClient, as package
-// github.com/uncomplicated-mutex/uncomplicated/redigo and the module
-// github.com/uncomplicated-mutex/uncomplicated/goredis do.
+// github.com/uncomplicated-mutex/uncomplicated/redigo and the modules
+// github.com/uncomplicated-mutex/uncomplicated/goredis and .../rueidis do.
 //
 // Every call names the keys it is about, all of one lock and so of one
 // hash slot: a driver for Redis Cluster runs it on the node that owns that

@@ -67,7 +67,7 @@ const (
 	HandedOff Outcome = "handed_off" // a release handed it over
 	TakenOver Outcome = "taken_over" // a stale holder was replaced
 	Busy      Outcome = "busy"       // TryLock and the like found it taken
-	Stale     Outcome = "stale"      // a stale holder, under Fail
+	Stale     Outcome = "stale"      // a stale holder, without WithTakeOver
 	Ended     Outcome = "ctx_ended"  // ctx ended, or the Client closed
 	Error     Outcome = "error"      // Redis failed, or the replicas did not acknowledge
 )

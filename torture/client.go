@@ -13,7 +13,7 @@ import (
 
 // The Redis client libraries a worker's Client can run on (-client).
 const (
-	clientRedigo  = "redigo"  // uncomplicated.NewClient on a redigo Pool
+	clientRedigo  = "redigo"  // uncomplicated.NewClient(redigo.New(pool))
 	clientGoRedis = "goredis" // goredis.NewClient on a go-redis client
 )
 
@@ -22,7 +22,7 @@ var clientKinds = []string{clientRedigo, clientGoRedis}
 // lockClient returns the worker's Client of the locks, with opts, and a
 // func that closes what it runs on: on a Cluster, goredis.NewClient on a
 // *redis.ClusterClient of cfg.ClusterAddrs; otherwise, on cfg.LockAddr,
-// uncomplicated.NewClient on a redigo Pool or goredis.NewClient on a
+// uncomplicated.NewClient(redigo.New(pool)) or goredis.NewClient on a
 // *redis.Client, as cfg.Client says. The go-redis clients keep go-redis's
 // defaults but for the dial timeout, which is the lock timeout as the
 // Pool's is, and for the log, which they do not write (see quiet).

@@ -221,7 +221,7 @@ func (r *record) at(s stretch) string {
 func (s summary) printDeployment(p func(string, ...any), r *record, opts options) {
 	switch {
 	case opts.Client == clientRedigo:
-		p("lock deployment:                        one redis-server behind the fault proxy; uncomplicated.NewClient on a redigo Pool")
+		p("lock deployment:                        one redis-server behind the fault proxy; uncomplicated.NewClient(redigo.New(pool))")
 		return
 	case !opts.Cluster:
 		p("lock deployment:                        one redis-server behind the fault proxy; goredis.NewClient on a go-redis Client")

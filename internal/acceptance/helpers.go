@@ -208,7 +208,7 @@ func mustNamedSemaphore(t *testing.T, c *uncomplicated.Client, name string, perm
 	t.Helper()
 	s, err := uncomplicated.NewSemaphore(c, uncomplicated.Named(name), permits)
 	if err != nil {
-		t.Fatalf("NamedSemaphore(%q, %d) = %v", name, permits, err)
+		t.Fatalf("NewSemaphore(Named(%q), %d) = %v", name, permits, err)
 	}
 	return s
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 )
 
-// Inspection on a real deployment: Inspect shows each primitive's holders
+// Inspection on a real deployment: inspect.Lock shows each primitive's holders
 // and waiters with their labels, List finds them on every node, and
 // ForceRelease hands a lock to its waiter under a higher fence.
 
@@ -130,13 +130,13 @@ func inspectedNamed(name string) inspectable {
 	return inspected[slices.IndexFunc(inspected, func(p inspectable) bool { return p.name == name })]
 }
 
-// checkInspected checks what Inspect read of a lock of kind held by
+// checkInspected checks what inspect.Lock read of a lock of kind held by
 // holders holds with role, labelled "holder:1", and one waiter labelled
 // "waiter 2".
 func checkInspected(t *testing.T, info inspect.Info, kind inspect.Kind, role string, holders int, held []holding) {
 	t.Helper()
 	if info.Kind != kind || !info.Held() || len(info.Holders) != holders {
-		t.Fatalf("Inspect = %+v; want a %s with %d holders", info, kind, holders)
+		t.Fatalf("inspect.Lock = %+v; want a %s with %d holders", info, kind, holders)
 	}
 	for i, h := range info.Holders {
 		if h.Role != role || h.Label != "holder:1" || h.Fence != held[i].fence() {
@@ -177,7 +177,7 @@ func inspectBadInput(t *testing.T, d Deployment) {
 	ctx := context.Background()
 	for _, name := range []string{"", "inspect-me", "other:inspect-me", r.prefix + ":", r.prefix + ":a{b}"} {
 		if _, err := inspect.Lock(ctx, c, name); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
-			t.Errorf("Inspect(%q) = %v; want ErrInvalidArgument", name, err)
+			t.Errorf("inspect.Lock(%q) = %v; want ErrInvalidArgument", name, err)
 		}
 		if _, err := inspect.ForceRelease(ctx, c, name); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
 			t.Errorf("ForceRelease(%q) = %v; want ErrInvalidArgument", name, err)
@@ -188,7 +188,7 @@ func inspectBadInput(t *testing.T, d Deployment) {
 	}
 	info, err := inspect.Lock(ctx, c, r.prefix+":never-used")
 	if err != nil || info.Kind != "" || info.Held() || info.At.IsZero() {
-		t.Errorf("Inspect of an unused lock = %+v, %v; want free, of no kind", info, err)
+		t.Errorf("inspect.Lock of an unused lock = %+v, %v; want free, of no kind", info, err)
 	}
 	gone, err := inspect.ForceRelease(ctx, c, r.prefix+":never-used")
 	if err != nil || gone.Held() {
