@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -270,6 +271,11 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-only", "nope"}, 0, false},
 		{[]string{"-only", "uncomplicated,uncomplicated go-redis,uncomplicated cluster", "-scale-cluster", "100"}, 4, true},
 		{[]string{"-scale-cluster", "-1"}, 0, false},
+		{[]string{"-workload", "fleet", "-keys", "10", "-goroutines", "2", "-rounds", "1", "-only", "uncomplicated rueidis"}, 4, true},
+		{[]string{"-workload", "hot"}, 0, false},
+		{[]string{"-workload", "fleet", "-rounds", "0"}, 0, false},
+		{[]string{"-scale-client", "rueidis"}, 4, true},
+		{[]string{"-scale-client", "redigo"}, 0, false},
 	} {
 		cfg, err := parseFlags(c.args, io.Discard)
 		if (err == nil) != c.ok || c.ok && cfg.semPermits() != c.permits {
@@ -476,6 +482,19 @@ func TestFleet(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printFleet lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// A fleet row reads as JSON in the units of its table, and a failed one
+// as its failure.
+func TestFleetJSON(t *testing.T) {
+	r := fleetResult{name: "x", pairs: 500, elapsed: 2 * time.Second, cmdsPerPair: 7, cpuPerPair: 18500 * time.Nanosecond, errors: 1}
+	if j := r.json(); j.Name != "x" || j.PairsPerSecond != 250 || j.CPUPerPairUs != 18.5 || j.CmdsPerPair != 7 || j.Errors != 1 || j.Failed != "" {
+		t.Errorf("json() = %+v", j)
+	}
+	r.err = errors.New("no server")
+	if j := r.json(); j.Failed != "no server" || j.PairsPerSecond != 0 {
+		t.Errorf("json() of a failed row = %+v", j)
 	}
 }
 

@@ -148,15 +148,14 @@ func (d *rueidisDriver) movedTo(err error) rueidis.Client {
 // MOVED of that read names.
 func (d *rueidisDriver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
 	argv := strs(args)
-	name := strings.Fields(cmd)
 	switch {
 	case len(keys) > 0 && len(argv) > 0 && argv[0] == keys[0]:
-		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(name...).Keys(keys[0]).Args(argv[1:]...).Build()))
+		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(cmd).Keys(keys[0]).Args(argv[1:]...).Build()))
 	case len(keys) == 0 || !d.cluster:
-		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(name...).Args(argv...).Build()))
+		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(cmd).Args(argv...).Build()))
 	}
 	run := func(dc rueidis.DedicatedClient) (any, int64, error) {
-		res := dc.DoMulti(ctx, dc.B().Exists().Key(keys[0]).Build(), dc.B().Arbitrary(name...).Args(argv...).Build())
+		res := dc.DoMulti(ctx, dc.B().Exists().Key(keys[0]).Build(), dc.B().Arbitrary(cmd).Args(argv...).Build())
 		if _, err := replyOf(res[0]); err != nil {
 			return nil, 0, err // the key's node is not this one: a slot moved
 		}

@@ -2,11 +2,13 @@ package rueidis_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/redis/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
 )
@@ -65,4 +67,33 @@ func runID(info string) string {
 		}
 	}
 	return ""
+}
+
+// Replies read as package driver has them: INFO's verbatim string without
+// its format, and an error inside an array as an error reply of Redis.
+func TestReplyShapes(t *testing.T) {
+	srv := redistest.Shared(t)
+	d := urueidis.NewDriver(rueidisClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}}))
+	ctx := context.Background()
+	reply, err := d.Do(ctx, nil, "INFO", "server")
+	info, _ := reply.([]byte)
+	if err != nil || !strings.HasPrefix(string(info), "# Server") {
+		t.Errorf("INFO server = %.20q, %v; want it to begin with # Server", info, err)
+	}
+	s := driver.NewScript(0, `return {1, 'two', false, redis.error_reply('ERR boom'), {3}}`)
+	reply, err = d.Eval(ctx, s, nil, nil)
+	r, _ := reply.([]any)
+	if err != nil || len(r) != 5 {
+		t.Fatalf("Eval = %#v, %v; want 5 elements", reply, err)
+	}
+	if r[0] != int64(1) || string(r[1].([]byte)) != "two" || r[2] != nil {
+		t.Errorf("Eval = %#v; want 1, two, nil first", r)
+	}
+	var re interface{ RedisError() }
+	if e, ok := r[3].(error); !ok || !errors.As(e, &re) || !strings.Contains(e.Error(), "boom") {
+		t.Errorf("element 3 = %#v; want an error reply of Redis", r[3])
+	}
+	if inner, _ := r[4].([]any); len(inner) != 1 || inner[0] != int64(3) {
+		t.Errorf("element 4 = %#v; want [3]", r[4])
+	}
 }
