@@ -4,11 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/benbjohnson/clock"
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -328,5 +335,96 @@ func TestClient_Close(t *testing.T) {
 	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Errorf("Unlock() on an open client = %v", err)
+	}
+}
+
+// A release counts as work under way for a clock that follows the waiters,
+// from before it stops its hold's take of a claim until it has named the
+// waiter it woke: otherwise uncomplicatedtest's Advance could move past
+// the claim of the hold it releases, or of the hold it hands over, while
+// the release is on its way.
+func TestWait_releaseIsWorkUnderWay(t *testing.T) {
+	mr := miniredis.RunT(t)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	clk := &handOffClock{Mock: clock.NewMock(), parked: make(chan string, 16)}
+	clk.Set(time.Now())
+	client := func() *uncomplicated.Client {
+		c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithClock(clk))
+		t.Cleanup(func() { _ = c.Close() })
+		return c
+	}
+	holder := mustNew(t, client(), Order{1})
+	mustLock(t, holder)
+	waiter := mustNew(t, client(), Order{1})
+	done := lockAsync(context.Background(), waiter)
+	for token := ""; token == ""; token = recv(t, clk.parked) {
+	} // queued in Redis; the mock clock never moves, so it sleeps until woken
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("waiter's Lock() = %v", err)
+	}
+	if err := waiter.Unlock(context.Background()); err != nil { // stops the take of its claim
+		t.Fatal(err)
+	}
+	clk.mu.Lock()
+	defer clk.mu.Unlock()
+	if want := []int{3}; !slices.Equal(clk.atHandOff, want) {
+		t.Errorf("calls started by each hand-off = %v; want %v (two Locks and the release)", clk.atHandOff, want)
+	}
+	if want := []int{1}; !slices.Equal(clk.atTakeEnd, want) {
+		t.Errorf("calls under way when each take of a claim ended = %v; want %v (the release)", clk.atTakeEnd, want)
+	}
+	if clk.active != 0 {
+		t.Errorf("calls under way at the end = %d; want 0", clk.active)
+	}
+}
+
+// handOffClock is a mock clock that follows the waiters (as
+// uncomplicatedtest's does) and records how many calls had begun by each
+// hand-off, how many were under way when a take of a claim ended, and the
+// token of each waiter that sleeps.
+type handOffClock struct {
+	*clock.Mock
+	parked    chan string
+	mu        sync.Mutex
+	started   int   // calls that began
+	active    int   // calls under way
+	atHandOff []int // started, at each hand-off
+	atTakeEnd []int // active, at the end of each take
+}
+
+func (c *handOffClock) Waiting(delta int) {
+	c.mu.Lock()
+	c.active += delta
+	if delta > 0 {
+		c.started++
+	}
+	c.mu.Unlock()
+}
+
+func (c *handOffClock) Park(_ time.Time, token string) func() {
+	select {
+	case c.parked <- token:
+	default: // the test has seen what it waits for
+	}
+	return func() {}
+}
+
+func (c *handOffClock) HandOff(string) {
+	c.mu.Lock()
+	c.atHandOff = append(c.atHandOff, c.started)
+	c.mu.Unlock()
+}
+
+func (c *handOffClock) Due(time.Time) func() {
+	return func() {
+		c.mu.Lock()
+		c.atTakeEnd = append(c.atTakeEnd, c.active)
+		c.mu.Unlock()
 	}
 }

@@ -193,6 +193,7 @@ func (h *hold) release(ctx context.Context, later bool) error {
 }
 
 func (h *hold) releaseNow(ctx context.Context, later bool) error {
+	defer h.b.releasing()() // from the end of the claim's take to the hand-off
 	opErr := takeOp(ctx, h.op)
 	h.mu.Lock()
 	tokens, lost, past := h.tokens, h.lost, h.past

@@ -8,8 +8,8 @@ import "time"
 
 // Observer is implemented by a clock that follows the library's waiters.
 type Observer interface {
-	// Waiting is called with +1 when a Lock call starts trying Redis and
-	// with -1 when it returns.
+	// Waiting is called with +1 when a Lock call starts trying Redis, or a
+	// release sends its script, and with -1 when it returns.
 	Waiting(delta int)
 	// Park is called when a waiter is about to sleep until the given time,
 	// on a timer of this clock, or, when until is zero, until another
