@@ -245,8 +245,10 @@ func fleetGoredis(addr string) (pairer, func(), error) {
 	return mutexPairer{c}, func() { _ = c.Close(); _ = rdb.Close() }, nil
 }
 
+// fleetRueidis builds the client as the README advises for locks, with one
+// pipelining connection, as rueidislock builds its own.
 func fleetRueidis(addr string) (pairer, func(), error) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
 	if err != nil {
 		return nil, nil, err
 	}
