@@ -13,9 +13,9 @@
 // many locks at once. rueidis opens 4 of them to a single node or a
 // Sentinel master unless told otherwise; PipelineMultiplex: -1, as above,
 // makes it one, which on the benchmark's many-locks workload costs Redis
-// about a fifth less CPU per lock. Hand-offs are heard on those connections too
-// (RESP3 pub/sub), sharded on a Cluster, so a Client keeps no connection of
-// its own to listen.
+// about a fifth less CPU per lock. Hand-offs are heard on those
+// connections too (RESP3 pub/sub), sharded on a Cluster, so a Client keeps
+// no connection of its own to listen.
 package rueidis
 
 import (
