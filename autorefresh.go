@@ -13,11 +13,13 @@ import (
 // refreshed every period, and fn's ctx is cancelled when the hold is
 // lost.
 
-// refreshWhile starts auto-refresh for Do's hold h. It returns fn's ctx,
-// cancelled with an ErrLost cause when the hold is lost, and stop, which
-// ends the refreshing, waits for it, and returns what it panicked with, if
-// it did (a driver's panic), for Do to panic with once the lock is released.
-func refreshWhile(ctx context.Context, h *hold) (context.Context, func() any) {
+// refreshWhile starts refreshing h every period: Do's auto-refresh, and
+// LockAll's for the locks it holds while it waits for the next. It returns
+// a ctx of ctx that is cancelled with an ErrLost cause when the hold is
+// lost, and stop, which ends the refreshing, waits for it, and returns what
+// it panicked with, if it did (a driver's panic), for Do to panic with once
+// the lock is released.
+func refreshWhile(ctx context.Context, h *hold, every time.Duration) (context.Context, func() any) {
 	b := h.b
 	fctx, cancel := context.WithCancelCause(ctx)
 	lost := h.lostSignal()
@@ -26,7 +28,7 @@ func refreshWhile(ctx context.Context, h *hold) (context.Context, func() any) {
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	done, stopped := make(chan struct{}), make(chan struct{})
 	// Made here, so that they count from Lock.
-	tick := b.cfg.clock.Ticker(b.cfg.every)
+	tick := b.cfg.clock.Ticker(every)
 	expiry := b.cfg.clock.Timer(h.leaseLeft())
 	var panicked any
 	go func() {
@@ -69,7 +71,7 @@ func refreshUntil(ctx context.Context, h *hold, tick <-chan time.Time, expiry *c
 		case <-done:
 			return nil
 		case <-lost.ch:
-			return b.lostError("found lost while fn ran")
+			return b.lostError("found lost while it was refreshed")
 		case <-expiry.C:
 			if left := h.leaseLeft(); left > 0 { // a Refresh got through meanwhile
 				expiry.Reset(left)

@@ -290,3 +290,45 @@ func ExampleSemaphore() {
 	// fourth export may start: false
 	// exporting under lock:exports
 }
+
+// LockAll holds several locks at once: a transfer between two accounts
+// locks both, and two transfers in opposite directions never deadlock, as
+// LockAll takes locks in the order of their names. DoAll does the same
+// around a function.
+func ExampleLockAll() {
+	srv, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", srv.Addr())
+	}}
+	defer pool.Close()
+	client := uncomplicated.NewClient(redigo.New(pool))
+	defer client.Close()
+
+	from, err := uncomplicated.New(client, Account{Name: "bob"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	to, err := uncomplicated.New(client, Account{Name: "alice"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := uncomplicated.LockAll(ctx, from, to); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("moving 10 from", from.Name(), "to", to.Name(), "with fences", from.Fence(), to.Fence())
+	if err := uncomplicated.UnlockAll(ctx, from, to); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// moving 10 from lock:uncomplicated_test.Account:bob to lock:uncomplicated_test.Account:alice with fences 1 1
+}
+
+// Account is a bank account, locked by its holder's name.
+type Account struct{ Name string }
+
+func (a Account) ID() string { return a.Name }

@@ -352,30 +352,51 @@ func (h *hold) leaseLeft() time.Duration {
 
 // run is Do for a hold acquired for it: fn, with auto-refresh if
 // configured, then release, also when fn panics (the panic then goes on).
-// fn's ctx carries the hold's fence for FenceOf. The release ignores ctx's
-// cancellation but not its deadline (see releaseContext). It returns fn's
-// error joined with release's, and with ErrLost when the hold was lost
+// fn's ctx carries the hold's fence for FenceOf. See runHolds.
+func (h *hold) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) error {
+	return runHolds(withFence(ctx, h.fence), []*hold{h}, fn, release)
+}
+
+// runHolds runs fn under holds hs, with the auto-refresh of each that has
+// one, then release, also when fn panics (the panic then goes on). fn's
+// ctx is cancelled when a refreshed hold is lost. The release ignores
+// ctx's cancellation but not its deadline (see releaseContext). It returns
+// fn's error joined with release's, and with ErrLost when a hold was lost
 // while fn ran.
-func (h *hold) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) (err error) {
-	fctx, stop := withFence(ctx, h.fence), func() any { return nil }
-	if h.b.cfg.every > 0 {
-		fctx, stop = refreshWhile(fctx, h)
+func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, release func(context.Context) error) (err error) {
+	fctx, stops := ctx, make([]func() any, 0, len(hs))
+	for _, h := range hs {
+		if every := h.b.cfg.every; every > 0 {
+			var stop func() any
+			fctx, stop = refreshWhile(fctx, h, every)
+			stops = append(stops, stop)
+		}
 	}
 	defer func() {
-		panicked := stop()
-		if panicked != nil {
-			defer panic(panicked) // the driver's, once the hold is released
+		var panicked any
+		for _, stop := range slices.Backward(stops) {
+			if p := stop(); p != nil && panicked == nil {
+				panicked = p
+			}
 		}
-		h.mu.Lock()
-		lost := h.lost // made by whatever found the hold lost
-		h.mu.Unlock()
+		if panicked != nil {
+			defer panic(panicked) // the driver's, once the holds are released
+		}
+		lost := make([]*signal, len(hs))
+		for i, h := range hs {
+			h.mu.Lock()
+			lost[i] = h.lost // made by whatever found the hold lost
+			h.mu.Unlock()
+		}
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
 		if rerr := release(rctx); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
-		if lost != nil && isClosed(lost.ch) && !errors.Is(err, ErrLost) {
-			err = errors.Join(err, h.b.lostError(h.kind.what+" lost while fn ran"))
+		for i, h := range hs {
+			if lost[i] != nil && isClosed(lost[i].ch) && !errors.Is(err, ErrLost) {
+				err = errors.Join(err, h.b.lostError(h.kind.what+" lost while fn ran"))
+			}
 		}
 	}()
 	return fn(fctx)

@@ -67,4 +67,7 @@ var tests = []struct {
 	{"inspection", inspection},
 	{"inspect_badInput", inspectBadInput},
 	{"inspect_listEveryNode", inspectListEveryNode},
+	{"LockAll_noDeadlock", multiNoDeadlock},
+	{"LockAll_keptAlive", multiKeptAlive},
+	{"LockAll_failedNoneHeld", multiFailedNoneHeld},
 }

@@ -1,0 +1,161 @@
+package uncomplicated
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+)
+
+// Several Mutexes at once. LockAll takes them in one global order, that of
+// their names, so that two callers locking overlapping sets never wait on
+// each other in a cycle; what it holds while it waits for the next is kept
+// alive by the auto-refresh of Do (see refreshWhile), every third of its
+// lease.
+
+// LockAll locks every Mutex of ms, in the order of their names, so that
+// callers locking overlapping sets, in whatever order they list them,
+// never deadlock. While it waits for one, those it has locked stay held
+// and are refreshed at least every third of their lease, however long the
+// wait. The Mutexes may come from different Clients, on different Redis
+// deployments.
+//
+// It returns nil with all of them held, each with its own fence (Fence),
+// or an error wrapping ErrNotObtained and the cause (ctx's error,
+// ErrStale, ErrClosed, a Redis error, or ErrLost when a lock already taken
+// was lost while it waited) with none of them held. An empty list, a nil
+// Mutex, or one listed twice (the same *Mutex, or the same name on the
+// same Client) returns an error wrapping ErrInvalidArgument and locks
+// nothing. Two Clients on one Redis locking the same name in one LockAll
+// wait on each other, until ctx ends or the stale policy acts.
+func LockAll(ctx context.Context, ms ...*Mutex) error {
+	sorted, err := ordered(ctx, ms)
+	if err != nil {
+		return err
+	}
+	_, err = lockAll(ctx, "LockAll", sorted)
+	return err
+}
+
+// UnlockAll unlocks every Mutex of ms, in the reverse of LockAll's order
+// (names descending), each whatever the others return, and joins their
+// errors (see Mutex.Unlock). Bad input, as LockAll has it, unlocks
+// nothing.
+func UnlockAll(ctx context.Context, ms ...*Mutex) error {
+	sorted, err := ordered(ctx, ms)
+	if err != nil {
+		return err
+	}
+	return unlockAll(ctx, "UnlockAll", sorted, nil)
+}
+
+// DoAll runs fn while holding every Mutex of ms: LockAll, fn, UnlockAll,
+// and UnlockAll also when fn panics (the panic then goes on). Inside fn
+// each Mutex's Fence is its own hold's; fn's ctx carries no fence for
+// FenceOf, as there are several. With WithAutoRefresh, the locks are
+// refreshed while fn runs, and fn's ctx is cancelled when any of them is
+// lost. The unlock ignores ctx's cancellation, as Do's does. DoAll returns
+// LockAll's error without running fn, or fn's error joined with
+// UnlockAll's; when a lock was lost while fn ran, the error wraps ErrLost.
+func DoAll(ctx context.Context, ms []*Mutex, fn func(ctx context.Context) error) error {
+	sorted, err := ordered(ctx, ms, fn)
+	if err != nil {
+		return err
+	}
+	holds, err := lockAll(ctx, "DoAll", sorted)
+	if err != nil {
+		return err
+	}
+	return runHolds(ctx, holds, fn, func(ctx context.Context) error {
+		return unlockAll(ctx, "DoAll", sorted, holds)
+	})
+}
+
+// ordered checks ctx, ms and fn, if given, and returns ms in LockAll's
+// order: by name, then by Client, so that every call orders them alike.
+func ordered(ctx context.Context, ms []*Mutex, fn ...func(context.Context) error) ([]*Mutex, error) {
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("%w: no Mutex", ErrInvalidArgument)
+	}
+	for _, m := range ms {
+		if err := m.check(ctx, fn...); err != nil {
+			return nil, err
+		}
+	}
+	sorted := slices.Clone(ms)
+	slices.SortFunc(sorted, func(a, b *Mutex) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.c.id, b.c.id))
+	})
+	for i := 1; i < len(sorted); i++ {
+		if a, b := sorted[i-1], sorted[i]; a.name == b.name && a.c == b.c {
+			return nil, fmt.Errorf("%w: %s listed twice", ErrInvalidArgument, a.name)
+		}
+	}
+	return sorted, nil
+}
+
+// lockAll locks ms, which ordered checked and ordered, one after the
+// other, keeping those it holds alive while it waits for the next; op
+// names the call in errors. It returns their holds, or the error of the
+// first that failed once it has unlocked the others.
+func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err error) {
+	wctx, stops := ctx, make([]func() any, 0, len(ms))
+	defer func() {
+		for _, stop := range slices.Backward(stops) {
+			if p := stop(); p != nil && err == nil {
+				err = fmt.Errorf("uncomplicated: %s: refreshing the locks taken: %v", op, p)
+			}
+		}
+		if err != nil && len(holds) > 0 {
+			rctx, cancel := releaseContext(ctx)
+			defer cancel()
+			_ = unlockAll(rctx, op, ms[:len(holds)], holds)
+			holds = nil
+		}
+	}()
+	for _, m := range ms {
+		var h *hold
+		_, err := m.acquiring(wctx, op, inspection.KindMutex, func(ctx context.Context, o *observing) (*hold, error) {
+			var err error
+			h, err = m.x.lock(ctx, o)
+			return h, err
+		}, nil)
+		if err != nil {
+			if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil {
+				err = m.notObtained("a lock taken before it was lost: "+cause.Error(), cause)
+				err = opError(op, m.name, err)
+			}
+			return holds, err
+		}
+		holds = append(holds, h)
+		if lease := m.cfg.lease; lease > 0 && len(holds) < len(ms) {
+			var stop func() any
+			wctx, stop = refreshWhile(wctx, h, lease/3)
+			stops = append(stops, stop)
+		}
+	}
+	if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil { // lost as the last was locked
+		last := ms[len(ms)-1]
+		return holds, opError(op, last.name, last.notObtained("a lock taken before it was lost: "+cause.Error(), cause))
+	}
+	return holds, nil
+}
+
+// unlockAll releases the holds of ms, or, for nil holds, their current
+// holds, in the reverse of LockAll's order, and joins the errors; op names
+// the call in them.
+func unlockAll(ctx context.Context, op string, ms []*Mutex, holds []*hold) error {
+	var errs []error
+	for i, m := range slices.Backward(ms) {
+		var want *hold
+		if holds != nil {
+			want = holds[i]
+		}
+		errs = append(errs, opError(op, m.name, m.x.unlock(ctx, want)))
+	}
+	return errors.Join(errs...)
+}

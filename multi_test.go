@@ -1,0 +1,203 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+// Bad input to LockAll, UnlockAll and DoAll is refused before anything
+// reaches Redis.
+func TestLockAll_invalid(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	a, b := mustNew(t, env.Client, Order{1}), mustNew(t, env.Client, Order{2})
+	again := mustNew(t, env.Client, Order{1})
+	ok := func(context.Context) error { return nil }
+	cases := []struct {
+		name string
+		call func() error
+	}{
+		{"no Mutex", func() error { return uncomplicated.LockAll(context.Background()) }},
+		{"nil Mutex", func() error { return uncomplicated.LockAll(context.Background(), a, nil) }},
+		{"zero Mutex", func() error { return uncomplicated.LockAll(context.Background(), a, &uncomplicated.Mutex{}) }},
+		{"the same Mutex twice", func() error { return uncomplicated.LockAll(context.Background(), a, b, a) }},
+		{"one name twice on one Client", func() error { return uncomplicated.LockAll(context.Background(), a, again) }},
+		{"nil ctx", func() error { return uncomplicated.LockAll(nil, a) }}, //nolint:staticcheck // the point
+		{"UnlockAll, one name twice", func() error { return uncomplicated.UnlockAll(context.Background(), a, again) }},
+		{"UnlockAll, none", func() error { return uncomplicated.UnlockAll(context.Background()) }},
+		{"DoAll, nil fn", func() error { return uncomplicated.DoAll(context.Background(), []*uncomplicated.Mutex{a}, nil) }},
+		{"DoAll, none", func() error { return uncomplicated.DoAll(context.Background(), nil, ok) }},
+		{"DoAll, twice", func() error { return uncomplicated.DoAll(context.Background(), []*uncomplicated.Mutex{b, b}, ok) }},
+	}
+	for _, tc := range cases {
+		if err := tc.call(); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+			t.Errorf("%s: %v; want ErrInvalidArgument", tc.name, err)
+		}
+	}
+	if keys := env.Redis.Keys(); len(keys) != 0 {
+		t.Errorf("keys in Redis after bad input: %v", keys)
+	}
+}
+
+// LockAll takes the locks in the order of their names, whatever the order
+// they are listed in: behind a busy order 1, it holds order 0 and not yet
+// order 2. A release hands it the busy one.
+func TestLockAll_nameOrder(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	busy := mustNew(t, env.NewClient(), Order{1})
+	mustLock(t, busy)
+	ms := []*uncomplicated.Mutex{mustNew(t, env.Client, Order{2}), mustNew(t, env.Client, Order{1}), mustNew(t, env.Client, Order{0})}
+	done := make(chan error, 1)
+	go func() { done <- uncomplicated.LockAll(context.Background(), ms...) }()
+	env.AwaitWaiters(1)
+	if !env.Redis.Exists(ms[2].Name()) || env.Redis.Exists(ms[0].Name()) {
+		t.Errorf("waiting for order 1: order 0 held %v, order 2 held %v; want true, false",
+			env.Redis.Exists(ms[2].Name()), env.Redis.Exists(ms[0].Name()))
+	}
+	if err := busy.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("LockAll() = %v", err)
+	}
+	for _, m := range ms {
+		if m.Fence() == 0 || !env.Redis.Exists(m.Name()) {
+			t.Errorf("%s: Fence() = %d, in Redis %v after LockAll; want a fence, true", m.Name(), m.Fence(), env.Redis.Exists(m.Name()))
+		}
+	}
+}
+
+// UnlockAll unlocks in the reverse of LockAll's order, every lock whatever
+// the others return, and joins the errors.
+func TestUnlockAll_reverseOrderEveryLock(t *testing.T) {
+	rec := &logRecorder{}
+	env := uncomplicatedtest.New(t, uncomplicated.WithLogger(slog.New(rec)))
+	ms := []*uncomplicated.Mutex{mustNew(t, env.Client, Order{1}), mustNew(t, env.Client, Order{3}), mustNew(t, env.Client, Order{2})}
+	if err := uncomplicated.LockAll(context.Background(), ms...); err != nil {
+		t.Fatal(err)
+	}
+	env.Redis.Del(ms[2].Name()) // order 2's lock lost
+	err := uncomplicated.UnlockAll(context.Background(), ms...)
+	if !errors.Is(err, uncomplicated.ErrLost) || !strings.Contains(err.Error(), ms[2].Name()) {
+		t.Errorf("UnlockAll() with order 2 lost = %v; want ErrLost about %s", err, ms[2].Name())
+	}
+	var released []string
+	rec.mu.Lock()
+	for i, msg := range rec.msgs {
+		if strings.HasPrefix(msg, "DEBUG lock released") {
+			released = append(released, rec.locks[i])
+		}
+	}
+	rec.mu.Unlock()
+	if want := []string{ms[1].Name(), ms[0].Name()}; !slices.Equal(released, want) {
+		t.Errorf("released %v; want %v", released, want)
+	}
+	for _, m := range ms {
+		if env.Redis.Exists(m.Name()) || m.Fence() != 0 {
+			t.Errorf("%s still held after UnlockAll", m.Name())
+		}
+	}
+}
+
+// DoAll unlocks every lock when fn panics, and the panic goes on; inside
+// fn each Mutex has its own fence.
+func TestDoAll_panicUnlocks(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	a, b := mustNew(t, env.Client, Order{1}), mustNew(t, env.Client, Order{2})
+	mustLock(t, b)
+	if err := b.Unlock(context.Background()); err != nil { // order 2's fence is 2 from now on
+		t.Fatal(err)
+	}
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recover() = %v; want the panic of fn", r)
+			}
+		}()
+		_ = uncomplicated.DoAll(context.Background(), []*uncomplicated.Mutex{b, a}, func(ctx context.Context) error {
+			if a.Fence() != 1 || b.Fence() != 2 {
+				t.Errorf("Fence() inside fn = %d, %d; want 1, 2", a.Fence(), b.Fence())
+			}
+			if _, ok := uncomplicated.FenceOf(ctx); ok {
+				t.Errorf("FenceOf(fn's ctx) has a fence; want none of several")
+			}
+			panic("boom")
+		})
+	}()
+	for _, m := range []*uncomplicated.Mutex{a, b} {
+		if env.Redis.Exists(m.Name()) {
+			t.Errorf("%s still in Redis after fn panicked", m.Name())
+		}
+	}
+}
+
+// With WithAutoRefresh, DoAll cancels fn's ctx when any of its locks is
+// lost, and its error wraps ErrLost.
+func TestDoAll_lost(t *testing.T) {
+	mr := miniredis.RunT(t)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithAutoRefresh(10*time.Millisecond))
+	t.Cleanup(func() { _ = c.Close() })
+	a, b := mustNew(t, c, Order{1}), mustNew(t, c, Order{2})
+	err := uncomplicated.DoAll(context.Background(), []*uncomplicated.Mutex{a, b}, func(ctx context.Context) error {
+		mr.Del(b.Name())
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(10 * time.Second):
+			return errors.New("fn's ctx not cancelled")
+		}
+	})
+	if !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("DoAll() with a lock lost = %v; want ErrLost", err)
+	}
+	if mr.Exists(a.Name()) {
+		t.Errorf("%s still in Redis after DoAll", a.Name())
+	}
+}
+
+// LockAll takes locks of Clients on different Redis servers.
+func TestLockAll_twoServers(t *testing.T) {
+	var ms []*uncomplicated.Mutex
+	var conns []redis.Conn
+	for range 2 {
+		pool := redistest.Start(t).Pool(t)
+		c := uncomplicated.NewClient(redigo.New(pool))
+		t.Cleanup(func() { _ = c.Close() })
+		ms = append(ms, mustNew(t, c, Order{1}))
+		conn := pool.Get()
+		t.Cleanup(func() { _ = conn.Close() })
+		conns = append(conns, conn)
+	}
+	err := uncomplicated.DoAll(context.Background(), ms, func(context.Context) error {
+		for i, m := range ms {
+			if n, err := redis.Int(conns[i].Do("EXISTS", m.Name())); n != 1 || err != nil {
+				t.Errorf("server %d: EXISTS %s = %d, %v; want 1", i, m.Name(), n, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("DoAll() = %v", err)
+	}
+	for i, m := range ms {
+		if n, err := redis.Int(conns[i].Do("EXISTS", m.Name())); n != 0 || err != nil {
+			t.Errorf("server %d: EXISTS %s = %d, %v after DoAll; want 0", i, m.Name(), n, err)
+		}
+	}
+}
