@@ -19,7 +19,7 @@ type base struct {
 	c    *Client
 	cfg  config
 	name string
-	typ  string // the type part of the name; "" for a plain name
+	typ  string // the type part of the name, as it is written there; "" for a plain name
 	// tail ends every token of the lock: its timeout and escaped holder
 	// label, made once (see holderToken).
 	tail string
@@ -31,11 +31,11 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, er
 	if err != nil {
 		return base{}, err
 	}
-	key, err := objectName(cfg.prefix, obj)
+	key, typ, err := objectName(cfg, obj)
 	if err != nil {
 		return base{}, err
 	}
-	return base{c: c, cfg: cfg, name: key, typ: typePart(cfg.prefix, key), tail: tokenTail(cfg)}, nil
+	return base{c: c, cfg: cfg, name: key, typ: typ, tail: tokenTail(cfg)}, nil
 }
 
 // background runs a release script s on keys with args: it releases what

@@ -39,27 +39,74 @@ type lockTyper interface {
 
 var lockTyperType = reflect.TypeFor[lockTyper]()
 
-// objectName names obj's lock, or returns an error wrapping ErrInvalidArgument
-// when obj is nil, its ID or LockType method panics, or the ID is nil or
-// prints empty, or LockType returns "".
-func objectName[K any](prefix string, obj identifier[K]) (name string, err error) {
+// objectName names obj's lock under cfg's prefix, as the gem does under
+// WithGemNames, and returns the type part of the name ("" for a plain
+// name), or returns an error wrapping ErrInvalidArgument when obj is nil,
+// its ID or LockType method panics, or the ID is nil or prints empty, or
+// LockType returns "", or a gem name would hold '{' or '}'.
+func objectName[K any](cfg config, obj identifier[K]) (name, typ string, err error) {
 	if p, ok := any(obj).(plainID); ok {
-		return plainName(prefix, string(p))
+		if cfg.gemNames {
+			name, err = gemName(cfg.prefix, string(p))
+		} else {
+			name, err = plainName(cfg.prefix, string(p))
+		}
+		return name, "", err
 	}
-	typ, err := lockType(obj)
-	if err != nil {
-		return "", err
+	if typ, err = lockType(obj, cfg.gemNames); err != nil {
+		return "", "", err
 	}
 	id, err := callID(obj)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	return prefix + ":" + escape(typ) + ":" + escape(id), nil
+	if cfg.gemNames {
+		name, err = gemName(cfg.prefix, typ, id)
+		return name, squeeze(typ), err
+	}
+	typ = escape(typ)
+	return cfg.prefix + ":" + typ + ":" + escape(id), typ, nil
+}
+
+// gemName names a lock as the Ruby gem uncomplicated_mutex does: the prefix
+// and the parts joined by ':', nothing escaped, and every run of ':'
+// squeezed to one, so that type "Billing::Order" and ID 42 give
+// lock:Billing:Order:42. Such names are not injective: "a::b" and "a:b"
+// name one lock, as they do in the gem. A part holding '{' or '}' is
+// refused, as it would move the name's keys to different Cluster slots
+// (see the keys below).
+func gemName(prefix string, parts ...string) (string, error) {
+	for _, p := range parts {
+		if p == "" {
+			return "", fmt.Errorf("%w: empty name", ErrInvalidArgument)
+		}
+		if strings.ContainsAny(p, "{}") {
+			return "", fmt.Errorf("%w: %q: a gem name cannot hold '{' or '}'", ErrInvalidArgument, p)
+		}
+	}
+	return squeeze(prefix + ":" + strings.Join(parts, ":")), nil
+}
+
+// squeeze replaces every run of ':' in s with one.
+func squeeze(s string) string {
+	if !strings.Contains(s, "::") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == ':' && i > 0 && s[i-1] == ':' {
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // lockType is the type part of obj's lock name: its LockType, or its Go
-// type as reflect prints it, a pointer naming the same as its element.
-func lockType(obj any) (typ string, err error) {
+// type as reflect prints it ("orders.Order"), or for the gem's names
+// without its package ("Order"), a pointer naming the same as its element.
+func lockType(obj any, gem bool) (typ string, err error) {
 	t := reflect.TypeOf(obj)
 	if t == nil {
 		return "", fmt.Errorf("%w: nil object", ErrInvalidArgument)
@@ -73,6 +120,9 @@ func lockType(obj any) (typ string, err error) {
 	if !ok {
 		for t.Kind() == reflect.Pointer {
 			t = t.Elem()
+		}
+		if gem && t.Name() != "" {
+			return t.Name(), nil
 		}
 		return t.String(), nil
 	}
@@ -160,16 +210,6 @@ func plainName(prefix, name string) (string, error) {
 		return "", fmt.Errorf("%w: empty name", ErrInvalidArgument)
 	}
 	return prefix + ":" + escape(name), nil
-}
-
-// typePart is the type part of the lock name of an object (see
-// objectName), escaped; "" for a plain name, which has no ':' of its own.
-func typePart(prefix, name string) string {
-	typ, _, ok := strings.Cut(strings.TrimPrefix(name, prefix+":"), ":")
-	if !ok {
-		return ""
-	}
-	return typ
 }
 
 // fenceKey names the counter of the fencing tokens of lock name.

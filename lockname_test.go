@@ -271,3 +271,81 @@ func TestKeySlot_realCluster(t *testing.T) {
 		}
 	}
 }
+
+// rubyOrder is a Ruby class Order, rubyBilling one in a module: Billing::Order.
+type rubyOrder struct{ n int }
+
+func (o rubyOrder) ID() int        { return o.n }
+func (rubyOrder) LockType() string { return "Order" }
+
+type rubyBilling struct{ n int }
+
+func (o rubyBilling) ID() int        { return o.n }
+func (rubyBilling) LockType() string { return "Billing::Order" }
+
+// WithGemNames names locks as the Ruby gem does: type and ID unescaped,
+// the Go type without its package, runs of ':' squeezed.
+func TestLockName_gem(t *testing.T) {
+	gem := WithGemNames()
+	cases := []struct {
+		name string
+		got  string
+		want string
+	}{
+		{"LockType", nameOf(t, rubyOrder{42}, gem), "lock:Order:42"},
+		{"module", nameOf(t, rubyBilling{42}, gem), "lock:Billing:Order:42"},
+		{"Go type", nameOf(t, orders.Order{N: 42}, gem), "lock:Order:42"},
+		{"pointer", nameOf(t, &orders.Order{N: 42}, gem), "lock:Order:42"},
+		{"prefix", nameOf(t, rubyOrder{42}, gem, WithPrefix("app")), "app:Order:42"},
+		{"ID unescaped", nameOf(t, strID("a b/é%"), gem), "lock:strID:a b/é%"},
+		{"ID with colons", nameOf(t, strID("a::b:::c"), gem), "lock:strID:a:b:c"},
+		{"colon at the seam", nameOf(t, strID(":x"), gem), "lock:strID:x"},
+		{"Named", nameOf(t, Named("reports::nightly"), gem), "lock:reports:nightly"},
+		{"not injective", nameOf(t, strID("a::b"), gem), nameOf(t, strID("a:b"), gem)},
+	}
+	for _, tc := range cases {
+		if tc.got != tc.want {
+			t.Errorf("%s: Name() = %q; want %q", tc.name, tc.got, tc.want)
+		}
+	}
+	c := NewClient(redigo.New(&redis.Pool{}), gem)
+	for _, obj := range []interface{ ID() string }{strID("{x}"), strID("a}"), Named("{nightly}")} {
+		if _, err := New(c, obj); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("New(%v) with a brace = %v; want ErrInvalidArgument", obj, err)
+		}
+	}
+	if _, err := New(c, lockTyped{typ: func() string { return "Billing::{Order}" }}); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("New() with a brace in LockType = %v; want ErrInvalidArgument", err)
+	}
+}
+
+// A gem-named lock excludes a holder that set the key as the gem does
+// (SET NX with its token), and every key of it lives in the lock's slot.
+func TestLockName_gemSharesTheGemsKey(t *testing.T) {
+	mr := miniredis.RunT(t)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	c := NewClient(redigo.New(pool), WithGemNames())
+	t.Cleanup(func() { _ = c.Close() })
+	m, err := New(c, rubyBilling{42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mr.Set("lock:Billing:Order:42", "a-ruby-token"); err != nil { // the gem's holder
+		t.Fatal(err)
+	}
+	if ok, err := m.TryLock(context.Background()); ok || err != nil {
+		t.Fatalf("TryLock() with the gem holding lock:Billing:Order:42 = %v, %v; want false, nil", ok, err)
+	}
+	mr.Del("lock:Billing:Order:42")
+	if ok, err := m.TryLock(context.Background()); !ok || err != nil {
+		t.Fatalf("TryLock() = %v, %v; want true, nil", ok, err)
+	}
+	for _, key := range mr.Keys() {
+		if hashslot.Of(key) != hashslot.Of(m.Name()) {
+			t.Errorf("key %s in slot %d; the lock's is %d", key, hashslot.Of(key), hashslot.Of(m.Name()))
+		}
+	}
+}

@@ -41,6 +41,7 @@ type config struct {
 	replicaWait    time.Duration    // how long they have
 	observer       observe.Observer // nil: none
 	label          string           // the holder label (WithHolderLabel)
+	gemNames       bool             // locks are named as the Ruby gem names them (WithGemNames)
 }
 
 func defaults() config {
@@ -134,6 +135,21 @@ func WithLogger(l *slog.Logger) Option {
 // move the lock's keys to different Redis Cluster slots.
 func WithPrefix(s string) Option {
 	return func(c *config) { c.prefix = s }
+}
+
+// WithGemNames names locks exactly as the Ruby gem uncomplicated_mutex
+// names them, so that Go and Ruby processes share the locks of the same
+// objects: <prefix>:<type>:<ID>, where <type> is LockType, or the Go
+// type's name without its package ("Order"), and <ID> the ID as fmt's %v
+// prints it, nothing escaped, and every run of ':' squeezed to one
+// (LockType "Billing::Order" and ID 42 give lock:Billing:Order:42). Named
+// names are used as they are, runs of ':' squeezed. Such names are not
+// injective, as the gem's are not: IDs "a::b" and "a:b" share a lock. A
+// type, ID or name holding '{' or '}' makes the constructors return an
+// error wrapping ErrInvalidArgument. Default off: names are escaped (see
+// New).
+func WithGemNames() Option {
+	return func(c *config) { c.gemNames = true }
 }
 
 // WithAutoRefresh makes Do call Refresh every d while fn runs. A long fn
