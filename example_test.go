@@ -332,3 +332,43 @@ func ExampleLockAll() {
 type Account struct{ Name string }
 
 func (a Account) ID() string { return a.Name }
+
+// An Election runs the scheduler on one replica only: each replica
+// campaigns, and the one elected leads until it resigns or dies; the
+// others wait, and take over at once on a Resign, or after the timeout
+// from a leader that froze.
+func ExampleElection() {
+	srv, err := miniredis.Run()
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", srv.Addr())
+	}}
+	defer pool.Close()
+	client := uncomplicated.NewClient(redigo.New(pool))
+	defer client.Close()
+
+	election, err := client.Election("scheduler")
+	if err != nil {
+		log.Fatal(err)
+	}
+	ctx := context.Background()
+	err = election.Lead(ctx, "replica-1", func(ctx context.Context) error {
+		leader, err := election.Leader(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Println(leader.Value, "leads with fence", leader.Fence, "in", election.Name())
+		return nil // run the scheduler until ctx ends: it does when leadership is lost
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = election.Leader(ctx)
+	fmt.Println(errors.Is(err, uncomplicated.ErrNoLeader))
+	// Output:
+	// replica-1 leads with fence 1 in lock:election:scheduler
+	// true
+}

@@ -35,8 +35,13 @@ func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex,
 	if err != nil {
 		return nil, err
 	}
+	return mutexOf(b), nil
+}
+
+// mutexOf makes the Mutex of the lock b names.
+func mutexOf(b base) *Mutex {
 	m := &Mutex{base: b}
-	prefix, key := b.cfg.prefix, b.name
+	prefix, key, c := b.cfg.prefix, b.name, b.c
 	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
 		primitive: inspection.KindMutex, kind: mutexKind,
 		keys:    mutexKeysOf(prefix, key),
@@ -44,7 +49,7 @@ func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex,
 		args:   mutexArgs,
 		writer: mutexKind, entry: entryExclusive, who: "one holder token",
 	}}
-	return m, nil
+	return m
 }
 
 // Name returns the Redis key of the lock, such as lock:orders.Order:42.

@@ -29,6 +29,9 @@ type config struct {
 	timeout  time.Duration
 	ticks    int
 	takeOver bool // a stuck holder is taken over, not reported (WithTakeOver)
+	// takeOverSet is set by WithTakeOver: an Election takes over unless
+	// told otherwise.
+	takeOverSet bool
 	lease    time.Duration
 	leaseSet bool // lease was given; otherwise it is twice timeout
 	clock    clock.Clock
@@ -86,7 +89,7 @@ func WithTicks(n int) Option {
 // still the token it watched, under a higher fence, which lets a protected
 // store refuse the old holder's late writes.
 func WithTakeOver(on bool) Option {
-	return func(c *config) { c.takeOver = on }
+	return func(c *config) { c.takeOver, c.takeOverSet = on, true }
 }
 
 // WithLease sets how long a hold lasts in Redis, counted from acquisition

@@ -379,7 +379,12 @@ func (w *wakeups) confirm(e driver.Event) {
 	}
 }
 
-// deliver passes a hand-off, "<token> <fence>", to its waiter. A hand-off
+// broadcast, as the token of a message, wakes every listener of its
+// channel: an Election announces a new leader so to its observers.
+const broadcast = "*"
+
+// deliver passes a hand-off, "<token> <fence>", to its waiter, or a
+// broadcast to every listener of the channel. A hand-off
 // to a waiter that left the queue without the lock is released: its leave
 // script may have failed. Other tokens are ignored: their waiter got the
 // lock by an attempt of its own.
@@ -393,15 +398,24 @@ func (w *wakeups) deliver(name string, data []byte) {
 	gone := w.gone[token]
 	delete(w.gone, token)
 	if ch := w.chans[name]; ch != nil {
-		if wake := ch.waiters[token]; wake != nil {
-			select {
-			case wake <- fence:
-			default:
+		if token == broadcast {
+			for _, wake := range ch.waiters {
+				send(wake, fence)
 			}
+		} else if wake := ch.waiters[token]; wake != nil {
+			send(wake, fence)
 		}
 	}
 	w.mu.Unlock()
 	if gone != nil {
 		gone(w.ctx)
+	}
+}
+
+// send gives wake the fence unless it has one waiting already.
+func send(wake chan uint64, fence uint64) {
+	select {
+	case wake <- fence:
+	default:
 	}
 }

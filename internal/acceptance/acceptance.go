@@ -70,4 +70,7 @@ var tests = []struct {
 	{"LockAll_noDeadlock", multiNoDeadlock},
 	{"LockAll_keptAlive", multiKeptAlive},
 	{"LockAll_failedNoneHeld", multiFailedNoneHeld},
+	{"Election_handOver", electionHandOver},
+	{"Election_takeOver", electionTakeOver},
+	{"Election_leadLost", electionLeadLost},
 }

@@ -1,0 +1,257 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
+)
+
+// miniClients returns a miniredis and n Clients on it with opts, as n
+// processes would have, closed when the test ends.
+func miniClients(t *testing.T, n int, opts ...uncomplicated.Option) (*miniredis.Miniredis, []*uncomplicated.Client) {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	pool := &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	var cs []*uncomplicated.Client
+	for range n {
+		c := uncomplicated.NewClient(redigo.New(pool), opts...)
+		t.Cleanup(func() { _ = c.Close() })
+		cs = append(cs, c)
+	}
+	return mr, cs
+}
+
+// mustElection returns the Election name on c or fails the test.
+func mustElection(t *testing.T, c *uncomplicated.Client, name string, opts ...uncomplicated.Option) *uncomplicated.Election {
+	t.Helper()
+	e, err := c.Election(name, opts...)
+	if err != nil {
+		t.Fatalf("Election(%q) = %v", name, err)
+	}
+	return e
+}
+
+// Bad input to an Election is refused before anything reaches Redis.
+func TestElection_invalid(t *testing.T) {
+	mr, cs := miniClients(t, 1)
+	c := cs[0]
+	for name, opts := range map[string][]uncomplicated.Option{
+		"empty name": nil, "no lease": {uncomplicated.WithLease(0)}, "bad option": {uncomplicated.WithTicks(0)},
+	} {
+		n := "x"
+		if name == "empty name" {
+			n = ""
+		}
+		if _, err := c.Election(n, opts...); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+			t.Errorf("Election(%q) with %s = %v; want ErrInvalidArgument", n, name, err)
+		}
+	}
+	e := mustElection(t, c, "x")
+	long := strings.Repeat("v", 65)
+	if err := e.Campaign(context.Background(), long); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("Campaign(65 bytes) = %v; want ErrInvalidArgument", err)
+	}
+	if err := e.Campaign(nil, "v"); !errors.Is(err, uncomplicated.ErrInvalidArgument) { //nolint:staticcheck // the point
+		t.Errorf("Campaign(nil ctx) = %v; want ErrInvalidArgument", err)
+	}
+	if err := e.Lead(context.Background(), "v", nil); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("Lead(nil fn) = %v; want ErrInvalidArgument", err)
+	}
+	var zero *uncomplicated.Election
+	if err := zero.Resign(context.Background()); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("nil Election's Resign() = %v; want ErrInvalidArgument", err)
+	}
+	if _, ok := <-zero.Observe(context.Background()); ok || zero.IsLeader() || zero.Name() != "" {
+		t.Errorf("nil Election: Observe sent, IsLeader %v, Name %q; want a closed channel, false, \"\"", zero.IsLeader(), zero.Name())
+	}
+	if keys := mr.Keys(); len(keys) != 0 {
+		t.Errorf("keys in Redis after bad input: %v", keys)
+	}
+}
+
+// One campaigner leads; Leader shows its value, fence and when it was
+// elected; a Resign elects the next campaigner at once, with a higher
+// fence; a Resign that does not lead is ErrNotHeld.
+func TestElection_campaignResign(t *testing.T) {
+	_, cs := miniClients(t, 2)
+	ctx := context.Background()
+	a, b := mustElection(t, cs[0], "scheduler"), mustElection(t, cs[1], "scheduler")
+	if a.Name() != "lock:election:scheduler" {
+		t.Errorf("Name() = %q; want lock:election:scheduler", a.Name())
+	}
+	if _, err := a.Leader(ctx); !errors.Is(err, uncomplicated.ErrNoLeader) {
+		t.Errorf("Leader() before any campaign = %v; want ErrNoLeader", err)
+	}
+	if err := a.Resign(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {
+		t.Errorf("Resign() without leading = %v; want ErrNotHeld", err)
+	}
+	before := time.Now().Truncate(time.Millisecond)
+	if err := a.Campaign(ctx, "host-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Campaign(ctx, "again"); err != nil || !a.IsLeader() {
+		t.Errorf("Campaign() while leading = %v, IsLeader %v; want nil, true", err, a.IsLeader())
+	}
+	campaigned := make(chan time.Time, 1)
+	done := make(chan error, 1)
+	go func() {
+		err := b.Campaign(ctx, "host-b")
+		campaigned <- time.Now()
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // b waits
+	l, err := b.Leader(ctx)
+	if err != nil || l.Value != "host-a" || l.Fence != 1 || l.Since.Before(before) || l.Since.After(time.Now()) {
+		t.Errorf("Leader() = %+v, %v; want host-a, fence 1, since the campaign", l, err)
+	}
+	if !a.IsLeader() || b.IsLeader() {
+		t.Errorf("IsLeader() = %v, %v; want true, false", a.IsLeader(), b.IsLeader())
+	}
+	resigned := time.Now()
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("b's Campaign() = %v", err)
+	}
+	if d := (<-campaigned).Sub(resigned); d > time.Second {
+		t.Errorf("b elected %v after a's Resign; want at once", d)
+	}
+	l, err = a.Leader(ctx)
+	if err != nil || l.Value != "host-b" || l.Fence != 2 || l.Since.Before(resigned.Truncate(time.Millisecond)) {
+		t.Errorf("Leader() after the Resign = %+v, %v; want host-b, fence 2, elected after the Resign", l, err)
+	}
+	if a.IsLeader() || !b.IsLeader() {
+		t.Errorf("IsLeader() = %v, %v; want false, true", a.IsLeader(), b.IsLeader())
+	}
+}
+
+// Observe sends the current leader, then each new one, each once, and
+// closes when ctx ends.
+func TestElection_observe(t *testing.T) {
+	_, cs := miniClients(t, 3)
+	ctx := context.Background()
+	a, b := mustElection(t, cs[0], "scheduler"), mustElection(t, cs[1], "scheduler")
+	if err := a.Campaign(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	octx, cancel := context.WithCancel(ctx)
+	leaders := mustElection(t, cs[2], "scheduler").Observe(octx)
+	if l := recv(t, leaders); l.Value != "a" || l.Fence != 1 {
+		t.Errorf("first leader observed = %+v; want a, fence 1", l)
+	}
+	go func() { _ = b.Campaign(ctx, "b") }()
+	time.Sleep(100 * time.Millisecond)
+	elected := time.Now()
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l := recv(t, leaders); l.Value != "b" || l.Fence != 2 {
+		t.Errorf("next leader observed = %+v; want b, fence 2", l)
+	}
+	if d := time.Since(elected); d > time.Second {
+		t.Errorf("new leader observed after %v; want within a second", d)
+	}
+	select {
+	case l := <-leaders:
+		t.Errorf("observed %+v again; want each leader once", l)
+	case <-time.After(1500 * time.Millisecond): // more than a tick
+	}
+	cancel()
+	for l := range leaders {
+		t.Errorf("observed %+v after ctx ended", l)
+	}
+}
+
+// Lead runs fn while leading, cancels fn's ctx when leadership is lost and
+// reports ErrLost; it resigns when fn returns.
+func TestElection_lead(t *testing.T) {
+	mr, cs := miniClients(t, 1, uncomplicated.WithTimeout(300*time.Millisecond))
+	ctx := context.Background()
+	e := mustElection(t, cs[0], "scheduler")
+	err := e.Lead(ctx, "a", func(ctx context.Context) error {
+		if !e.IsLeader() {
+			t.Error("IsLeader() inside fn = false")
+		}
+		return nil
+	})
+	if err != nil || e.IsLeader() || mr.Exists(e.Name()) {
+		t.Errorf("Lead() = %v, IsLeader %v, key exists %v; want nil, false, false", err, e.IsLeader(), mr.Exists(e.Name()))
+	}
+	err = e.Lead(ctx, "a", func(ctx context.Context) error {
+		mr.Set(e.Name(), "someone else") // taken from it
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(5 * time.Second):
+			return errors.New("fn's ctx not cancelled")
+		}
+	})
+	if !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("Lead() with leadership lost = %v; want ErrLost", err)
+	}
+	select {
+	case <-e.Lost():
+	default:
+		t.Error("Lost() open after leadership was lost")
+	}
+}
+
+// An Election and a Mutex of the same name do not exclude each other.
+func TestElection_ownKeySpace(t *testing.T) {
+	_, cs := miniClients(t, 1)
+	ctx := context.Background()
+	e := mustElection(t, cs[0], "scheduler")
+	m, err := uncomplicated.New(cs[0], uncomplicated.Named("scheduler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustLock(t, m)
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if err := e.Campaign(cctx, "a"); err != nil {
+		t.Fatalf("Campaign() beside a Mutex of the same name = %v", err)
+	}
+}
+
+// Observers hear a new leader's announcement: on the mock clock, which
+// never moves here, no tick could have shown it to them.
+func TestElection_observeWokenByAnnouncement(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	ctx := context.Background()
+	a, b := mustElection(t, env.Client, "scheduler"), mustElection(t, env.NewClient(), "scheduler")
+	if err := a.Campaign(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	octx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	leaders := mustElection(t, env.NewClient(), "scheduler").Observe(octx)
+	if l := recv(t, leaders); l.Value != "a" {
+		t.Fatalf("first leader observed = %+v; want a", l)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Campaign(ctx, "b") }()
+	env.AwaitWaiters(1)
+	time.Sleep(50 * time.Millisecond) // the observer sleeps on its timer
+	if err := a.Resign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if l := recv(t, leaders); l.Value != "b" || l.Fence != 2 {
+		t.Errorf("leader observed = %+v; want b, fence 2", l)
+	}
+}
