@@ -32,12 +32,12 @@ type config struct {
 	// takeOverSet is set by WithTakeOver: an Election takes over unless
 	// told otherwise.
 	takeOverSet bool
-	lease    time.Duration
-	leaseSet bool // lease was given; otherwise it is twice timeout
-	clock    clock.Clock
-	logger   *slog.Logger
-	prefix   string
-	every    time.Duration // auto-refresh period of Do; 0 means off
+	lease       time.Duration
+	leaseSet    bool // lease was given; otherwise it is twice timeout
+	clock       clock.Clock
+	logger      *slog.Logger
+	prefix      string
+	every       time.Duration // auto-refresh period of Do; 0 means off
 	// commandTimeout bounds each call to Redis; 0 means only ctx does.
 	commandTimeout time.Duration
 	replicas       int              // replicas that must acknowledge an acquisition; 0: none
