@@ -2,11 +2,14 @@ package uncomplicated_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -37,6 +40,8 @@ var processModes = map[string][]uncomplicated.Option{
 	"queued": {uncomplicated.WithTimeout(time.Hour), uncomplicated.WithTicks(36000)},
 	"waiter": nil,
 	"holder": {uncomplicated.WithTimeout(4 * time.Second), uncomplicated.WithAutoRefresh(2 * time.Second)},
+	"elect":  {uncomplicated.WithTimeout(2 * time.Second)},
+	"resign": {uncomplicated.WithTimeout(2 * time.Second)},
 }
 
 // A process is the test binary running in one of the processModes.
@@ -95,7 +100,7 @@ func (p *process) signal(t *testing.T, sig syscall.Signal) {
 
 // TestRedis_helperProcess is the process of startProcess: it waits for,
 // or holds, the Mutex it is given, for a minute at most, and prints
-// "locked" once it holds it.
+// "locked" once it holds it; or it campaigns (see campaign).
 func TestRedis_helperProcess(t *testing.T) {
 	spec := strings.Fields(os.Getenv(processEnv))
 	if len(spec) != 4 {
@@ -105,6 +110,10 @@ func TestRedis_helperProcess(t *testing.T) {
 		return redis.DialContext(ctx, "tcp", spec[1])
 	}}
 	c := uncomplicated.NewClient(redigo.New(pool), append([]uncomplicated.Option{uncomplicated.WithPrefix(spec[2])}, processModes[spec[0]]...)...)
+	if spec[0] == "elect" || spec[0] == "resign" {
+		campaign(t, c, spec[0], spec[3])
+		return
+	}
 	m, err := uncomplicated.New(c, uncomplicated.Named(spec[3]))
 	if err != nil {
 		t.Fatal(err)
@@ -232,5 +241,153 @@ func TestRedis_lostReleaseRecovered(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("the next Lock() took %v; want at most 2s", took)
+	}
+}
+
+// campaign is a process of the election tests: for a minute, it leads the
+// Election name again and again, saying "leader <fence> <unix ms>" when
+// elected; in mode "resign" it resigns 300 ms later, saying "done <unix
+// ms>" first; in mode "elect" it leads until it loses the leadership, and
+// then says "lost <IsLeader> <Lost closed>".
+func campaign(t *testing.T, c *uncomplicated.Client, mode, name string) {
+	e, err := c.Election(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for ctx.Err() == nil {
+		_ = e.Lead(ctx, strconv.Itoa(os.Getpid()), func(fctx context.Context) error {
+			l, err := e.Leader(fctx)
+			if err != nil {
+				return err
+			}
+			fmt.Println("leader", l.Fence, time.Now().UnixMilli())
+			if mode == "resign" {
+				time.Sleep(300 * time.Millisecond)
+				fmt.Println("done", time.Now().UnixMilli())
+				return nil
+			}
+			<-fctx.Done()
+			lost := false
+			select {
+			case <-e.Lost():
+				lost = true
+			default:
+			}
+			fmt.Println("lost", e.IsLeader(), lost)
+			return nil
+		})
+	}
+}
+
+// leaderLine is a "leader <fence> <unix ms>" line of a campaigning process.
+type leaderLine struct {
+	fence uint64
+	at    time.Time
+	done  time.Time // its "done" line's, in mode "resign"; zero if none
+	p     *process
+}
+
+// leaders returns the leaderships that processes ps reported, by fence.
+func leaders(ps []*process) []leaderLine {
+	var ls []leaderLine
+	for _, p := range ps {
+		p.mu.Lock()
+		for _, line := range p.said {
+			f := strings.Fields(line)
+			switch {
+			case len(f) == 3 && f[0] == "leader":
+				fence, _ := strconv.ParseUint(f[1], 10, 64)
+				ms, _ := strconv.ParseInt(f[2], 10, 64)
+				ls = append(ls, leaderLine{fence: fence, at: time.UnixMilli(ms), p: p})
+			case len(f) == 2 && f[0] == "done" && len(ls) > 0:
+				ms, _ := strconv.ParseInt(f[1], 10, 64)
+				ls[len(ls)-1].done = time.UnixMilli(ms)
+			}
+		}
+		p.mu.Unlock()
+	}
+	slices.SortFunc(ls, func(a, b leaderLine) int { return cmp.Compare(a.fence, b.fence) })
+	return ls
+}
+
+// Campaigners in 2 and 5 processes, each resigning 300 ms after it is
+// elected: one leader at a time, fences rising in the order of the
+// elections, each Resign handing over within a second, and an observer
+// seeing every leader within a second of its election.
+func TestRedis_electionProcesses(t *testing.T) {
+	for _, n := range []int{2, 5} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			r := newRig(t)
+			e := mustElection(t, r.client(), "elect")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			observed := map[uint64]time.Time{}
+			seen := e.Observe(ctx)
+			var ps []*process
+			for range n {
+				ps = append(ps, startProcess(t, r, "resign", "elect"))
+			}
+			for end := time.After(3 * time.Second); ; {
+				select {
+				case l := <-seen:
+					observed[l.Fence] = time.Now()
+					continue
+				case <-end:
+				}
+				break
+			}
+			ls := leaders(ps)
+			if len(ls) < 4 {
+				t.Fatalf("%d leaderships in 3s; want at least 4", len(ls))
+			}
+			for i, l := range ls {
+				if at, ok := observed[l.fence]; !ok || at.Sub(l.at) > time.Second {
+					t.Errorf("leader with fence %d elected at %v observed at %v (%v); want within a second", l.fence, l.at, at, ok)
+				}
+				if i == 0 || ls[i-1].done.IsZero() {
+					continue
+				}
+				prev := ls[i-1]
+				if l.at.Before(prev.done) || l.fence <= prev.fence {
+					t.Errorf("fence %d elected at %v before fence %d was done at %v", l.fence, l.at, prev.fence, prev.done)
+				}
+				if gap := l.at.Sub(prev.done); gap > time.Second {
+					t.Errorf("fence %d elected %v after fence %d resigned; want within a second", l.fence, gap, prev.fence)
+				}
+			}
+		})
+	}
+}
+
+// A leader killed (SIGKILL) is replaced about the timeout (2 s) after it
+// last refreshed; a leader stopped (SIGSTOP) is taken over likewise, and
+// once continued it sees its leadership lost: Lead cancelled fn's ctx,
+// IsLeader is false and Lost closed.
+func TestRedis_electionKilledAndStoppedLeaders(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			r := newRig(t)
+			ps := []*process{startProcess(t, r, "elect", "elect"), startProcess(t, r, "elect", "elect")}
+			eventually(t, "a leader", func() bool { return len(leaders(ps)) == 1 })
+			first := leaders(ps)[0]
+			first.p.signal(t, sig)
+			hit := time.Now()
+			eventually(t, "a new leader", func() bool { return len(leaders(ps)) == 2 })
+			next := leaders(ps)[1]
+			if took := time.Since(hit); took < time.Second || took > 5*time.Second || next.p == first.p {
+				t.Errorf("the other process elected %v after the leader's %v; want about the timeout, 2s", took, sig)
+			}
+			if sig != syscall.SIGSTOP {
+				return
+			}
+			first.p.signal(t, syscall.SIGCONT)
+			eventually(t, "the continued leader seeing its loss", func() bool {
+				first.p.mu.Lock()
+				defer first.p.mu.Unlock()
+				return slices.Contains(first.p.said, "lost false true")
+			})
+		})
 	}
 }
