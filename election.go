@@ -233,8 +233,9 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 }
 
 // Lead campaigns with value, runs fn while leading and resigns when fn
-// returns, also when fn panics (the panic then goes on). fn's ctx is
-// cancelled when leadership is lost, and the error then wraps ErrLost. It
+// returns, also when fn panics (the panic then goes on). fn's ctx carries
+// the leader's fence for FenceOf, and is cancelled when leadership is
+// lost; the error then wraps ErrLost. It
 // returns Campaign's error without running fn, or fn's error joined with
 // Resign's. The Resign ignores ctx's cancellation, as Do's unlock does.
 func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.Context) error) (err error) {
@@ -247,8 +248,8 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 	if err := e.Campaign(ctx, value); err != nil {
 		return err
 	}
-	lost := e.Lost()
-	fctx, cancel := context.WithCancelCause(ctx)
+	lost, fence := e.Lost(), e.fence()
+	fctx, cancel := context.WithCancelCause(withFence(ctx, fence))
 	done := make(chan struct{})
 	var watching sync.WaitGroup
 	watching.Add(1)
@@ -292,6 +293,16 @@ func (e *Election) Lost() <-chan struct{} {
 		return closed
 	}
 	return h.Lost()
+}
+
+// fence is the fence of this process's leadership; 0 when it leads not.
+func (e *Election) fence() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.h == nil {
+		return 0
+	}
+	return e.h.fence
 }
 
 // IsLeader reports whether this process leads, as far as it knows: it has

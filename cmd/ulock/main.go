@@ -1,9 +1,10 @@
 // Command ulock is the operator's command line of package uncomplicated:
-// it runs a command while holding a lock in Redis (flock(1) for a fleet),
-// shows what locks there are and who holds them, breaks a stuck one, and
-// runs a demo that needs no Redis.
+// it runs a command while holding a lock in Redis (flock(1) for a fleet)
+// or while leading an election, shows what locks there are and who holds
+// them, breaks a stuck one, and runs a demo that needs no Redis.
 //
 //	ulock run [flags] NAME -- COMMAND [ARG...]
+//	ulock elect [flags] [--again] NAME -- COMMAND [ARG...]
 //	ulock status [--json] NAME...
 //	ulock list [--json] [--match GLOB] [--limit N]
 //	ulock release --force NAME

@@ -25,6 +25,7 @@ type ending struct {
 	code       int   // ulock's exit code for it: its status, 128+signal, 126 or 127
 	err        error // why it did not start; nil when it did
 	terminated bool  // ulock sent it SIGTERM because the lock was lost
+	passed     bool  // ulock got a signal and passed it on
 }
 
 // run runs COMMAND until it exits, with ulock's stdin, passing on the
@@ -48,12 +49,13 @@ func (c *child) run(ctx context.Context, sigs <-chan os.Signal, late os.Signal) 
 		return startFailure(err)
 	}
 	p := proc{cmd.Process, group}
+	var end ending
 	if late != nil {
 		p.signal(late)
+		end.passed = true
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }() // ProcessState tells how it ended
-	var end ending
 	lost := ctx.Done()
 	var kill, poll <-chan time.Time
 	killed := false // ulock sent SIGKILL: it waits for nothing more
@@ -73,6 +75,7 @@ func (c *child) run(ctx context.Context, sigs <-chan os.Signal, late os.Signal) 
 			}
 		case sig := <-sigs: // a signal to ulock: COMMAND's, or its group's
 			p.signal(sig)
+			end.passed = true
 		case <-lost: // the lock was lost: COMMAND must stop
 			lost, end.terminated = nil, true
 			p.signal(syscall.SIGTERM)

@@ -71,10 +71,14 @@ func given(fs *flag.FlagSet, name string) bool {
 
 // fullName returns the full name of the lock that NAME names: NAME itself
 // when it begins with the Client's prefix and a colon, as ulock list
-// prints names, and otherwise the name that Named gives it.
+// prints names; the lock of the Election <name> for "election:<name>";
+// and otherwise the name that Named gives it.
 func fullName(c *uncomplicated.Client, prefix, name string) (string, error) {
 	if strings.HasPrefix(name, prefix+":") {
 		return name, nil
+	}
+	if full, ok, err := electionName(c, name); ok {
+		return full, err
 	}
 	m, err := uncomplicated.New(c, uncomplicated.Named(name))
 	if err != nil {

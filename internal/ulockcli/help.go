@@ -18,7 +18,7 @@ func (s *session) help(_ context.Context, args []string) int {
 		if _, ok := helpTopics[args[0]]; ok {
 			return s.helpOf(args[0])
 		}
-		return s.usage(fmt.Sprintf("no help on %q; ulock's commands are run, status, list, release, demo and help", args[0]))
+		return s.usage(fmt.Sprintf("no help on %q; ulock's commands are run, elect, status, list, release, demo and help", args[0]))
 	}
 	return s.usage("help takes one COMMAND at most")
 }
@@ -33,13 +33,14 @@ const overview = `ulock: locks in Redis for a fleet, from the command line (pack
 
 usage:
   ulock run [flags] NAME -- COMMAND [ARG...]      run COMMAND while holding lock NAME
+  ulock elect [flags] NAME -- COMMAND [ARG...]    run COMMAND while leading election NAME
   ulock status [--json] [flags] NAME...           what each lock is and who holds it
   ulock list [--json] [--match GLOB] [--limit N]  every lock under the prefix
   ulock release --force [flags] NAME              break a stuck lock
   ulock demo [flags]                              workers share orders' locks; one hangs
   ulock help [COMMAND]                            this, or all about COMMAND
 
-Flags of run, status, list and release; they may come before or after NAME:
+Flags of run, elect, status, list and release; they may come before or after NAME:
   --redis URL    the Redis: redis://[[user]:password@]host[:port][/db], or
                  rediss:// for TLS. Default: $REDIS_URL, else
                  redis://localhost:6379/0. The go-redis build of ulock also
@@ -61,10 +62,13 @@ NAME is not the same for every command:
            the lock lock:nightly-report, and "lock:x" is lock:lock%3Ax,
            not lock:x; so run cannot lock an object's lock. Its messages
            and ULOCK_NAME give the full name.
+  elect    NAME is the election's name, as Client.Election takes it; its
+           lock is lock:election:NAME, NAME escaped.
   status,  NAME is a full name when it begins with the prefix and a colon,
   release  as list prints it and as run's messages show it (so
-           lock:orders.Order:42 addresses the lock of an object), and
-           otherwise a plain name, as for run.
+           lock:orders.Order:42 addresses the lock of an object);
+           election:NAME is the lock of the election NAME; and
+           otherwise NAME is a plain name, as for run.
 
 Redis calls: each call to Redis (a connection, then one command or script)
 gives up after 10 s without an answer, and ulock exits 1. status, list and
@@ -79,15 +83,16 @@ Exit codes:
          Redis unanswered for 10 s
   2      a mistake in the command line: an unknown command or flag, a bad
          value, a missing NAME or COMMAND; release without --force
-  75     run: the lock was not obtained: busy when --wait ended (or at once
-         with --wait 0), or stale under --policy fail (--conflict-exit-code)
-  76     run: the lock was lost while COMMAND ran (--lost-exit-code)
-  126    run: COMMAND could not be executed
-  127    run: COMMAND was not found
+  75     run, elect: the lock was not obtained: busy when --wait ended (or
+         at once with --wait 0), or stale under --policy fail
+         (--conflict-exit-code)
+  76     run, elect: the lock was lost while COMMAND ran (--lost-exit-code)
+  126    run, elect: COMMAND could not be executed
+  127    run, elect: COMMAND was not found
   128+N  ulock got signal N: run while it waited, or status, list or
          release before they were done; or run's COMMAND was killed by
          signal N (130 for SIGINT, 143 for SIGTERM)
-  other  run: COMMAND's own exit status
+  other  run, elect: COMMAND's own exit status
 Errors are one line on stderr.
 
 Run 'ulock help COMMAND' for a command's flags and output.
@@ -173,6 +178,41 @@ Examples:
   ulock run --kind semaphore:3 --wait 10m exports -- ./export.sh  # 3 at a time
 `,
 
+	"elect": `usage: ulock elect [flags] NAME -- COMMAND [ARG...]
+
+Campaigns in the election NAME, then runs COMMAND while this process leads,
+and resigns when COMMAND exits, which elects the next campaigner at once:
+one scheduler, or one consumer of a partition, for a fleet. With --again it
+campaigns anew whenever COMMAND exits, until ulock gets a signal; so every
+machine can run "ulock elect --again scheduler -- ./scheduler" and one at a
+time runs it. Everything after -- is COMMAND; flags may come before or after
+NAME.
+
+The leader announces its --label (default host:pid), which 'ulock status
+election:NAME' shows as the holder of the election's lock (KIND election).
+A leader stuck for --timeout (it stopped renewing) is taken over by the next
+campaigner unless --policy fail; one killed is replaced once its renewals
+stop for --timeout. COMMAND gets ULOCK_NAME (the election's lock,
+lock:election:NAME) and ULOCK_FENCE (the leader's fence, higher than every
+earlier leader's).
+
+Flags: those of run (see 'ulock help run'), but --kind, and with these
+differences:
+  --policy P      takeover (default) or fail
+  --wait D        give up campaigning after D and exit 75; 0 is refused.
+                  Default: campaign as long as it takes
+  --lease D       must not be 0: an election needs a lease, so that a dead
+                  leader makes way
+  --again         campaign again whenever COMMAND exits (default: once)
+
+Signals, process group, exit status: as for run; with --again, the status
+of the last COMMAND, or of the last campaign that ended without leading.
+
+Examples:
+  ulock elect --again scheduler -- ./scheduler --queue default
+  ulock elect --timeout 30s --label "$(hostname)" partition-7 -- ./consume 7
+`,
+
 	"status": `usage: ulock status [--json] [flags] NAME...
 
 Shows what Redis has of each lock NAME: its kind, whether it is held, by whom,
@@ -188,7 +228,9 @@ Flags:
 
 Table columns:
   NAME        the full name
-  KIND        mutex, rwmutex, semaphore; - when Redis has nothing of it
+  KIND        mutex, rwmutex, semaphore, election (its holder is the leader,
+              and HOLDER the value it announced); - when Redis has nothing
+              of it
   STATE       free or held
   HOLDER      the first holder's label, and "+N" more holders
   HELD FOR    how long the first holder has held it; ? when unknown
@@ -204,7 +246,8 @@ Table columns:
 
 JSON fields (every field is always present):
   name                 string   the full name
-  kind                 string   "mutex", "rwmutex", "semaphore", or ""
+  kind                 string   "mutex", "rwmutex", "semaphore",
+                                "election", or ""
   state                string   "free" or "held"
   fence                number   the fence counter, as FENCE above
   holders              array    the holders, the oldest first, up to 100:
@@ -292,6 +335,6 @@ Flags:
 	"help": `usage: ulock help [COMMAND]
 
 Shows the commands, the common flags and the exit codes, or all about
-COMMAND: run, status, list, release, demo. 'ulock COMMAND --help' does too.
+COMMAND: run, elect, status, list, release, demo. 'ulock COMMAND --help' does too.
 `,
 }

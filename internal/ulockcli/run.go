@@ -42,45 +42,62 @@ type runFlags struct {
 func (s *session) run(ctx context.Context, args []string) int {
 	fs := newFlags("run")
 	var f runFlags
-	f.redisFlags.add(fs)
+	f.add(fs, "fail")
 	fs.StringVar(&f.kind, "kind", "mutex", "")
-	fs.DurationVar(&f.timeout, "timeout", limits.Timeout, "")
-	fs.IntVar(&f.ticks, "ticks", limits.Ticks, "")
-	fs.DurationVar(&f.lease, "lease", 0, "")
-	fs.StringVar(&f.policy, "policy", "fail", "")
-	fs.DurationVar(&f.wait, "wait", -1, "")
-	fs.IntVar(&f.conflictCode, "conflict-exit-code", exitConflict, "")
-	fs.IntVar(&f.lostCode, "lost-exit-code", exitLost, "")
-	fs.DurationVar(&f.grace, "grace", 10*time.Second, "")
-	fs.StringVar(&f.label, "label", "", "")
-	names, argv, done, code := s.parse(fs, args)
-	if done {
+	name, argv, opts, code := s.parseRun(fs, &f, args)
+	if opts == nil {
 		return code
-	}
-	switch {
-	case len(names) == 0:
-		return s.usage("missing NAME")
-	case len(names) > 1:
-		return s.usage(fmt.Sprintf("one NAME, then -- and COMMAND; got %q before --", names))
-	case argv == nil:
-		return s.usage("missing -- before COMMAND")
-	case len(argv) == 0:
-		return s.usage("missing COMMAND after --")
-	}
-	opts, err := f.options(fs)
-	if err != nil {
-		return s.fail(err)
 	}
 	c, stop, err := s.connect(f.url, f.prefix)
 	if err != nil {
 		return s.fail(err)
 	}
 	defer stop()
-	l, err := newLockable(c, f.kind, names[0], opts)
+	l, err := newLockable(c, f.kind, name, opts)
 	if err != nil {
 		return s.fail(err)
 	}
 	return s.exit(s.hold(ctx, l, &f, argv), c, l, &f)
+}
+
+// add defines the flags that ulock run and ulock elect share on fs, with
+// policy the default --policy.
+func (f *runFlags) add(fs *flag.FlagSet, policy string) {
+	f.redisFlags.add(fs)
+	fs.DurationVar(&f.timeout, "timeout", limits.Timeout, "")
+	fs.IntVar(&f.ticks, "ticks", limits.Ticks, "")
+	fs.DurationVar(&f.lease, "lease", 0, "")
+	fs.StringVar(&f.policy, "policy", policy, "")
+	fs.DurationVar(&f.wait, "wait", -1, "")
+	fs.IntVar(&f.conflictCode, "conflict-exit-code", exitConflict, "")
+	fs.IntVar(&f.lostCode, "lost-exit-code", exitLost, "")
+	fs.DurationVar(&f.grace, "grace", 10*time.Second, "")
+	fs.StringVar(&f.label, "label", "", "")
+}
+
+// parseRun parses the command line of ulock run or elect, "NAME --
+// COMMAND": it returns NAME, COMMAND and the options of the lock, or nil
+// options and the exit code when ulock is done (help, or a mistake).
+func (s *session) parseRun(fs *flag.FlagSet, f *runFlags, args []string) (name string, argv []string, opts []uncomplicated.Option, code int) {
+	names, argv, done, code := s.parse(fs, args)
+	if done {
+		return "", nil, nil, code
+	}
+	switch {
+	case len(names) == 0:
+		return "", nil, nil, s.usage("missing NAME")
+	case len(names) > 1:
+		return "", nil, nil, s.usage(fmt.Sprintf("one NAME, then -- and COMMAND; got %q before --", names))
+	case argv == nil:
+		return "", nil, nil, s.usage("missing -- before COMMAND")
+	case len(argv) == 0:
+		return "", nil, nil, s.usage("missing COMMAND after --")
+	}
+	opts, err := f.options(fs)
+	if err != nil {
+		return "", nil, nil, s.fail(err)
+	}
+	return names[0], argv, opts, exitOK
 }
 
 // options checks the flags of ulock run and returns the options of its

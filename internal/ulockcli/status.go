@@ -50,6 +50,7 @@ func (s *session) status(ctx context.Context, args []string) int {
 		}
 		locks = append(locks, info)
 	}
+	markElections(r.prefix, locks)
 	if err := show(s.stdout, locks, *asJSON); err != nil {
 		return s.fail(err)
 	}
@@ -87,6 +88,7 @@ func (s *session) list(ctx context.Context, args []string) int {
 	if err != nil {
 		return s.failIn(ctx, err, "")
 	}
+	markElections(r.prefix, locks)
 	if err := show(s.stdout, locks, *asJSON); err != nil {
 		return s.fail(err)
 	}

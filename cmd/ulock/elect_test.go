@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tests of ulock elect.
+
+// Two ulock elect --again processes take turns leading: COMMAND runs in
+// one of them at a time, under rising fences, and each resignation elects
+// the other at once; ulock status shows the election and its leader's
+// value; a signal ends the campaigning.
+func TestElect_again(t *testing.T) {
+	e := newEnv(t)
+	log := e.path("log")
+	script := `echo "start $$ $ULOCK_FENCE $(date +%s%N)" >> "$0"; sleep 0.1; echo "end $$ $ULOCK_FENCE $(date +%s%N)" >> "$0"`
+	a := e.start(t, "elect", "--again", "--label", "replica-a", "scheduler", "--", "sh", "-c", script, log)
+	b := e.start(t, "elect", "--again", "--label", "replica-b", "scheduler", "--", "sh", "-c", script, log)
+	await(t, "six runs", func() bool { return strings.Count(read(log), "end") >= 6 })
+	r := e.ulock(t, "status", "election:scheduler")
+	if r.Code != 0 || !strings.Contains(r.Stdout, e.prefix+":election:scheduler") || !strings.Contains(r.Stdout, "election") ||
+		!strings.Contains(r.Stdout, "replica-") {
+		t.Errorf("ulock status election:scheduler: exit %d, stdout %q; want the election held by a replica", r.Code, r.Stdout)
+	}
+	a.Signal(t, syscall.SIGTERM)
+	b.Signal(t, syscall.SIGTERM)
+	for _, p := range []interface{ Exited() bool }{a, b} {
+		await(t, "ulock elect to exit after SIGTERM", p.Exited)
+	}
+
+	f, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines [][]string
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		lines = append(lines, strings.Fields(sc.Text()))
+	}
+	var lastEnd int64
+	var lastFence uint64
+	for i := 0; i+1 < len(lines); i += 2 {
+		s, end := lines[i], lines[i+1]
+		if s[0] != "start" || end[0] != "end" || s[1] != end[1] {
+			t.Fatalf("lines %d and %d = %q, %q; want the start and the end of one run", i, i+1, s, end)
+		}
+		fence, _ := strconv.ParseUint(s[2], 10, 64)
+		begin, _ := strconv.ParseInt(s[3], 10, 64)
+		stop, _ := strconv.ParseInt(end[3], 10, 64)
+		if begin < lastEnd || fence <= lastFence {
+			t.Errorf("run %d: fence %d from %d overlaps the previous one (fence %d) to %d", i/2, fence, begin, lastFence, lastEnd)
+		}
+		if lastEnd > 0 && time.Duration(begin-lastEnd) > time.Second {
+			t.Errorf("run %d began %v after the previous one ended; want the next leader at once", i/2, time.Duration(begin-lastEnd))
+		}
+		lastEnd, lastFence = stop, fence
+	}
+}
+
+// Without --again, ulock elect runs COMMAND once, as leader, and exits
+// with its status; --lease 0 and --wait 0 are refused.
+func TestElect_once(t *testing.T) {
+	e := newEnv(t)
+	r := e.ulock(t, "elect", "once", "--", "sh", "-c", `echo "$ULOCK_NAME $ULOCK_FENCE"; exit 3`)
+	if want := e.prefix + ":election:once 1\n"; r.Code != 3 || r.Stdout != want {
+		t.Errorf("ulock elect: exit %d, stdout %q; want 3, %q", r.Code, r.Stdout, want)
+	}
+	for _, flag := range []string{"--lease=0", "--wait=0"} {
+		if r := e.ulock(t, "elect", flag, "once", "--", "true"); r.Code != 2 {
+			t.Errorf("ulock elect %s: exit %d, stderr %q; want 2", flag, r.Code, r.Stderr)
+		}
+	}
+}
