@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,14 +15,15 @@ import (
 )
 
 // Elections. An Election is a Mutex in a key space of its own
-// (<prefix>:election:<name>) whose holder is the leader: campaigners wait
-// in its queue, and a Resign hands the lock to the oldest at once. The
-// leader's value travels as the holder label of its token, with when it
-// was elected (its first Refresh, made as soon as it wins, writes that
-// into the token); its fence is the lock's. A new leader announces itself
-// on <prefix>:elected:{<key>}, which wakes every observer of every Client
-// (see broadcast); observers also read the leader every tick, so a lost
-// message costs a tick, never a leader.
+// (<prefix>:election:<name>, a name no other lock may take) whose holder
+// is the leader: campaigners wait in its queue, and a Resign hands the
+// lock to the oldest at once. The leader's value travels as the holder
+// label of its token; its fence is the lock's. A new leader announces
+// itself: it writes its fence and when it was elected into
+// <prefix>:leader:{<key>}, and publishes on <prefix>:elected:{<key>},
+// which wakes every observer of every Client (see broadcast). Observers
+// also read the leader every tick, so a lost message costs a tick, never a
+// leader.
 
 // ErrNoLeader: Election.Leader found no leader.
 var ErrNoLeader = errors.New("uncomplicated: no leader")
@@ -34,20 +36,28 @@ type Leader struct {
 }
 
 // An Election elects one leader among the processes that campaign in it.
-// Make one with Client.Election. It is safe for concurrent use; one
-// Election leads, or campaigns, once at a time.
+// Make one with Client.Election. It is safe for concurrent use: it leads
+// once at a time, and its Lead calls run one after the other.
 type Election struct {
 	c       *Client
 	cfg     config
 	name    string        // its lock's key
+	leader  string        // the key of the leader's announcement
 	channel string        // where a new leader announces itself
 	every   time.Duration // how often the leader refreshes its hold
 	sem     chan struct{} // held by the Campaign under way
+	lead    chan struct{} // held by the Lead under way
 
-	mu   sync.Mutex
-	m    *Mutex     // the lock of the current leadership; nil when none
-	h    *hold      // its hold
-	stop func() any // ends its refreshing
+	mu  sync.Mutex
+	cur *leadership // nil when this process does not lead
+}
+
+// A leadership is one term of this process as leader.
+type leadership struct {
+	m     *Mutex
+	h     *hold
+	stop  func() any    // ends its refreshing
+	ended chan struct{} // closed when it ends here: Resign, Close, or a new Campaign after its loss
 }
 
 // Election returns the Election name on c, with opts over c's options. Its
@@ -74,12 +84,13 @@ func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	}
 	every := cfg.every
 	if every == 0 {
-		every = max(min(cfg.timeout, cfg.lease)/3, minTick)
+		every = cfg.keepAlive()
 	}
-	key := cfg.prefix + ":election:" + escape(name)
+	key := cfg.prefix + electionPart + escape(name)
 	return &Election{
-		c: c, cfg: cfg, name: key, channel: cfg.prefix + ":elected:{" + key + "}", every: every,
-		sem: make(chan struct{}, 1),
+		c: c, cfg: cfg, name: key, every: every,
+		leader: cfg.prefix + ":leader:{" + key + "}", channel: cfg.prefix + ":elected:{" + key + "}",
+		sem: make(chan struct{}, 1), lead: make(chan struct{}, 1),
 	}, nil
 }
 
@@ -96,21 +107,22 @@ func (e *Election) Name() string {
 // bytes, as a holder label, which anyone who can read Redis can read). An
 // Election that already leads returns nil at once, its value unchanged. It
 // returns an error wrapping ErrNotObtained and the cause when ctx ends or
-// the Client closes first, or Redis fails.
+// the Client closes first, or Redis fails. Closing the Client ends the
+// leadership: it resigns.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	if err := e.check(ctx, value); err != nil {
 		return err
 	}
-	select {
-	case e.sem <- struct{}{}:
-	case <-ctx.Done():
-		return newError(e.name, ErrNotObtained.Error()+": "+e.name+": another Campaign of this Election is under way: "+ctx.Err().Error(), ctx.Err(), ErrNotObtained)
+	if err := e.take(ctx, e.sem, "another Campaign of this Election is under way"); err != nil {
+		return err
 	}
 	defer func() { <-e.sem }()
 	if e.IsLeader() {
 		return nil
 	}
-	e.forget()
+	if old := e.forget(nil); old != nil { // lost: its release finds it so
+		_ = old.m.x.unlock(ctx, old.h)
+	}
 	cfg := e.cfg
 	cfg.label = value
 	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: tokenTail(cfg)})
@@ -119,13 +131,44 @@ func (e *Election) Campaign(ctx context.Context, value string) error {
 		return err
 	}
 	h := m.x.current()
-	_ = h.Refresh(ctx) // the token says when it was elected; a failure leaves when it began to campaign
 	_, stop := refreshWhile(e.c.ctx, h, e.every)
+	l := &leadership{m: m, h: h, stop: stop, ended: make(chan struct{})}
 	e.mu.Lock()
-	e.m, e.h, e.stop = m, h, stop
+	e.cur = l
 	e.mu.Unlock()
-	_, _, _ = m.eval(ctx, announceScript, []string{e.channel}, broadcast+" "+strconv.FormatUint(h.fence, 10))
+	go e.resignAtClose(l)
+	_, _, _ = m.eval(ctx, announceScript, []string{e.leader, e.channel},
+		h.fence, h.since.UnixMilli(), e.cfg.leaseMillis(), broadcast+" "+strconv.FormatUint(h.fence, 10))
 	return nil
+}
+
+// take takes sem, or returns an error wrapping ErrNotObtained, saying
+// busy, when ctx ends first.
+func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return newError(e.name, ErrNotObtained.Error()+": "+e.name+": "+busy+": "+ctx.Err().Error(), ctx.Err(), ErrNotObtained)
+	}
+}
+
+// resignAtClose resigns l when the Client closes while l lasts.
+func (e *Election) resignAtClose(l *leadership) {
+	select {
+	case <-e.c.done:
+		if e.forget(l) != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			defer cancel()
+			_ = l.m.x.unlock(ctx, l.h)
+		}
+	case <-l.ended:
+	}
 }
 
 // Resign gives leadership up, and hands it to the oldest campaigner at
@@ -135,24 +178,27 @@ func (e *Election) Resign(ctx context.Context) error {
 	if err := e.check(ctx, ""); err != nil {
 		return err
 	}
-	m, h := e.forget()
-	if h == nil {
+	l := e.forget(nil)
+	if l == nil {
 		return newError(e.name, ErrNotHeld.Error()+": "+e.name+": not leading", ErrNotHeld)
 	}
-	return opError("Resign", e.name, m.x.unlock(ctx, h))
+	return opError("Resign", e.name, l.m.x.unlock(ctx, l.h))
 }
 
-// forget ends the current leadership in this process, if any, and returns
-// its lock and hold.
-func (e *Election) forget() (*Mutex, *hold) {
+// forget ends the current leadership in this process, if it is want or
+// want is nil, and returns it; nil when there is none.
+func (e *Election) forget(want *leadership) *leadership {
 	e.mu.Lock()
-	m, h, stop := e.m, e.h, e.stop
-	e.m, e.h, e.stop = nil, nil, nil
-	e.mu.Unlock()
-	if stop != nil {
-		stop()
+	l := e.cur
+	if l == nil || want != nil && l != want {
+		e.mu.Unlock()
+		return nil
 	}
-	return m, h
+	e.cur = nil
+	e.mu.Unlock()
+	l.stop()
+	close(l.ended)
+	return l
 }
 
 // Leader returns the current leader, or an error wrapping ErrNoLeader when
@@ -161,21 +207,34 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.check(ctx, ""); err != nil {
 		return Leader{}, err
 	}
-	keys := mutexKeysOf(e.cfg.prefix, e.name)[:2]
+	l, _, err := e.read(ctx)
+	return l, err
+}
+
+// read returns the current leader, and whether it has announced itself:
+// until it has, Since is when it began to campaign, as its token says.
+func (e *Election) read(ctx context.Context) (Leader, bool, error) {
+	keys := append(mutexKeysOf(e.cfg.prefix, e.name)[:2], e.leader)
 	reply, _, err := e.c.redis.eval(ctx, e.cfg.commandTimeout, leaderScript, keys)
 	if err != nil {
-		return Leader{}, newError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
+		return Leader{}, false, newError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
 	}
 	parts, err := strs(reply)
-	if err != nil || len(parts) != 2 {
-		return Leader{}, newError(e.name, fmt.Sprintf("uncomplicated: %s: leader reply %v", e.name, reply), driver.ErrUnexpectedReply)
+	if err != nil || len(parts) != 3 {
+		return Leader{}, false, newError(e.name, fmt.Sprintf("uncomplicated: %s: leader reply %v", e.name, reply), driver.ErrUnexpectedReply)
 	}
 	if parts[0] == "" {
-		return Leader{}, newError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
+		return Leader{}, false, newError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
 	}
-	fence, _ := strconv.ParseUint(parts[1], 10, 64)
 	t := parseToken(parts[0])
-	return Leader{Value: t.label, Fence: fence, Since: t.since}, nil
+	l := Leader{Value: t.label, Since: t.since}
+	l.Fence, _ = strconv.ParseUint(parts[1], 10, 64)
+	fence, ms, _ := strings.Cut(parts[2], " ")
+	announced := fence == parts[1]
+	if n, err := strconv.ParseInt(ms, 10, 64); announced && err == nil {
+		l.Since = time.UnixMilli(n)
+	}
+	return l, announced, nil
 }
 
 // Observe returns a channel that receives the current leader at once, if
@@ -205,9 +264,16 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		defer l.close(nil)
 		wake = l.wake
 	}
-	var last uint64
+	clk := e.cfg.clock
+	var last, pending uint64 // the last leader sent; one seen before it announced itself
+	var seen time.Time       // when pending was first seen
 	for {
-		if leader, err := e.Leader(ctx); err == nil && leader.Fence != last {
+		leader, announced, err := e.read(ctx)
+		fresh := err == nil && leader.Fence != last
+		if fresh && !announced && leader.Fence != pending {
+			pending, seen = leader.Fence, clk.Now()
+		}
+		if fresh && (announced || clk.Since(seen) >= announcing) {
 			select {
 			case out <- leader:
 				last = leader.Fence
@@ -218,7 +284,11 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 			}
 			continue // read again: a newer leader may have come meanwhile
 		}
-		t := e.cfg.clock.Timer(jitter(e.cfg.tick()))
+		wait := jitter(e.cfg.tick())
+		if fresh { // its announcement is on its way; failing that, send it as it is soon
+			wait = min(wait, announcing-clk.Since(seen))
+		}
+		t := clk.Timer(wait)
 		select {
 		case <-t.C:
 		case <-wake:
@@ -232,10 +302,15 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	}
 }
 
+// announcing is how long an observer waits for the announcement of a
+// leader that it found elected, before it sends that leader as it is.
+const announcing = 500 * time.Millisecond
+
 // Lead campaigns with value, runs fn while leading and resigns when fn
 // returns, also when fn panics (the panic then goes on). fn's ctx carries
-// the leader's fence for FenceOf, and is cancelled when leadership is
-// lost; the error then wraps ErrLost. It
+// the leader's fence for FenceOf, and is cancelled when the leadership
+// ends: lost (the error then wraps ErrLost), resigned, or ended by
+// Client.Close. Lead calls on one Election run one after the other. It
 // returns Campaign's error without running fn, or fn's error joined with
 // Resign's. The Resign ignores ctx's cancellation, as Do's unlock does.
 func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.Context) error) (err error) {
@@ -245,11 +320,21 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
 	}
+	if err := e.take(ctx, e.lead, "another Lead of this Election is under way"); err != nil {
+		return err
+	}
+	defer func() { <-e.lead }()
 	if err := e.Campaign(ctx, value); err != nil {
 		return err
 	}
-	lost, fence := e.Lost(), e.fence()
-	fctx, cancel := context.WithCancelCause(withFence(ctx, fence))
+	e.mu.Lock()
+	l := e.cur
+	e.mu.Unlock()
+	if l == nil { // ended already
+		return e.lostError("leadership ended as it began")
+	}
+	lost := l.h.Lost()
+	fctx, cancel := context.WithCancelCause(withFence(ctx, l.h.fence))
 	done := make(chan struct{})
 	var watching sync.WaitGroup
 	watching.Add(1)
@@ -257,7 +342,9 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 		defer watching.Done()
 		select {
 		case <-lost:
-			cancel(newError(e.name, ErrLost.Error()+": "+e.name+": leadership lost", ErrLost))
+			cancel(e.lostError("leadership lost"))
+		case <-l.ended:
+			cancel(newError(e.name, ErrNotHeld.Error()+": "+e.name+": leadership ended", ErrNotHeld))
 		case <-done:
 		}
 	}()
@@ -266,15 +353,23 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 		watching.Wait()
 		rctx, rcancel := releaseContext(ctx)
 		defer rcancel()
-		if rerr := e.Resign(rctx); rerr != nil {
-			err = errors.Join(err, rerr)
+		if e.forget(l) != nil {
+			if rerr := opError("Resign", e.name, l.m.x.unlock(rctx, l.h)); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
 		}
 		if isClosed(lost) && !errors.Is(err, ErrLost) {
-			err = errors.Join(err, newError(e.name, ErrLost.Error()+": "+e.name+": leadership lost while fn ran", ErrLost))
+			err = errors.Join(err, e.lostError("leadership lost while fn ran"))
 		}
 		cancel(nil)
 	}()
 	return fn(fctx)
+}
+
+// lostError is the error of a leadership found lost: it matches ErrLost
+// and ErrNotHeld.
+func (e *Election) lostError(why string) error {
+	return newError(e.name, ErrLost.Error()+": "+e.name+": "+why, ErrLost, ErrNotHeld)
 }
 
 // Lost returns a channel that is closed when this process's leadership is
@@ -287,22 +382,12 @@ func (e *Election) Lost() <-chan struct{} {
 		return closed
 	}
 	e.mu.Lock()
-	h := e.h
+	l := e.cur
 	e.mu.Unlock()
-	if h == nil {
+	if l == nil {
 		return closed
 	}
-	return h.Lost()
-}
-
-// fence is the fence of this process's leadership; 0 when it leads not.
-func (e *Election) fence() uint64 {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.h == nil {
-		return 0
-	}
-	return e.h.fence
+	return l.h.Lost()
 }
 
 // IsLeader reports whether this process leads, as far as it knows: it has
@@ -325,17 +410,24 @@ func (e *Election) check(ctx context.Context, value string) error {
 	return nil
 }
 
-// leaderScript reads an election's lock and its fence counter, which while
-// the lock is held is its holder's fence.
-var leaderScript = driver.NewScript(2, `
-return {redis.call('GET', KEYS[1]) or '', redis.call('GET', KEYS[2]) or '0'}
+// leaderScript reads an election's lock, its fence counter, which while
+// the lock is held is its holder's fence, and the last announcement.
+var leaderScript = driver.NewScript(3, `
+local token = redis.call('GET', KEYS[1])
+if not token then
+  return {'', '0', ''}
+end
+return {token, redis.call('GET', KEYS[2]) or '0', redis.call('GET', KEYS[3]) or ''}
 `)
 
-// announceScript publishes ARGV[1] on the channel KEYS[1], sharded where
-// Redis has sharded pub/sub, as the hand-offs are (see queueLua).
-var announceScript = driver.NewScript(1, `
-if not pcall(redis.call, 'SPUBLISH', KEYS[1], ARGV[1]) then
-  redis.call('PUBLISH', KEYS[1], ARGV[1])
+// announceScript announces a new leader: it stores "<fence> <elected, unix
+// ms>" (ARGV[1], ARGV[2]) for the lease ARGV[3] in KEYS[1], and publishes
+// ARGV[4] on the channel KEYS[2], sharded where Redis has sharded pub/sub,
+// as the hand-offs are (see queueLua).
+var announceScript = driver.NewScript(2, `
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2], 'PX', ARGV[3])
+if not pcall(redis.call, 'SPUBLISH', KEYS[2], ARGV[4]) then
+  redis.call('PUBLISH', KEYS[2], ARGV[4])
 end
 return 1
 `)

@@ -3,7 +3,10 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -202,10 +205,119 @@ func TestElection_lead(t *testing.T) {
 	if !errors.Is(err, uncomplicated.ErrLost) {
 		t.Errorf("Lead() with leadership lost = %v; want ErrLost", err)
 	}
-	select {
-	case <-e.Lost():
-	default:
-		t.Error("Lost() open after leadership was lost")
+	err = e.Lead(ctx, "a", func(ctx context.Context) error {
+		mr.Set(e.Name(), "someone else")
+		<-ctx.Done()
+		select {
+		case <-e.Lost():
+		default:
+			t.Error("Lost() open inside fn after leadership was lost")
+		}
+		if e.IsLeader() {
+			t.Error("IsLeader() inside fn after leadership was lost")
+		}
+		return nil
+	})
+	if !errors.Is(err, uncomplicated.ErrLost) {
+		t.Errorf("Lead() = %v; want ErrLost", err)
+	}
+}
+
+// Lead calls on one Election run one after the other, never two fns at
+// once; a Resign while fn runs cancels fn's ctx.
+func TestElection_leadOneAtATime(t *testing.T) {
+	_, cs := miniClients(t, 1)
+	e := mustElection(t, cs[0], "scheduler")
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := e.Lead(context.Background(), "a", func(context.Context) error {
+				n := inside.Add(1)
+				defer inside.Add(-1)
+				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+				}
+				time.Sleep(50 * time.Millisecond)
+				return nil
+			})
+			if err != nil {
+				t.Errorf("Lead() = %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if most.Load() != 1 {
+		t.Errorf("%d fns ran at once; want 1", most.Load())
+	}
+	err := e.Lead(context.Background(), "a", func(ctx context.Context) error {
+		if err := e.Resign(context.Background()); err != nil {
+			t.Errorf("Resign() inside fn = %v", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(5 * time.Second):
+			t.Error("fn's ctx not cancelled by the Resign")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("Lead() with fn resigning = %v; want nil", err)
+	}
+}
+
+// Closing the Client ends the leadership: the Election resigns, and
+// another campaigner is elected at once.
+func TestElection_closeResigns(t *testing.T) {
+	_, cs := miniClients(t, 2)
+	ctx := context.Background()
+	a, b := mustElection(t, cs[0], "scheduler"), mustElection(t, cs[1], "scheduler")
+	if err := a.Campaign(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- b.Campaign(ctx, "b") }()
+	time.Sleep(100 * time.Millisecond)
+	if err := cs[0].Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("b's Campaign() after a's Client closed = %v", err)
+	}
+	if a.IsLeader() {
+		t.Error("a's IsLeader() after its Client closed = true")
+	}
+}
+
+// Observers report when a leader was elected, not when it began to
+// campaign, also when they read it between its election and its
+// announcement.
+func TestElection_observedSince(t *testing.T) {
+	_, cs := miniClients(t, 3, uncomplicated.WithTimeout(100*time.Millisecond)) // 1 ms ticks
+	ctx := context.Background()
+	for i := range 5 {
+		name := "scheduler" + strconv.Itoa(i)
+		a, b := mustElection(t, cs[0], name), mustElection(t, cs[1], name)
+		if err := a.Campaign(ctx, "a"); err != nil {
+			t.Fatal(err)
+		}
+		octx, cancel := context.WithCancel(ctx)
+		leaders := mustElection(t, cs[2], name).Observe(octx)
+		recv(t, leaders)
+		go func() { _ = b.Campaign(ctx, "b") }()
+		time.Sleep(200 * time.Millisecond) // b campaigns for a while
+		resigned := time.Now().Truncate(time.Millisecond)
+		if err := a.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if l := recv(t, leaders); l.Value != "b" || l.Since.Before(resigned) {
+			t.Errorf("round %d: observed %+v; want b, elected at or after the Resign at %v", i, l, resigned)
+		}
+		cancel()
+		if err := b.Resign(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -224,7 +336,19 @@ func TestElection_ownKeySpace(t *testing.T) {
 	if err := e.Campaign(cctx, "a"); err != nil {
 		t.Fatalf("Campaign() beside a Mutex of the same name = %v", err)
 	}
+	if _, err := uncomplicated.New(cs[0], electionTyped{"scheduler"}); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("New() of a lock named %s = %v; want ErrInvalidArgument", e.Name(), err)
+	}
+	if _, err := uncomplicated.New(cs[0], uncomplicated.Named("election:scheduler"), uncomplicated.WithGemNames()); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("New() of the gem name election:scheduler = %v; want ErrInvalidArgument", err)
+	}
 }
+
+// electionTyped is an object whose lock would be named as an election's.
+type electionTyped struct{ id string }
+
+func (o electionTyped) ID() string     { return o.id }
+func (electionTyped) LockType() string { return "election" }
 
 // Observers hear a new leader's announcement: on the mock clock, which
 // never moves here, no tick could have shown it to them.

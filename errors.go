@@ -27,8 +27,10 @@ var (
 	// option out of range; permits outside 1 to 10,000; a nil Client,
 	// driver, lock, context or function; an object that is nil, whose ID or
 	// LockType method panics, or whose ID is nil or prints empty or whose
-	// LockType is empty; an empty name; a name to package inspect that is
-	// not under the Client's prefix.
+	// LockType is empty; an empty name; a name that only an Election may
+	// have (<prefix>:election:...); under WithGemNames, a '{' or '}' in a
+	// name; a name to package inspect that is not under the Client's
+	// prefix; a LockAll list that is empty or names a lock twice.
 	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("uncomplicated: client closed")

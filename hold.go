@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -342,11 +343,15 @@ func (h *hold) lostSignal() *signal {
 	return h.signal()
 }
 
-// leaseLeft is how long the current lease surely lasts.
+// leaseLeft is how long the current lease surely lasts; for a hold
+// without a lease (WithLease(0)), for ever.
 func (h *hold) leaseLeft() time.Duration {
 	h.mu.Lock()
 	from, lease := h.from, h.lease
 	h.mu.Unlock()
+	if lease == 0 {
+		return math.MaxInt64
+	}
 	return from.Add(lease).Sub(h.b.cfg.clock.Now())
 }
 

@@ -43,8 +43,22 @@ var lockTyperType = reflect.TypeFor[lockTyper]()
 // WithGemNames, and returns the type part of the name ("" for a plain
 // name), or returns an error wrapping ErrInvalidArgument when obj is nil,
 // its ID or LockType method panics, or the ID is nil or prints empty, or
-// LockType returns "", or a gem name would hold '{' or '}'.
+// LockType returns "", or a gem name would hold '{' or '}', or the name
+// is one of an election's (LockType "election").
 func objectName[K any](cfg config, obj identifier[K]) (name, typ string, err error) {
+	name, typ, err = lockName(cfg, obj)
+	if err == nil && strings.HasPrefix(name, cfg.prefix+electionPart) {
+		return "", "", fmt.Errorf("%w: %s: names under %s%s are the elections' (Client.Election)", ErrInvalidArgument, name, cfg.prefix, electionPart)
+	}
+	return name, typ, err
+}
+
+// electionPart follows the prefix in the names of the elections' locks,
+// which no other lock may take.
+const electionPart = ":election:"
+
+// lockName is objectName but for the names of the elections.
+func lockName[K any](cfg config, obj identifier[K]) (name, typ string, err error) {
 	if p, ok := any(obj).(plainID); ok {
 		if cfg.gemNames {
 			name, err = gemName(cfg.prefix, string(p))

@@ -14,14 +14,14 @@ import (
 // Several Mutexes at once. LockAll takes them in one global order, that of
 // their names, so that two callers locking overlapping sets never wait on
 // each other in a cycle; what it holds while it waits for the next is kept
-// alive by the auto-refresh of Do (see refreshWhile), every third of its
-// lease.
+// alive by the auto-refresh of Do (see refreshWhile, keepAlive).
 
 // LockAll locks every Mutex of ms, in the order of their names, so that
 // callers locking overlapping sets, in whatever order they list them,
 // never deadlock. While it waits for one, those it has locked stay held
-// and are refreshed at least every third of their lease, however long the
-// wait. The Mutexes may come from different Clients, on different Redis
+// and are refreshed every third of their lease or of their timeout,
+// whichever is shorter, however long the wait, so that they neither
+// expire nor look stuck. The Mutexes may come from different Clients, on different Redis
 // deployments.
 //
 // It returns nil with all of them held, each with its own fence (Fence),
@@ -104,13 +104,14 @@ func ordered(ctx context.Context, ms []*Mutex, fn ...func(context.Context) error
 // first that failed once it has unlocked the others.
 func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err error) {
 	wctx, stops := ctx, make([]func() any, 0, len(ms))
+	done := false // also false when a driver, logger or observer panics
 	defer func() {
 		for _, stop := range slices.Backward(stops) {
 			if p := stop(); p != nil && err == nil {
 				err = fmt.Errorf("uncomplicated: %s: refreshing the locks taken: %v", op, p)
 			}
 		}
-		if err != nil && len(holds) > 0 {
+		if (err != nil || !done) && len(holds) > 0 {
 			rctx, cancel := releaseContext(ctx)
 			defer cancel()
 			_ = unlockAll(rctx, op, ms[:len(holds)], holds)
@@ -132,9 +133,9 @@ func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err er
 			return holds, err
 		}
 		holds = append(holds, h)
-		if lease := m.cfg.lease; lease > 0 && len(holds) < len(ms) {
+		if len(holds) < len(ms) {
 			var stop func() any
-			wctx, stop = refreshWhile(wctx, h, lease/3)
+			wctx, stop = refreshWhile(wctx, h, m.cfg.keepAlive())
 			stops = append(stops, stop)
 		}
 	}
@@ -142,6 +143,7 @@ func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err er
 		last := ms[len(ms)-1]
 		return holds, opError(op, last.name, last.notObtained("a lock taken before it was lost: "+cause.Error(), cause))
 	}
+	done = true
 	return holds, nil
 }
 

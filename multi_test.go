@@ -201,3 +201,42 @@ func TestLockAll_twoServers(t *testing.T) {
 		}
 	}
 }
+
+// panicHandler is a slog handler that panics on the records of one lock.
+type panicHandler struct{ lock string }
+
+func (h panicHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h panicHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h panicHandler) WithGroup(string) slog.Handler            { return h }
+func (h panicHandler) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "lock" && a.Value.String() == h.lock {
+			panic("logger broke")
+		}
+		return true
+	})
+	return nil
+}
+
+// A panic while LockAll takes its locks (here a logger's) leaves none of
+// them held, in Redis or in the process.
+func TestLockAll_panicLeavesNoneHeld(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	first := mustNew(t, env.Client, Order{0})
+	name := mustNew(t, env.Client, Order{1}).Name()
+	second := mustNew(t, env.Client, Order{1}, uncomplicated.WithLogger(slog.New(panicHandler{lock: name})))
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("LockAll() did not panic")
+			}
+		}()
+		_ = uncomplicated.LockAll(context.Background(), second, first)
+	}()
+	if env.Redis.Exists(first.Name()) || first.Fence() != 0 {
+		t.Errorf("%s held after LockAll panicked", first.Name())
+	}
+	if ok, err := first.TryLock(context.Background()); !ok || err != nil {
+		t.Errorf("TryLock() after LockAll panicked = %v, %v; want true, nil", ok, err)
+	}
+}

@@ -21,10 +21,10 @@ type Mutex struct {
 // uuid.UUID...; the ID's fmt %v form names the lock. When obj also has a
 // method LockType() string, its result replaces <package>.<Type>, so that
 // the lock survives a rename of the Go package or type, and Go types with
-// the same LockType share their locks. opts override the Client's. Bad
-// input (a nil obj, an ID that panics or prints empty, an empty LockType, a
-// bad option) gives an error wrapping ErrInvalidArgument, and nothing is
-// sent to Redis.
+// the same LockType share their locks; LockType "election" is the
+// Elections'. opts override the Client's. Bad input (a nil obj, an ID that
+// panics or prints empty, an empty LockType, a bad option) gives an error
+// wrapping ErrInvalidArgument, and nothing is sent to Redis.
 func New[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*Mutex, error) {
 	return newMutex(c, obj, opts)
 }

@@ -329,16 +329,39 @@ func TestRedis_electionProcesses(t *testing.T) {
 			for range n {
 				ps = append(ps, startProcess(t, r, "resign", "elect"))
 			}
+			var sampled []uint64 // the leader's fence, read every 10 ms
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
 			for end := time.After(3 * time.Second); ; {
 				select {
 				case l := <-seen:
 					observed[l.Fence] = time.Now()
 					continue
+				case <-tick.C:
+					if l, err := e.Leader(ctx); err == nil {
+						sampled = append(sampled, l.Fence)
+					}
+					continue
 				case <-end:
 				}
 				break
 			}
+			for _, p := range ps {
+				p.signal(t, syscall.SIGSTOP) // no more leaders
+			}
 			ls := leaders(ps)
+			for drain := time.After(time.Second); len(observed) < len(ls); { // the last ones may still be on their way
+				select {
+				case l := <-seen:
+					observed[l.Fence] = time.Now()
+					continue
+				case <-drain:
+				}
+				break
+			}
+			if !slices.IsSorted(sampled) {
+				t.Errorf("the leader's fence went down between samples: %v", sampled)
+			}
 			if len(ls) < 4 {
 				t.Fatalf("%d leaderships in 3s; want at least 4", len(ls))
 			}

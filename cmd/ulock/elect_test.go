@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
@@ -23,10 +24,14 @@ func TestElect_again(t *testing.T) {
 	a := e.start(t, "elect", "--again", "--label", "replica-a", "scheduler", "--", "sh", "-c", script, log)
 	b := e.start(t, "elect", "--again", "--label", "replica-b", "scheduler", "--", "sh", "-c", script, log)
 	await(t, "six runs", func() bool { return strings.Count(read(log), "end") >= 6 })
-	r := e.ulock(t, "status", "election:scheduler")
-	if r.Code != 0 || !strings.Contains(r.Stdout, e.prefix+":election:scheduler") || !strings.Contains(r.Stdout, "election") ||
-		!strings.Contains(r.Stdout, "replica-") {
-		t.Errorf("ulock status election:scheduler: exit %d, stdout %q; want the election held by a replica", r.Code, r.Stdout)
+	r := e.ulock(t, "status", "--json", "election:scheduler")
+	var view struct {
+		Name, Kind, State string
+		Holders           []struct{ Label string }
+	}
+	if err := json.Unmarshal([]byte(r.Stdout), &view); r.Code != 0 || err != nil || view.Name != e.prefix+":election:scheduler" ||
+		view.Kind != "election" || view.State != "held" || len(view.Holders) != 1 || !strings.HasPrefix(view.Holders[0].Label, "replica-") {
+		t.Errorf("ulock status --json election:scheduler: exit %d, stdout %q (%v); want the election held by a replica", r.Code, r.Stdout, err)
 	}
 	a.Signal(t, syscall.SIGTERM)
 	b.Signal(t, syscall.SIGTERM)

@@ -69,6 +69,7 @@ var tests = []struct {
 	{"inspect_listEveryNode", inspectListEveryNode},
 	{"LockAll_noDeadlock", multiNoDeadlock},
 	{"LockAll_keptAlive", multiKeptAlive},
+	{"LockAll_notStale", multiNotStale},
 	{"LockAll_failedNoneHeld", multiFailedNoneHeld},
 	{"Election_handOver", electionHandOver},
 	{"Election_takeOver", electionTakeOver},

@@ -107,6 +107,37 @@ func multiKeptAlive(t *testing.T, d Deployment) {
 	}
 }
 
+// multiNotStale: while LockAll waits, a lock it holds without a lease is
+// refreshed every third of its timeout, so that a waiter that would take
+// over a stuck holder finds it busy.
+func multiNotStale(t *testing.T, d Deployment) {
+	const timeout = 500 * time.Millisecond
+	r := newRig(t, d)
+	busy := mustNew(t, r.client(), orders.Order{N: 1})
+	mustLock(t, busy)
+	opts := []uncomplicated.Option{uncomplicated.WithLease(0), uncomplicated.WithTimeout(timeout)}
+	c := r.client(opts...)
+	first, second := mustNew(t, c, orders.Order{N: 0}), mustNew(t, c, orders.Order{N: 1})
+	done := make(chan error, 1)
+	go func() { done <- uncomplicated.LockAll(context.Background(), first, second) }()
+	eventually(t, "holding the first lock", func() bool { return first.Fence() != 0 })
+	taker := mustNew(t, r.client(append(opts, uncomplicated.WithTakeOver(true))...), orders.Order{N: 0})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*timeout)
+	defer cancel()
+	if err := taker.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a taker's Lock() while LockAll waits = %v; want it to find the lock busy until its ctx ends", err)
+	}
+	if err := busy.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("LockAll() = %v", err)
+	}
+	if err := uncomplicated.UnlockAll(context.Background(), first, second); err != nil {
+		t.Errorf("UnlockAll() = %v", err)
+	}
+}
+
 // multiFailedNoneHeld: a LockAll that gives up leaves none of its locks
 // held, in the process or in Redis.
 func multiFailedNoneHeld(t *testing.T, d Deployment) {
