@@ -75,8 +75,9 @@ func (g *gemMutex) unlock() error {
 	return err
 }
 
-// Go processes with WithGemNames and processes that lock as the gem does
-// share one lock for a namespaced class, and never overlap.
+// Go Clients with WithGemNames and workers that lock as the gem does, each
+// standing for a process, share one lock for a namespaced class, and never
+// overlap.
 func TestGemNames_sharedWithTheGemsProtocol(t *testing.T) {
 	r := newRig(t)
 	var inside, overlaps atomic.Int32
