@@ -108,38 +108,55 @@ func (e *Election) Name() string {
 // Election that already leads returns nil at once, its value unchanged. It
 // returns an error wrapping ErrNotObtained and the cause when ctx ends or
 // the Client closes first, or Redis fails. Closing the Client ends the
-// leadership: it resigns.
+// leadership: it resigns, and Close waits for that.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	if err := e.check(ctx, value); err != nil {
 		return err
 	}
+	_, err := e.campaign(ctx, value)
+	return err
+}
+
+// campaign is Campaign; it returns the leadership it won, or found.
+func (e *Election) campaign(ctx context.Context, value string) (*leadership, error) {
 	if err := e.take(ctx, e.sem, "another Campaign of this Election is under way"); err != nil {
-		return err
+		return nil, err
 	}
 	defer func() { <-e.sem }()
-	if e.IsLeader() {
-		return nil
+	e.mu.Lock()
+	l := e.cur
+	e.mu.Unlock()
+	if l != nil && !isClosed(l.h.Lost()) {
+		return l, nil
 	}
-	if old := e.forget(nil); old != nil { // lost: its release finds it so
+	if old := e.forget(l); old != nil { // lost: its release finds it so
 		_ = old.m.x.unlock(ctx, old.h)
 	}
 	cfg := e.cfg
 	cfg.label = value
 	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: tokenTail(cfg)})
-	_, err := m.acquiring(ctx, "Campaign", inspection.KindMutex, m.x.lock, nil)
-	if err != nil {
-		return err
+	if _, err := m.acquiring(ctx, "Campaign", inspection.KindMutex, m.x.lock, nil); err != nil {
+		return nil, err
 	}
 	h := m.x.current()
-	_, stop := refreshWhile(e.c.ctx, h, e.every)
-	l := &leadership{m: m, h: h, stop: stop, ended: make(chan struct{})}
+	if !e.c.backgroundStarts() { // Close has begun: give it back
+		rctx, cancel := releaseContext(ctx)
+		defer cancel()
+		_ = m.x.unlock(rctx, h)
+		return nil, opError("Campaign", e.name, m.notObtained("client closed", ErrClosed))
+	}
+	_ = h.Refresh(ctx) // its token tells when it was elected from now on
+	refreshing, stop := refreshWhile(e.c.ctx, h, e.every)
+	l = &leadership{m: m, h: h, stop: stop, ended: make(chan struct{})}
 	e.mu.Lock()
 	e.cur = l
 	e.mu.Unlock()
-	go e.resignAtClose(l)
-	_, _, _ = m.eval(ctx, announceScript, []string{e.leader, e.channel},
-		h.fence, h.since.UnixMilli(), e.cfg.leaseMillis(), broadcast+" "+strconv.FormatUint(h.fence, 10))
-	return nil
+	go func() {
+		defer e.c.cleanups.Done()
+		e.watch(l, refreshing)
+	}()
+	e.announce(l)
+	return l, nil
 }
 
 // take takes sem, or returns an error wrapping ErrNotObtained, saying
@@ -158,14 +175,38 @@ func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) err
 	}
 }
 
-// resignAtClose resigns l when the Client closes while l lasts.
-func (e *Election) resignAtClose(l *leadership) {
+// announce tells observers that l leads: it stores l's fence and when it
+// was elected, unless a newer leader has come, and publishes the fence. It
+// tries twice, under the Client's ctx; observers that miss it read the
+// leader at their next tick.
+func (e *Election) announce(l *leadership) {
+	for range 2 {
+		_, _, err := l.m.eval(e.c.ctx, announceScript, []string{e.leader, e.channel, mutexKeysOf(e.cfg.prefix, e.name)[1]},
+			l.h.fence, l.h.since.UnixMilli(), broadcast+" "+strconv.FormatUint(l.h.fence, 10))
+		if err == nil {
+			return
+		}
+	}
+}
+
+// watch ends l in this process when its Client closes, resigning it, and
+// marks it lost when its refreshing ended without finding it lost (a
+// driver panicked), until l ends otherwise. Close waits for it.
+func (e *Election) watch(l *leadership, refreshing context.Context) {
 	select {
 	case <-e.c.done:
 		if e.forget(l) != nil {
 			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 			defer cancel()
 			_ = l.m.x.unlock(ctx, l.h)
+		}
+	case <-refreshing.Done():
+		select {
+		case <-l.ended: // forget stopped it
+		default:
+			if cause := context.Cause(refreshing); !errors.Is(cause, ErrLost) {
+				l.h.lose(e.c.ctx, l.h.lostSignal(), "refreshing it failed: "+cause.Error())
+			}
 		}
 	case <-l.ended:
 	}
@@ -186,7 +227,9 @@ func (e *Election) Resign(ctx context.Context) error {
 }
 
 // forget ends the current leadership in this process, if it is want or
-// want is nil, and returns it; nil when there is none.
+// want is nil, and returns it; nil when there is none. It does not wait
+// for the leadership's refreshing to end: it may be what calls forget (an
+// Observer's Lost that resigns).
 func (e *Election) forget(want *leadership) *leadership {
 	e.mu.Lock()
 	l := e.cur
@@ -196,8 +239,8 @@ func (e *Election) forget(want *leadership) *leadership {
 	}
 	e.cur = nil
 	e.mu.Unlock()
-	l.stop()
 	close(l.ended)
+	go l.stop()
 	return l
 }
 
@@ -310,9 +353,11 @@ const announcing = 500 * time.Millisecond
 // returns, also when fn panics (the panic then goes on). fn's ctx carries
 // the leader's fence for FenceOf, and is cancelled when the leadership
 // ends: lost (the error then wraps ErrLost), resigned, or ended by
-// Client.Close. Lead calls on one Election run one after the other. It
-// returns Campaign's error without running fn, or fn's error joined with
-// Resign's. The Resign ignores ctx's cancellation, as Do's unlock does.
+// Client.Close. Lead calls on one Election run one after the other; an
+// Election that already leads (an earlier Campaign) runs fn under that
+// leadership, and resigns it. It returns Campaign's error without running
+// fn, or fn's error joined with Resign's. The Resign ignores ctx's
+// cancellation, as Do's unlock does.
 func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.Context) error) (err error) {
 	if err := e.check(ctx, value); err != nil {
 		return err
@@ -324,14 +369,9 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 		return err
 	}
 	defer func() { <-e.lead }()
-	if err := e.Campaign(ctx, value); err != nil {
+	l, err := e.campaign(ctx, value)
+	if err != nil {
 		return err
-	}
-	e.mu.Lock()
-	l := e.cur
-	e.mu.Unlock()
-	if l == nil { // ended already
-		return e.lostError("leadership ended as it began")
 	}
 	lost := l.h.Lost()
 	fctx, cancel := context.WithCancelCause(withFence(ctx, l.h.fence))
@@ -344,7 +384,11 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 		case <-lost:
 			cancel(e.lostError("leadership lost"))
 		case <-l.ended:
-			cancel(newError(e.name, ErrNotHeld.Error()+": "+e.name+": leadership ended", ErrNotHeld))
+			var closed []error
+			if e.c.closed() {
+				closed = append(closed, ErrClosed)
+			}
+			cancel(newError(e.name, ErrNotHeld.Error()+": "+e.name+": leadership ended", ErrNotHeld, closed...))
 		case <-done:
 		}
 	}()
@@ -420,14 +464,19 @@ end
 return {token, redis.call('GET', KEYS[2]) or '0', redis.call('GET', KEYS[3]) or ''}
 `)
 
-// announceScript announces a new leader: it stores "<fence> <elected, unix
-// ms>" (ARGV[1], ARGV[2]) for the lease ARGV[3] in KEYS[1], and publishes
-// ARGV[4] on the channel KEYS[2], sharded where Redis has sharded pub/sub,
-// as the hand-offs are (see queueLua).
-var announceScript = driver.NewScript(2, `
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2], 'PX', ARGV[3])
-if not pcall(redis.call, 'SPUBLISH', KEYS[2], ARGV[4]) then
-  redis.call('PUBLISH', KEYS[2], ARGV[4])
+// announceScript announces a new leader, unless a newer one has come
+// (the fence counter KEYS[3] is no longer its fence ARGV[1]): it stores
+// "<fence> <elected, unix ms>" (ARGV[1], ARGV[2]) in KEYS[1], and
+// publishes ARGV[3] on the channel KEYS[2], sharded where Redis has
+// sharded pub/sub, as the hand-offs are (see queueLua). An announcement
+// stays until the next: a reader finds it stale by its fence.
+var announceScript = driver.NewScript(3, `
+if redis.call('GET', KEYS[3]) ~= ARGV[1] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2])
+if not pcall(redis.call, 'SPUBLISH', KEYS[2], ARGV[3]) then
+  redis.call('PUBLISH', KEYS[2], ARGV[3])
 end
 return 1
 `)

@@ -282,6 +282,9 @@ func TestElection_closeResigns(t *testing.T) {
 	if err := cs[0].Close(); err != nil {
 		t.Fatal(err)
 	}
+	if l, err := b.Leader(ctx); err != nil || l.Value != "b" { // Close waited for the resignation
+		t.Errorf("Leader() as Close returned = %+v, %v; want b", l, err)
+	}
 	if err := recv(t, done); err != nil {
 		t.Fatalf("b's Campaign() after a's Client closed = %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 )
 
 // billingOrder is the Go side of a Ruby class Billing::Order.
@@ -80,6 +81,11 @@ func (g *gemMutex) unlock() error {
 // overlap.
 func TestGemNames_sharedWithTheGemsProtocol(t *testing.T) {
 	r := newRig(t)
+	gemPool := &redis.Pool{MaxIdle: 4, DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", redistest.Shared(t).Addr, // its calls end, as the gem's do
+			redis.DialReadTimeout(5*time.Second), redis.DialWriteTimeout(5*time.Second))
+	}}
+	t.Cleanup(func() { _ = gemPool.Close() })
 	var inside, overlaps atomic.Int32
 	var goSections, gemSections atomic.Int32
 	section := func(count *atomic.Int32) {
@@ -115,7 +121,7 @@ func TestGemNames_sharedWithTheGemsProtocol(t *testing.T) {
 				}
 			}
 		}()
-		g := newGemMutex(r.pool, r.prefix, "Billing::Order", 42)
+		g := newGemMutex(gemPool, r.prefix, "Billing::Order", 42)
 		go func() {
 			defer wg.Done()
 			for {
