@@ -373,13 +373,32 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 	if err != nil {
 		return err
 	}
-	lost := l.h.Lost()
+	lost := l.h.Lost() // this leadership's: after the Resign, Lost is closed
+	fctx, stop := e.term(ctx, l, lost)
+	defer func() {
+		stop()
+		rctx, rcancel := releaseContext(ctx)
+		defer rcancel()
+		if e.forget(l) != nil {
+			if rerr := opError("Resign", e.name, l.m.x.unlock(rctx, l.h)); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+		}
+		if isClosed(lost) && !errors.Is(err, ErrLost) {
+			err = errors.Join(err, e.lostError("leadership lost while fn ran"))
+		}
+	}()
+	return fn(fctx)
+}
+
+// term returns the ctx of Lead's fn under leadership l: it carries l's
+// fence, and is cancelled when l is lost (lost closes) or ends (a Resign,
+// Close). stop ends the watching and the ctx.
+func (e *Election) term(ctx context.Context, l *leadership, lost <-chan struct{}) (fctx context.Context, stop func()) {
 	fctx, cancel := context.WithCancelCause(withFence(ctx, l.h.fence))
-	done := make(chan struct{})
-	var watching sync.WaitGroup
-	watching.Add(1)
+	done, watched := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer watching.Done()
+		defer close(watched)
 		select {
 		case <-lost:
 			cancel(e.lostError("leadership lost"))
@@ -392,22 +411,11 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 		case <-done:
 		}
 	}()
-	defer func() {
+	return fctx, func() {
 		close(done)
-		watching.Wait()
-		rctx, rcancel := releaseContext(ctx)
-		defer rcancel()
-		if e.forget(l) != nil {
-			if rerr := opError("Resign", e.name, l.m.x.unlock(rctx, l.h)); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		}
-		if isClosed(lost) && !errors.Is(err, ErrLost) {
-			err = errors.Join(err, e.lostError("leadership lost while fn ran"))
-		}
+		<-watched
 		cancel(nil)
-	}()
-	return fn(fctx)
+	}
 }
 
 // lostError is the error of a leadership found lost: it matches ErrLost
