@@ -10,12 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/benbjohnson/clock"
-	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -344,21 +341,12 @@ func TestClient_Close(t *testing.T) {
 // the claim of the hold it releases, or of the hold it hands over, while
 // the release is on its way.
 func TestWait_releaseIsWorkUnderWay(t *testing.T) {
-	mr := miniredis.RunT(t)
-	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", mr.Addr())
-	}}
-	t.Cleanup(func() { _ = pool.Close() })
 	clk := &handOffClock{Mock: clock.NewMock(), parked: make(chan string, 16)}
 	clk.Set(time.Now())
-	client := func() *uncomplicated.Client {
-		c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithClock(clk))
-		t.Cleanup(func() { _ = c.Close() })
-		return c
-	}
-	holder := mustNew(t, client(), Order{1})
+	_, cs := miniClients(t, 2, uncomplicated.WithClock(clk))
+	holder := mustNew(t, cs[0], Order{1})
 	mustLock(t, holder)
-	waiter := mustNew(t, client(), Order{1})
+	waiter := mustNew(t, cs[1], Order{1})
 	done := lockAsync(context.Background(), waiter)
 	for token := ""; token == ""; token = recv(t, clk.parked) {
 	} // queued in Redis; the mock clock never moves, so it sleeps until woken

@@ -43,6 +43,7 @@ type Election struct {
 	cfg     config
 	name    string        // its lock's key
 	leader  string        // the key of the leader's announcement
+	fence   string        // the key of its lock's fence counter
 	channel string        // where a new leader announces itself
 	every   time.Duration // how often the leader refreshes its hold
 	sem     chan struct{} // held by the Campaign under way
@@ -88,7 +89,7 @@ func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	}
 	key := cfg.prefix + electionPart + escape(name)
 	return &Election{
-		c: c, cfg: cfg, name: key, every: every,
+		c: c, cfg: cfg, name: key, every: every, fence: fenceKey(cfg.prefix, key),
 		leader: cfg.prefix + ":leader:{" + key + "}", channel: cfg.prefix + ":elected:{" + key + "}",
 		sem: make(chan struct{}, 1), lead: make(chan struct{}, 1),
 	}, nil
@@ -181,7 +182,7 @@ func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) err
 // leader at their next tick.
 func (e *Election) announce(l *leadership) {
 	for range 2 {
-		_, _, err := l.m.eval(e.c.ctx, announceScript, []string{e.leader, e.channel, mutexKeysOf(e.cfg.prefix, e.name)[1]},
+		_, _, err := l.m.eval(e.c.ctx, announceScript, []string{e.leader, e.channel, e.fence},
 			l.h.fence, l.h.since.UnixMilli(), broadcast+" "+strconv.FormatUint(l.h.fence, 10))
 		if err == nil {
 			return
@@ -257,8 +258,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // read returns the current leader, and whether it has announced itself:
 // until it has, Since is when it began to campaign, as its token says.
 func (e *Election) read(ctx context.Context) (Leader, bool, error) {
-	keys := append(mutexKeysOf(e.cfg.prefix, e.name)[:2], e.leader)
-	reply, _, err := e.c.redis.eval(ctx, e.cfg.commandTimeout, leaderScript, keys)
+	reply, _, err := e.c.redis.eval(ctx, e.cfg.commandTimeout, leaderScript, []string{e.name, e.fence, e.leader})
 	if err != nil {
 		return Leader{}, false, newError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
 	}
@@ -385,7 +385,7 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 			}
 		}
 		if isClosed(lost) && !errors.Is(err, ErrLost) {
-			err = errors.Join(err, e.lostError("leadership lost while fn ran"))
+			err = errors.Join(err, l.m.lostError("leadership lost while fn ran"))
 		}
 	}()
 	return fn(fctx)
@@ -401,7 +401,7 @@ func (e *Election) term(ctx context.Context, l *leadership, lost <-chan struct{}
 		defer close(watched)
 		select {
 		case <-lost:
-			cancel(e.lostError("leadership lost"))
+			cancel(l.m.lostError("leadership lost"))
 		case <-l.ended:
 			var closed []error
 			if e.c.closed() {
@@ -416,12 +416,6 @@ func (e *Election) term(ctx context.Context, l *leadership, lost <-chan struct{}
 		<-watched
 		cancel(nil)
 	}
-}
-
-// lostError is the error of a leadership found lost: it matches ErrLost
-// and ErrNotHeld.
-func (e *Election) lostError(why string) error {
-	return newError(e.name, ErrLost.Error()+": "+e.name+": "+why, ErrLost, ErrNotHeld)
 }
 
 // Lost returns a channel that is closed when this process's leadership is

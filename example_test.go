@@ -296,17 +296,8 @@ func ExampleSemaphore() {
 // LockAll takes locks in the order of their names. DoAll does the same
 // around a function.
 func ExampleLockAll() {
-	srv, err := miniredis.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", srv.Addr())
-	}}
-	defer pool.Close()
-	client := uncomplicated.NewClient(redigo.New(pool))
-	defer client.Close()
+	client, stop := exampleClient()
+	defer stop()
 
 	from, err := uncomplicated.New(client, Account{Name: "bob"})
 	if err != nil {
@@ -338,17 +329,8 @@ func (a Account) ID() string { return a.Name }
 // others wait, and take over at once on a Resign, or after the timeout
 // from a leader that froze.
 func ExampleElection() {
-	srv, err := miniredis.Run()
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer srv.Close()
-	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", srv.Addr())
-	}}
-	defer pool.Close()
-	client := uncomplicated.NewClient(redigo.New(pool))
-	defer client.Close()
+	client, stop := exampleClient()
+	defer stop()
 
 	election, err := client.Election("scheduler")
 	if err != nil {

@@ -21,8 +21,8 @@ import (
 // never deadlock. While it waits for one, those it has locked stay held
 // and are refreshed every third of their lease or of their timeout,
 // whichever is shorter, however long the wait, so that they neither
-// expire nor look stuck. The Mutexes may come from different Clients, on different Redis
-// deployments.
+// expire nor look stuck. The Mutexes may come from different Clients, on
+// different Redis deployments.
 //
 // It returns nil with all of them held, each with its own fence (Fence),
 // or an error wrapping ErrNotObtained and the cause (ctx's error,
@@ -118,20 +118,23 @@ func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err er
 			holds = nil
 		}
 	}()
+	// lost is the error of m's acquisition when a lock taken before it was
+	// lost meanwhile (its refreshing ended wctx), and nil otherwise.
+	lost := func(m *Mutex) error {
+		cause := context.Cause(wctx)
+		if ctx.Err() != nil || cause == nil {
+			return nil
+		}
+		return opError(op, m.name, m.notObtained("a lock taken before it was lost: "+cause.Error(), cause))
+	}
 	for _, m := range ms {
-		var h *hold
-		_, err := m.acquiring(wctx, op, inspection.KindMutex, func(ctx context.Context, o *observing) (*hold, error) {
-			var err error
-			h, err = m.x.lock(ctx, o)
-			return h, err
-		}, nil)
-		if err != nil {
-			if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil {
-				err = m.notObtained("a lock taken before it was lost: "+cause.Error(), cause)
-				err = opError(op, m.name, err)
+		if _, err := m.acquiring(wctx, op, inspection.KindMutex, m.x.lock, nil); err != nil {
+			if lerr := lost(m); lerr != nil {
+				return holds, lerr
 			}
 			return holds, err
 		}
+		h := m.x.current() // this goroutine's: it holds m's turn in the process
 		holds = append(holds, h)
 		if len(holds) < len(ms) {
 			var stop func() any
@@ -139,9 +142,8 @@ func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err er
 			stops = append(stops, stop)
 		}
 	}
-	if cause := context.Cause(wctx); ctx.Err() == nil && cause != nil { // lost as the last was locked
-		last := ms[len(ms)-1]
-		return holds, opError(op, last.name, last.notObtained("a lock taken before it was lost: "+cause.Error(), cause))
+	if err := lost(ms[len(ms)-1]); err != nil { // lost as the last was locked
+		return holds, err
 	}
 	done = true
 	return holds, nil

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
@@ -146,14 +145,8 @@ func TestDoAll_panicUnlocks(t *testing.T) {
 // With WithAutoRefresh, DoAll cancels fn's ctx when any of its locks is
 // lost, and its error wraps ErrLost.
 func TestDoAll_lost(t *testing.T) {
-	mr := miniredis.RunT(t)
-	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", mr.Addr())
-	}}
-	t.Cleanup(func() { _ = pool.Close() })
-	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithAutoRefresh(10*time.Millisecond))
-	t.Cleanup(func() { _ = c.Close() })
-	a, b := mustNew(t, c, Order{1}), mustNew(t, c, Order{2})
+	mr, cs := miniClients(t, 1, uncomplicated.WithAutoRefresh(10*time.Millisecond))
+	a, b := mustNew(t, cs[0], Order{1}), mustNew(t, cs[0], Order{2})
 	err := uncomplicated.DoAll(context.Background(), []*uncomplicated.Mutex{a, b}, func(ctx context.Context) error {
 		mr.Del(b.Name())
 		select {

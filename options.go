@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
@@ -54,7 +51,7 @@ func defaults() config {
 		clock:   clock.New(),
 		logger:  slog.New(slog.DiscardHandler),
 		prefix:  limits.Prefix,
-		label:   defaultLabel(),
+		label:   limits.HostLabel(),
 
 		commandTimeout: limits.CommandTimeout,
 	}
@@ -211,16 +208,6 @@ func WithObserver(o observe.Observer) Option {
 func WithHolderLabel(s string) Option {
 	return func(c *config) { c.label = s }
 }
-
-// defaultLabel is the host name and the process ID, read once.
-var defaultLabel = sync.OnceValue(func() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	pid := ":" + strconv.Itoa(os.Getpid())
-	return host[:min(len(host), limits.Label-len(pid))] + pid
-})
 
 // build applies opts over the defaults and checks the result.
 func build(opts []Option) (config, error) {

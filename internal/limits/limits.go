@@ -3,7 +3,12 @@
 // written once. Users read them in the options' documentation.
 package limits
 
-import "time"
+import (
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
 
 // The defaults of the options of package uncomplicated.
 const (
@@ -15,6 +20,17 @@ const (
 
 // Label bounds the length of a holder label (WithHolderLabel).
 const Label = 64
+
+// HostLabel is the default holder label, and ulock elect's default value:
+// the host name and the process ID, "web-3:4127", read once.
+var HostLabel = sync.OnceValue(func() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown"
+	}
+	pid := ":" + strconv.Itoa(os.Getpid())
+	return host[:min(len(host), Label-len(pid))] + pid
+})
 
 // Permits bounds the permits of a Semaphore: a waiter's every attempt
 // reads the tokens of all holders.

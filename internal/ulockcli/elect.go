@@ -3,8 +3,6 @@ package ulockcli
 import (
 	"cmp"
 	"context"
-	"os"
-	"strconv"
 	"strings"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
@@ -41,7 +39,7 @@ func (s *session) elect(ctx context.Context, args []string) int {
 	if err != nil {
 		return s.fail(err)
 	}
-	value := cmp.Or(f.label, hostPID())
+	value := cmp.Or(f.label, limits.HostLabel())
 	l := lockable{name: e.Name(), fenced: true, do: func(ctx context.Context, fn func(context.Context) error) error {
 		return e.Lead(ctx, value, fn)
 	}}
@@ -52,17 +50,6 @@ func (s *session) elect(ctx context.Context, args []string) int {
 			return code
 		}
 	}
-}
-
-// hostPID is the value a leader announces by default: the host name and
-// the process ID, as the default holder label is.
-func hostPID() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown"
-	}
-	pid := ":" + strconv.Itoa(os.Getpid())
-	return host[:min(len(host), limits.Label-len(pid))] + pid
 }
 
 // electionPart begins the name of an Election's lock after the prefix
