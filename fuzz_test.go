@@ -212,6 +212,9 @@ var encodeSeeds = [][]byte{
 // validGrant is what the acquiring scripts reply: {1, fence}, or {0, fence
 // counter, writer, {holders...}}, with no negative number.
 func validGrant(reply any) (grant, bool) {
+	if f, ok := reply.(int64); ok {
+		return grant{ok: true, fence: uint64(f)}, f > 0
+	}
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {
 		return grant{}, false

@@ -556,14 +556,17 @@ func TestHostile_garbageServer(t *testing.T) {
 		lock, tryLock, unlock, refresh int
 	}{
 		{"status OK", "+OK\r\n", false, U, U, U, U},
-		{"integer 7", ":7\r\n", false, U, U, U, U},
-		{"integer 1", ":1\r\n", false, U, U, okReply, okReply},
+		// A positive integer is the acquire script's fence when it set the
+		// lock: a valid grant.
+		{"integer 7", ":7\r\n", false, okReply, okReply, U, U},
+		{"integer 1", ":1\r\n", false, okReply, okReply, okReply, okReply},
 		{"integer 0", ":0\r\n", false, U, U, N, N},
 		{"integer -1", ":-1\r\n", false, U, U, U, U},
-		{"huge integer", ":99999999999999999999\r\n", false, U, U, U, U},
-		// redigo parses integers without an overflow check: 2^64+1 reads as
-		// 1, which the library cannot tell from a real 1.
-		{"integer 2^64+1", ":18446744073709551617\r\n", false, U, U, okReply, okReply},
+		// redigo parses integers without an overflow check: 10^20 reads as
+		// a positive integer, and 2^64+1 as 1, which the library cannot tell
+		// from a real fence or a real 1.
+		{"huge integer", ":99999999999999999999\r\n", false, okReply, okReply, U, U},
+		{"integer 2^64+1", ":18446744073709551617\r\n", false, okReply, okReply, okReply, okReply},
 		{"nil bulk", "$-1\r\n", false, U, U, U, U},
 		{"nil array", "*-1\r\n", false, U, U, U, U},
 		{"empty array", "*0\r\n", false, U, U, U, U},

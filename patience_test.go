@@ -132,6 +132,9 @@ func TestParseGrant(t *testing.T) {
 		err   bool
 	}{
 		{[]any{int64(1), int64(7)}, grant{ok: true, fence: 7}, false},
+		{int64(7), grant{ok: true, fence: 7}, false},
+		{int64(0), grant{}, true},
+		{int64(-1), grant{}, true},
 		{[]any{int64(1), int64(0)}, grant{ok: true}, false},
 		{[]any{int64(0), int64(0), []byte("w"), []any{[]byte("a"), []byte("b")}}, grant{writer: "w", holders: []string{"a", "b"}}, false},
 		{[]any{int64(0), int64(7), []byte("h"), []any{}}, grant{seen: 7, writer: "h", holders: []string{}}, false},

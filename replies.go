@@ -6,10 +6,11 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
-// grant is the reply of an acquiring script: {1, fence} when it acquired
-// (fence 0 for a reader), else {0, fence counter, writer, holders}: what
-// blocks the caller, the holder of a Mutex or the writer of an RWMutex
-// ("" none) and the readers or permit holders.
+// grant is the reply of an acquiring script: {1, fence} or the fence
+// alone when it acquired (fence 0 for a reader, in the first form only),
+// else {0, fence counter, writer, holders}: what blocks the caller, the
+// holder of a Mutex or the writer of an RWMutex ("" none) and the readers
+// or permit holders.
 type grant struct {
 	ok      bool
 	fence   uint64   // the fence of the hold; 0 for a reader
@@ -27,6 +28,9 @@ func (g grant) blockers() []string {
 }
 
 func parseGrant(reply any) (grant, error) {
+	if f, ok := reply.(int64); ok && f > 0 {
+		return grant{ok: true, fence: uint64(f)}, nil
+	}
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {
 		return grant{}, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)

@@ -35,10 +35,11 @@ end
 `
 
 // acquireScript makes one attempt (see queueLua for ARGV[1..5]): SET NX,
-// and INCR the fence when it is set. Replies {1, fence} when the lock is
-// ours, also when a release has just handed it to us (then the whole lease
-// restarts in place of the claim, so that it starts after the caller sent
-// the attempt), and
+// and INCR the fence when it is set. Replies the fence when it set the
+// lock, the cheapest reply for Redis to make; {1, fence} when the lock is
+// ours otherwise, when a release has just handed it to us (then the whole
+// lease restarts in place of the claim, so that it starts after the caller
+// sent the attempt), and
 // {0, fence counter, holder's token, {}} when it is taken: a hand-off
 // message whose fence is not above that counter came from a release before
 // this attempt, and is stale. A fence counter that is not an integer undoes
@@ -53,7 +54,7 @@ end
 if not cur and ARGV[4] ~= 'r' and ARGV[4] ~= 'x' then
   local fence = redis.pcall('INCR', KEYS[2])
   if type(fence) == 'number' then
-    return {1, fence}
+    return fence
   end
 end
 `+queueLua+`

@@ -89,7 +89,8 @@ end
 // queueLua is the queue of waiters, for the acquiring and releasing
 // scripts. An acquiring script's ARGV are, first, the waiter's token, its
 // lease, its entry, what to do with the entry (op), and its expiry in ms,
-// "0" for an attempt that does not wait (TryLock).
+// "0" for an attempt that does not wait (TryLock); a Mutex's attempt with
+// no op passes the first two only (see attemptArgs.argv).
 //
 // op: join the queue once the subscription is confirmed ("q"), rejoin if
 // a release passed the waiter over ("r": its key is gone), or stay queued
@@ -134,8 +135,14 @@ const (
 	permitArgs                // a Semaphore's: its permits, the stale holder
 )
 
-// argv returns a's ARGV, in the order the scripts read them.
+// argv returns a's ARGV, in the order the scripts read them. A Mutex's
+// attempt with no op and no take-over, the first of every Lock, gets its
+// token and lease only: Redis copies every argument into Lua, and the
+// scripts read the others only for an op or a take-over.
 func (a attemptArgs) argv() []any {
+	if a.form == mutexArgs && a.op == "" && a.stale == nil {
+		return []any{a.token, a.lease}
+	}
 	args := []any{a.token, a.lease, a.entry, a.op, a.expiry}
 	var first string // the first stale blocker, a writer's token without its mark
 	if a.stale != nil {
@@ -179,7 +186,7 @@ local function seen(fence)
   return tonumber(redis.call('GET', fence)) or 0
 end
 local function wait(queue)
-  local op = ARGV[4]
+  local op = ARGV[4] or ''
   if op == '' or ARGV[5] == '0' then
     return
   end

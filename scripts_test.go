@@ -233,6 +233,7 @@ func TestAcquireScript_queue(t *testing.T) {
 		{"busy, skipped meanwhile", "h", []string{"a"}, "r", 10000, grant{seen: 7, writer: "h"}, []string{"a", "w"}, true},
 		{"busy, not listening", "h", []string{"w"}, "x", 10000, grant{seen: 7, writer: "h"}, []string{"w"}, true},
 		{"busy, not listening, skipped", "h", []string{"a"}, "x", 10000, grant{seen: 7, writer: "h"}, []string{"a"}, false},
+		{"free, plain attempt", "", []string{"a"}, "", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
 		{"free, joins not", "", []string{"a"}, "q", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
 		{"free, leaves", "", []string{"a", "w"}, "r", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
 		{"free, leaves unheard", "", []string{"w", "a"}, "x", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
@@ -250,7 +251,8 @@ func TestAcquireScript_queue(t *testing.T) {
 				for _, tok := range tc.queue {
 					enqueue(t, conn, "queue", tok, entry(tok))
 				}
-				reply, err := doScript(conn, acquireScript, with(mutexKeys, "w", 10000, entry("w"), tc.op, tc.expiry)...)
+				args := attemptArgs{token: "w", lease: 10000, entry: entry("w"), op: tc.op, expiry: int64(tc.expiry), form: mutexArgs}
+				reply, err := doScript(conn, acquireScript, with(mutexKeys, args.argv()...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -476,6 +478,21 @@ func TestAttemptArgs_argv(t *testing.T) {
 		a := attemptArgs{token: "tok", lease: 5, entry: "e", op: "q", expiry: 7, form: tc.form, stale: tc.stale, permits: 3}
 		if got, want := a.argv(), append(slices.Clone(head), tc.want...); !slices.Equal(got, want) {
 			t.Errorf("%s: argv() = %q; want %q", tc.name, got, want)
+		}
+	}
+	// A Mutex's attempt with no op sends its token and lease only; any
+	// other form, or a take-over, sends the whole head.
+	first := attemptArgs{token: "tok", lease: 5, entry: "e", expiry: 7, form: mutexArgs}
+	if got, want := first.argv(), []any{"tok", int64(5)}; !slices.Equal(got, want) {
+		t.Errorf("mutex attempt with no op: argv() = %q; want %q", got, want)
+	}
+	for _, a := range []attemptArgs{
+		{token: "tok", lease: 5, entry: "e", expiry: 7, form: mutexArgs, stale: []string{"old"}},
+		{token: "tok", lease: 5, entry: "e", expiry: 7, form: readerArgs},
+		{token: "tok", lease: 5, entry: "e", expiry: 7, form: permitArgs},
+	} {
+		if got := a.argv(); len(got) < 5 {
+			t.Errorf("%+v: argv() = %q; want the five of every attempt first", a, got)
 		}
 	}
 }

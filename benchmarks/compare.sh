@@ -11,6 +11,10 @@
 #
 #	bash benchmarks/compare.sh OLD_COMMIT [flags of both binaries]
 #	ROW="uncomplicated Semaphore(1)" bash benchmarks/compare.sh OLD_COMMIT
+#	ROW="uncomplicated rueidis" bash benchmarks/compare.sh OLD_COMMIT -workload fleet -rounds 1
+#
+# With -workload fleet the table has the fleet workload's measures (Redis
+# CPU and commands per pair, pairs/s) instead of the contended run's.
 #
 # OLD_COMMIT must have the goredis module and redistest.LaunchCluster, which
 # this program's go-redis and cluster rows need, though -only uncomplicated
@@ -116,8 +120,13 @@ sum() {
 
 echo "| $row, median of $rounds runs each | old ${old:0:7} | new ${new_label} | new ÷ old |"
 echo "| --- | --- | --- | --- |"
-for m in "p99 wait ms:wait_p99_ms" "hand-off p50 µs:handoff_p50_us" \
-	"uncontended lock+unlock p50 µs:lock_unlock_p50_us" "Redis CPU µs/acq:redis_cpu_us_per_acquisition"; do
+metrics=("p99 wait ms:wait_p99_ms" "hand-off p50 µs:handoff_p50_us"
+	"uncontended lock+unlock p50 µs:lock_unlock_p50_us" "Redis CPU µs/acq:redis_cpu_us_per_acquisition")
+# The fleet workload's lines (-workload fleet) have measures of their own.
+if grep -q '"redis_cpu_us_per_pair"' "$tmp/new.jsonl"; then
+	metrics=("Redis CPU µs/pair:redis_cpu_us_per_pair" "pairs/s:pairs_per_second" "Redis commands/pair:cmds_per_pair")
+fi
+for m in "${metrics[@]}"; do
 	o=$(field old "${m#*:}" | median)
 	n=$(field new "${m#*:}" | median)
 	awk -v name="${m%%:*}" -v o="$o" -v n="$n" 'BEGIN {
@@ -127,4 +136,8 @@ for m in "p99 wait ms:wait_p99_ms" "hand-off p50 µs:handoff_p50_us" \
 done
 echo
 echo "old: $old; new: $new$new_note."
-echo "Flags: -only \"$row\" -scale 0 -json${flags[*]:+ ${flags[*]}}; errors old $(field old errors | sum), new $(field new errors | sum); overlaps old $(field old overlaps | sum), new $(field new overlaps | sum)."
+overlaps=""
+if [[ ${metrics[0]} != *pair* ]]; then
+	overlaps="; overlaps old $(field old overlaps | sum), new $(field new overlaps | sum)"
+fi
+echo "Flags: -only \"$row\" -scale 0 -json${flags[*]:+ ${flags[*]}}; errors old $(field old errors | sum), new $(field new errors | sum)$overlaps."
