@@ -34,9 +34,10 @@ const (
 
 // openGoredis gives each locker a Mutex on a Client of its own over one
 // go-redis client of the server, as openUncomplicated does over one redigo
-// pool.
+// pool. The client is built as the README advises, with
+// ContextTimeoutEnabled, under which a call runs in the caller's goroutine.
 func openGoredis(addr, key string, n, _ int) ([]locker, func(), error) {
-	return openMutexes(redisv9.NewClient(&redisv9.Options{Addr: addr}), key, n)
+	return openMutexes(redisv9.NewClient(&redisv9.Options{Addr: addr, ContextTimeoutEnabled: true}), key, n)
 }
 
 // openRueidis gives each locker a Mutex on a Client of its own over one
@@ -55,7 +56,7 @@ func openRueidis(addr, key string, n, _ int) ([]locker, func(), error) {
 // openCluster gives each locker a Mutex on a Client of its own over one
 // go-redis client of the Cluster whose first master is at addr.
 func openCluster(addr, key string, n, _ int) ([]locker, func(), error) {
-	return openMutexes(redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: []string{addr}}), key, n)
+	return openMutexes(redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true}), key, n)
 }
 
 // openMutexes gives each of n lockers a Mutex named key on a Client of its
@@ -71,7 +72,7 @@ func openMutexes(rdb redisv9.UniversalClient, key string, n int) ([]locker, func
 // at addrs with at most 64 connections to each, whose callers wait for a
 // free one up to timeout: newCappedPool for a Cluster.
 func newCappedClusterClient(addrs []string, timeout time.Duration) *redisv9.ClusterClient {
-	return redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: addrs, PoolSize: 64, PoolTimeout: timeout})
+	return redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: addrs, PoolSize: 64, PoolTimeout: timeout, ContextTimeoutEnabled: true})
 }
 
 // deployments are the Redis deployments of one run: the server, on which

@@ -92,23 +92,22 @@ func TestOwnRows(t *testing.T) {
 	}
 }
 
-// TestInterleave checks that the interleaved run times every row it is
-// given, and gives the Mutex and each of our other rows on the server
-// their p50.
+// TestInterleave checks that the interleaved run times every Redis row it
+// is given, ours and the peers, and no in-process one.
 func TestInterleave(t *testing.T) {
 	d := &deployments{server: testEnv(t)}
 	cfg := config{workers: 4, uncontended: 20}
 	var results []result
 	for _, r := range allRows() {
-		if !r.cluster && (r.name == ours || r.own || r.base != "" || r.name == "redsync 1ms") {
-			results = append(results, result{name: r.name, own: r.own, base: r.base})
+		if !r.cluster && (r.name == ours || r.own || r.base != "" || r.name == "redsync 1ms" || r.name == ceiling) {
+			results = append(results, result{name: r.name, own: r.own, base: r.base, inProcess: r.inProcess})
 		}
 	}
-	if err := d.interleaveOurs(cfg, results); err != nil {
+	if err := d.interleaveRows(cfg, results); err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range results {
-		if got := r.interleaved > 0; got != (r.name == ours || r.own || r.base != "") {
+		if got := r.interleaved > 0; got != !r.inProcess {
 			t.Errorf("%s: interleaved p50 %v", r.name, r.interleaved)
 		}
 	}
@@ -445,6 +444,30 @@ func TestPrintBaseRatios(t *testing.T) {
 	printBaseRatios(&b, results[1:])
 	if strings.Contains(b.String(), "go-redis ÷") {
 		t.Errorf("without the %s row:\n%s", ours, b.String())
+	}
+}
+
+// TestPrintRatios_interleaved checks that the table against the best peer
+// has the interleaved lock+unlock, and that each of our clients' Mutex is
+// divided by the fastest peer's interleaved time, not by its own run's.
+func TestPrintRatios_interleaved(t *testing.T) {
+	results := []result{
+		{name: ours, capacity: 1, lockUnlock: 300, interleaved: 105},
+		{name: ownGoredis, base: ours, capacity: 1, lockUnlock: 100, interleaved: 120},
+		{name: ownRueidis, base: ours, capacity: 1, lockUnlock: 100, interleaved: 90},
+		{name: "redsync 1ms", capacity: 1, lockUnlock: 80, interleaved: 100},
+		{name: "redislock 1ms", capacity: 1, lockUnlock: 200, interleaved: 150},
+	}
+	var b strings.Builder
+	printRatios(&b, results)
+	out := b.String()
+	for _, want := range []string{
+		"| lock+unlock p50 µs, interleaved | 0.10 | 0.10 (redsync 1ms) | 1.05× |",
+		"Interleaved lock+unlock ÷ the fastest peer's (redsync 1ms, 0.10): uncomplicated 1.05×, uncomplicated go-redis 1.20×, uncomplicated rueidis 0.90×.",
+	} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
+			t.Errorf("want %q in:\n%s", want, out)
+		}
 	}
 }
 

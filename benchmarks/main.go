@@ -44,6 +44,12 @@
 //     after it; its idle background work counts too) divided by the run's
 //     acquisitions.
 //
+// After the rows, one locker of every Redis row makes one lock+unlock in
+// turn, -uncontended rounds (the interleaved run), so that the drift of a
+// noisy machine between the rows' own runs, up to 2x, hits them alike. The
+// table against the best peer has its p50 on a line of its own, and a
+// sentence divides the Mutex on each client library by the fastest peer's.
+//
 // Our RWMutex and Semaphore have rows of their own in that table, measured
 // the same way; none of the peers has either, so they are compared with our
 // Mutex and with an in-process ceiling:
@@ -351,7 +357,7 @@ func run(cfg config, stdout, stderr io.Writer) error {
 		return printJSON(stdout, results)
 	}
 	fmt.Fprintln(stderr, "running the interleaved uncontended run")
-	if err := d.interleaveOurs(cfg, results); err != nil {
+	if err := d.interleaveRows(cfg, results); err != nil {
 		fmt.Fprintf(stderr, "interleaved run: %v\n", err)
 	}
 	var mixes []mixResult

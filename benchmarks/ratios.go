@@ -66,7 +66,7 @@ func printRatios(w io.Writer, results []result) {
 	}
 	ceil, haveCeil := find(results, ceiling)
 	rows := [][]string{{"metric", ours, "best peer", ours + " ÷ best peer", ceiling + " ceiling"}}
-	for _, m := range metrics {
+	for _, m := range append(slices.Clone(metrics), interleavedMetric) {
 		rows = append(rows, m.cells(us, peers, ceil, haveCeil))
 	}
 	fmt.Fprintln(w)
@@ -74,6 +74,33 @@ func printRatios(w io.Writer, results []result) {
 	if best, found := metrics[3].best(peers); found && haveCeil && ceil.utilisation > 0 {
 		fmt.Fprintf(w, "\nUtilisation as a share of the %s ceiling: %s %.0f%%, best peer (%s) %.0f%%.\n",
 			ceiling, ours, 100*us.utilisation/ceil.utilisation, best.name, 100*best.utilisation/ceil.utilisation)
+	}
+	printInterleavedClients(w, results, peers)
+}
+
+// interleavedMetric is the uncontended lock+unlock timed in turn with the
+// other rows (see interleave), which the drift of a noisy machine between
+// the rows' own runs does not move.
+var interleavedMetric = metric{name: "lock+unlock p50 µs, interleaved", value: func(r result) (float64, bool) {
+	return float64(r.interleaved), r.interleaved > 0
+}, format: microsF}
+
+// printInterleavedClients divides the interleaved lock+unlock of the Mutex
+// on each client library, on the server, by the fastest peer's.
+func printInterleavedClients(w io.Writer, results, peers []result) {
+	best, found := interleavedMetric.best(peers)
+	if !found {
+		return
+	}
+	var parts []string
+	for _, name := range []string{ours, ownGoredis, ownRueidis} {
+		if r, ok := find(results, name); ok && r.interleaved > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f×", name, float64(r.interleaved)/float64(best.interleaved)))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "\nInterleaved lock+unlock ÷ the fastest peer's (%s, %s): %s.\n",
+			best.name, micros(best.interleaved), strings.Join(parts, ", "))
 	}
 }
 
@@ -120,15 +147,16 @@ func (m metric) best(peers []result) (best result, found bool) {
 	return best, found
 }
 
-// interleaveOurs times our rows among results in turn (see interleave):
-// the Mutex, the RWMutex and Semaphore rows for printOwnRatios, and the
-// Mutex on the other clients and deployments for printBaseRatios.
-func (d *deployments) interleaveOurs(cfg config, results []result) error {
+// interleaveRows times the Redis rows among results in turn (see
+// interleave): the Mutex, the RWMutex and Semaphore rows for
+// printOwnRatios, the Mutex on the other clients and deployments for
+// printBaseRatios, and the peers for printRatios.
+func (d *deployments) interleaveRows(cfg config, results []result) error {
 	var rs []row
 	var at []int
 	for _, r := range allRows() {
 		i := slices.IndexFunc(results, func(res result) bool { return res.name == r.name && res.failed == nil })
-		if i >= 0 && (r.name == ours || r.own || r.base != "") {
+		if i >= 0 && !r.inProcess {
 			rs, at = append(rs, r), append(at, i)
 		}
 	}
