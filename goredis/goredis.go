@@ -112,8 +112,11 @@ func (d *rdbDriver) once(ctx context.Context, args ...any) (any, error) {
 // reload (ClusterStateReloadInterval, a minute by default). go-redis
 // spaces such reloads itself.
 func (d *rdbDriver) reload(ctx context.Context, err error) {
+	if d.cluster == nil || err == nil {
+		return // and re, which escapes to the heap, is not made
+	}
 	var re redis.Error
-	if d.cluster != nil && err != nil && !errors.Is(err, redis.Nil) && (!errors.As(err, &re) || strings.HasPrefix(err.Error(), "CLUSTERDOWN ")) {
+	if !errors.Is(err, redis.Nil) && (!errors.As(err, &re) || strings.HasPrefix(err.Error(), "CLUSTERDOWN ")) {
 		d.cluster.ReloadState(ctx)
 	}
 }
