@@ -24,7 +24,7 @@ func BenchmarkUncontended(b *testing.B) {
 	}
 	var cluster *redistest.Cluster // started for the first cluster row
 	for _, r := range allRows() {
-		if r.inProcess {
+		if r.inProcess || r.floor {
 			continue
 		}
 		addr := s.Addr

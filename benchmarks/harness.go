@@ -23,6 +23,7 @@ const (
 type result struct {
 	name      string
 	inProcess bool
+	floor     bool   // the push floor: a bound, not a peer
 	own       bool   // one of our RWMutex and Semaphore rows, not a peer
 	ceiling   string // the in-process row it is compared with
 	base      string // the row it is compared with, if it is our Mutex on another client or deployment
@@ -50,7 +51,7 @@ type result struct {
 
 // runRow runs the uncontended and then the contended measurement of r.
 func (e *env) runRow(r row, cfg config) result {
-	res := result{name: r.name, inProcess: r.inProcess, own: r.own, ceiling: r.ceiling, base: r.base, cluster: r.cluster, capacity: r.capacity(cfg)}
+	res := result{name: r.name, inProcess: r.inProcess, floor: r.floor, own: r.own, ceiling: r.ceiling, base: r.base, cluster: r.cluster, capacity: r.capacity(cfg)}
 	if err := e.uncontended(r, cfg, &res); err != nil {
 		res.failed = err
 		return res

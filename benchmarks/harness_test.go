@@ -62,7 +62,9 @@ func TestRows(t *testing.T) {
 			t.Errorf("%s: %d overlaps and %d errors (first: %v) in %d acquisitions", r.name, res.overlaps, res.errors, res.firstErr, res.acquisitions)
 		case res.utilisation <= 0 || res.utilisation > 1:
 			t.Errorf("%s: utilisation %.3f, want in (0, 1]", r.name, res.utilisation)
-		case !r.inProcess && (res.cmdsLockUnlock < 2 || res.cmdsPerAcq < 2):
+		case r.floor && (res.cmdsLockUnlock != 0 || res.cmdsPerAcq <= 0 || res.cmdsPerAcq > 1):
+			t.Errorf("%s: %.2f commands per lock+unlock, %.2f per acquisition; want none, and at most one PUBLISH", r.name, res.cmdsLockUnlock, res.cmdsPerAcq)
+		case !r.inProcess && !r.floor && (res.cmdsLockUnlock < 2 || res.cmdsPerAcq < 2):
 			t.Errorf("%s: %.2f commands per lock+unlock, %.2f per acquisition; want at least 2", r.name, res.cmdsLockUnlock, res.cmdsPerAcq)
 		case !r.inProcess && res.cpuPerAcq <= 0:
 			t.Errorf("%s: Redis CPU %v per acquisition, want more than 0", r.name, res.cpuPerAcq)
@@ -125,6 +127,33 @@ func TestContendOverlaps(t *testing.T) {
 		if got := res.overlaps > 0; got != wantOverlaps {
 			t.Errorf("3 slots claimed as %d: %d overlaps in %d acquisitions, want overlaps %v", claimed, res.overlaps, res.acquisitions, wantOverlaps)
 		}
+	}
+}
+
+// TestPushFloor checks the push floor on a real server: one holder at a
+// time, waiters served by hand-offs, each heard on the waiter's own
+// subscription, and the hand-off ratios printed against it.
+func TestPushFloor(t *testing.T) {
+	e := testEnv(t)
+	cfg := config{duration: 300 * time.Millisecond, workers: 4, hold: time.Millisecond, think: time.Millisecond}
+	lockers, closeAll, err := openPushFloor(e.addr, "floor-test", cfg.workers, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll()
+	var res result
+	res.merge(contend(lockers, cfg, 1))
+	if res.overlaps != 0 || res.errors != 0 {
+		t.Errorf("%d overlaps, %d errors (first %v) in %d acquisitions", res.overlaps, res.errors, res.firstErr, res.acquisitions)
+	}
+	if res.handoffs == 0 || res.handoffP50 <= 0 {
+		t.Fatalf("%d hand-offs in %d acquisitions, p50 %v", res.handoffs, res.acquisitions, res.handoffP50)
+	}
+	res.name = pushFloor
+	var b strings.Builder
+	printFloorRatios(&b, []result{res, {name: ours, handoffs: 5, handoffP50: 2 * res.handoffP50}})
+	if want := "uncomplicated 2.00×"; !strings.Contains(b.String(), want) {
+		t.Errorf("want %q in %q", want, b.String())
 	}
 }
 

@@ -44,6 +44,11 @@
 //     after it; its idle background work counts too) divided by the run's
 //     acquisitions.
 //
+// The push floor row is no lock library but a bound: a lock whose state
+// lives in the process and whose hand-off alone goes through Redis, one
+// PUBLISH to the next waiter's own subscription (see floor.go). The
+// hand-off p50 of our Mutex on each client is divided by its.
+//
 // After the rows, one locker of every Redis row makes one lock+unlock in
 // turn, -uncontended rounds (the interleaved run), so that the drift of a
 // noisy machine between the rows' own runs, up to 2x, hits them alike. The

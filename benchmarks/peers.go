@@ -30,6 +30,7 @@ type locker interface {
 type row struct {
 	name      string
 	inProcess bool // no Redis: the sync.Mutex ceiling
+	floor     bool // the push floor (see floor.go): not a peer, a bound
 	// own marks our RWMutex and Semaphore rows: not peers of our Mutex but
 	// compared with it, and with the in-process row named ceiling.
 	own     bool
@@ -84,6 +85,7 @@ func allRows() []row {
 		{name: "redislock 100ms", open: openRedislock(100 * time.Millisecond)},
 		{name: "redislock 1ms", open: openRedislock(time.Millisecond)},
 		{name: "rueidislock", open: openRueidislock},
+		{name: pushFloor, floor: true, open: openPushFloor},
 		{name: "sync.Mutex", inProcess: true, open: openSyncMutex},
 		{name: ownRWWriters, own: true, ceiling: ceiling, open: openRW(writer)},
 		{name: ownSemaphore1, own: true, ceiling: ceiling, open: openSemaphore1},

@@ -60,7 +60,7 @@ func printRatios(w io.Writer, results []result) {
 	}
 	var peers []result
 	for _, r := range results {
-		if r.name != ours && !r.inProcess && !r.own && r.base == "" && r.failed == nil {
+		if r.name != ours && !r.inProcess && !r.floor && !r.own && r.base == "" && r.failed == nil {
 			peers = append(peers, r)
 		}
 	}
@@ -76,6 +76,7 @@ func printRatios(w io.Writer, results []result) {
 			ceiling, ours, 100*us.utilisation/ceil.utilisation, best.name, 100*best.utilisation/ceil.utilisation)
 	}
 	printInterleavedClients(w, results, peers)
+	printFloorRatios(w, results)
 }
 
 // interleavedMetric is the uncontended lock+unlock timed in turn with the
@@ -156,7 +157,7 @@ func (d *deployments) interleaveRows(cfg config, results []result) error {
 	var at []int
 	for _, r := range allRows() {
 		i := slices.IndexFunc(results, func(res result) bool { return res.name == r.name && res.failed == nil })
-		if i >= 0 && !r.inProcess {
+		if i >= 0 && !r.inProcess && !r.floor {
 			rs, at = append(rs, r), append(at, i)
 		}
 	}
