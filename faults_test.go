@@ -31,8 +31,11 @@ type faultPool struct {
 	loading atomic.Int32                  // commands still to answer LOADING
 	hang    atomic.Pointer[chan struct{}] // when set, commands wait for it to close
 	hung    chan struct{}                 // gets a value when a command starts to hang
-	stall   atomic.Pointer[chan struct{}] // when set, the next script's reply waits for it to close
-	stalled chan struct{}                 // gets a value when a reply starts to wait
+	// hungScripts makes hung hear of scripts only: other commands, such as
+	// the restart watch's, still hang, unreported.
+	hungScripts atomic.Bool
+	stall       atomic.Pointer[chan struct{}] // when set, the next script's reply waits for it to close
+	stalled     chan struct{}                 // gets a value when a reply starts to wait
 }
 
 func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
@@ -85,7 +88,9 @@ func (c *faultConn) Do(cmd string, args ...any) (any, error) {
 
 func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
 	if h := c.p.hang.Load(); h != nil {
-		c.p.hung <- struct{}{}
+		if cmd == "EVALSHA" || cmd == "EVAL" || !c.p.hungScripts.Load() {
+			c.p.hung <- struct{}{}
+		}
 		select {
 		case <-*h:
 		case <-ctx.Done():
