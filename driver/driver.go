@@ -20,7 +20,10 @@
 //
 // Every method returns once ctx ends. The Client bounds ctx by its command
 // timeout (uncomplicated.WithCommandTimeout) before each call, and turns
-// what ran out of it into an error matching os.ErrDeadlineExceeded.
+// what ran out of it into an error matching os.ErrDeadlineExceeded. A
+// driver whose user chose a client that bounds calls by their ctx's
+// deadline alone, to spare a goroutine per call, returns by that deadline
+// and says so (package goredis with ContextTimeoutEnabled).
 package driver
 
 import (

@@ -10,6 +10,13 @@
 // Every key of one lock shares a hash tag, so each script runs on the
 // node that owns its slot; wake-ups use sharded pub/sub, with one
 // listening connection per master that owns a slot with waiters.
+//
+// With ContextTimeoutEnabled, go-redis bounds a call by its ctx's
+// deadline, and a call runs in the caller's goroutine, the cheapest way;
+// but a ctx cancelled before its deadline ends the call only when its
+// reply comes or that deadline (at the latest the command timeout,
+// uncomplicated.WithCommandTimeout) passes. Without it, each call runs in
+// a goroutine of its own, which the caller leaves as soon as its ctx ends.
 package goredis
 
 import (
@@ -55,9 +62,10 @@ func NewDriver(rdb redis.UniversalClient) driver.Driver {
 type rdbDriver struct {
 	rdb     redis.UniversalClient
 	cluster *redis.ClusterClient // rdb, when it is one
-	// watch: go-redis does not end a call when its ctx ends, as it does
-	// with ContextTimeoutEnabled, so each call runs in a goroutine that
-	// the caller leaves when ctx ends.
+	// watch: without ContextTimeoutEnabled go-redis ignores the ctx of a
+	// call, so each call runs in a goroutine that the caller leaves when
+	// ctx ends. With it, go-redis bounds the call by ctx's deadline only
+	// (see the package doc).
 	watch bool
 }
 

@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"testing"
 	"time"
@@ -83,5 +84,45 @@ func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
 	err = m.Unlock(ctx)
 	if d := time.Since(start); d > 2*time.Second || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Unlock on a stopped server = %v after %v; want the ctx's DeadlineExceeded by its deadline", err, d)
+	}
+}
+
+// A call cancelled before its deadline, on a server that stopped
+// answering: with go-redis's defaults it ends at the cancel; with
+// ContextTimeoutEnabled, which bounds calls by their deadline alone, at
+// the command timeout (see the package doc).
+func TestRedis_stoppedServerCancelled(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, enabled := range []bool{false, true} {
+		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: enabled})
+		defer rdb.Close()
+		c := goredis.NewClient(rdb, uncomplicated.WithCommandTimeout(time.Second))
+		defer c.Close()
+		m, err := uncomplicated.New(c, uncomplicated.Named(fmt.Sprintf("cancelled-%v", enabled)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Lock(context.Background()); err != nil { // a connection in the pool
+			t.Fatal(err)
+		}
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		start := time.Now()
+		err = m.Unlock(ctx)
+		took := time.Since(start)
+		if err := srv.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case err == nil:
+			t.Errorf("ContextTimeoutEnabled %v: Unlock on a stopped server = nil", enabled)
+		case !enabled && took > 600*time.Millisecond:
+			t.Errorf("ContextTimeoutEnabled off: Unlock took %v after a cancel at 100ms; want it to end with the cancel", took)
+		case enabled && (took < 900*time.Millisecond || took > 3*time.Second):
+			t.Errorf("ContextTimeoutEnabled on: Unlock took %v; want the command timeout, 1s", took)
+		}
 	}
 }
