@@ -105,3 +105,39 @@ func (r *fatalRecorder) Fatalf(format string, args ...any) {
 	r.msg = fmt.Sprintf(format, args...)
 	panic(r.msg)
 }
+
+// clock.Mock's Timer fires the timers already due itself: made while Set
+// fires one, it could fire it a second time, and with the first value
+// unread that send blocks for ever with the mock's lock held. Env's clock
+// makes timers only while Set does not run.
+func TestObservedClock_timerWhileSet(t *testing.T) {
+	e := New(t)
+	for round := range 50 {
+		unread := e.clock.Timer(time.Second) // a timer that fires and is never read
+		_ = unread
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		for range 4 {
+			go func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+						e.clock.Timer(time.Hour).Stop()
+					}
+				}
+			}()
+		}
+		go func() {
+			e.set(e.Clock.Now().Add(2 * time.Second))
+			close(done)
+		}()
+		select {
+		case <-done:
+			close(stop)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("round %d: Set still blocked after 5s: a timer fired twice", round)
+		}
+	}
+}

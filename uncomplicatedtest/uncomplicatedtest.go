@@ -164,9 +164,12 @@ func (e *Env) settle() (time.Time, bool) {
 
 func pause() { time.Sleep(50 * time.Microsecond) }
 
-// set moves Redis's time, then the clock, to t.
+// set moves Redis's time, then the clock, to t, while no timer is made
+// (see observedClock.Timer).
 func (e *Env) set(t time.Time) {
 	e.Redis.SetTime(t)
+	e.clock.moving.Lock()
+	defer e.clock.moving.Unlock()
 	e.Clock.Set(t)
 }
 
@@ -174,6 +177,7 @@ func (e *Env) set(t time.Time) {
 // Client's waiters and where they sleep.
 type observedClock struct {
 	*clock.Mock
+	moving  sync.Mutex              // held while Env moves the clock, and while a timer is made
 	mu      sync.Mutex              // guards the fields below
 	waiting int                     // Lock calls under way
 	parked  map[*parking]struct{}   // those that wait
@@ -189,6 +193,21 @@ type parking struct {
 }
 
 var _ settle.Observer = (*observedClock)(nil)
+
+// Timer is the mock's, made while Env does not move the clock: clock.Mock's
+// Timer fires the timers already due itself, and doing so while Set fires
+// them, or while another Timer does, it could fire one twice; a second
+// send on a channel whose first value nobody read blocks for ever, with
+// the mock's lock held.
+func (c *observedClock) Timer(d time.Duration) *clock.Timer {
+	c.moving.Lock()
+	defer c.moving.Unlock()
+	return c.Mock.Timer(d)
+}
+
+// After and Sleep go through Timer.
+func (c *observedClock) After(d time.Duration) <-chan time.Time { return c.Timer(d).C }
+func (c *observedClock) Sleep(d time.Duration)                  { <-c.After(d) }
 
 func (c *observedClock) Waiting(delta int) {
 	c.mu.Lock()
