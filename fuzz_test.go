@@ -210,10 +210,11 @@ var encodeSeeds = [][]byte{
 }
 
 // validGrant is what the acquiring scripts reply: {1, fence}, or {0, fence
-// counter, writer, {holders...}}, with no negative number.
-func validGrant(reply any) (grant, bool) {
+// counter, writer, {holders...}}, with no negative number, or with bare
+// (a Mutex's) a fence above 0 alone.
+func validGrant(reply any, bare bool) (grant, bool) {
 	if f, ok := reply.(int64); ok {
-		return grant{ok: true, fence: uint64(f)}, f > 0
+		return grant{ok: true, fence: uint64(f)}, f > 0 && bare
 	}
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {
@@ -251,29 +252,31 @@ func FuzzParseGrant(f *testing.F) {
 	f.Add([]byte{}, int64(-1), []byte(nil))
 	f.Fuzz(func(t *testing.T, data []byte, fence int64, holder []byte) {
 		reply, _ := decodeReply(data, 0)
-		got, err := parseGrant(reply)
-		if want, ok := validGrant(reply); ok {
-			if err != nil || !grantsEqual(got, want) {
-				t.Fatalf("parseGrant(%#v) = %+v, %v; want %+v, nil", reply, got, err, want)
+		for _, bare := range []bool{false, true} {
+			got, err := parseGrant(reply, bare)
+			if want, ok := validGrant(reply, bare); ok {
+				if err != nil || !grantsEqual(got, want) {
+					t.Fatalf("parseGrant(%#v, %v) = %+v, %v; want %+v, nil", reply, bare, got, err, want)
+				}
+			} else if !errors.Is(err, driver.ErrUnexpectedReply) || !grantsEqual(got, grant{}) {
+				t.Fatalf("parseGrant(%#v, %v) = %+v, %v; want driver.ErrUnexpectedReply", reply, bare, got, err)
 			}
-		} else if !errors.Is(err, driver.ErrUnexpectedReply) || !grantsEqual(got, grant{}) {
-			t.Fatalf("parseGrant(%#v) = %+v, %v; want driver.ErrUnexpectedReply", reply, got, err)
 		}
 
 		// Valid replies round-trip.
 		acquired := []any{int64(1), fence}
 		blocked := []any{int64(0), fence, slicesClone(holder), []any{slicesClone(holder)}}
 		if fence >= 0 {
-			if got, err := parseGrant(acquired); err != nil || !grantsEqual(got, grant{ok: true, fence: uint64(fence)}) {
+			if got, err := parseGrant(acquired, false); err != nil || !grantsEqual(got, grant{ok: true, fence: uint64(fence)}) {
 				t.Fatalf("parseGrant({1, %d}) = %+v, %v", fence, got, err)
 			}
 			want := grant{seen: uint64(fence), writer: string(holder), holders: []string{string(holder)}}
-			if got, err := parseGrant(blocked); err != nil || !grantsEqual(got, want) {
+			if got, err := parseGrant(blocked, false); err != nil || !grantsEqual(got, want) {
 				t.Fatalf("parseGrant({0, %d, %q, {%q}}) = %+v, %v", fence, holder, holder, got, err)
 			}
 		} else {
 			for _, r := range [][]any{acquired, blocked} {
-				if _, err := parseGrant(r); !errors.Is(err, driver.ErrUnexpectedReply) {
+				if _, err := parseGrant(r, true); !errors.Is(err, driver.ErrUnexpectedReply) {
 					t.Fatalf("parseGrant(%#v) = %v; want driver.ErrUnexpectedReply", r, err)
 				}
 			}

@@ -132,7 +132,7 @@ func TestParseGrant(t *testing.T) {
 		err   bool
 	}{
 		{[]any{int64(1), int64(7)}, grant{ok: true, fence: 7}, false},
-		{int64(7), grant{ok: true, fence: 7}, false},
+		{int64(7), grant{ok: true, fence: 7}, false}, // a Mutex's bare fence
 		{int64(0), grant{}, true},
 		{int64(-1), grant{}, true},
 		{[]any{int64(1), int64(0)}, grant{ok: true}, false},
@@ -151,7 +151,7 @@ func TestParseGrant(t *testing.T) {
 		{nil, grant{}, true},
 	}
 	for _, tc := range cases {
-		got, err := parseGrant(tc.reply)
+		got, err := parseGrant(tc.reply, true)
 		if tc.err {
 			if !errors.Is(err, driver.ErrUnexpectedReply) {
 				t.Errorf("parseGrant(%v) = %v; want driver.ErrUnexpectedReply", tc.reply, err)
@@ -161,6 +161,11 @@ func TestParseGrant(t *testing.T) {
 		if err != nil || !grantsEqual(got, tc.want) {
 			t.Errorf("parseGrant(%v) = %+v, %v; want %+v", tc.reply, got, err, tc.want)
 		}
+	}
+	// Only a Mutex's script replies a bare fence: for the other locks an
+	// integer is no grant.
+	if _, err := parseGrant(int64(7), false); !errors.Is(err, driver.ErrUnexpectedReply) {
+		t.Errorf("parseGrant(7, false) = %v; want driver.ErrUnexpectedReply", err)
 	}
 }
 

@@ -6,11 +6,11 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
-// grant is the reply of an acquiring script: {1, fence} or the fence
-// alone when it acquired (fence 0 for a reader, in the first form only),
-// else {0, fence counter, writer, holders}: what blocks the caller, the
-// holder of a Mutex or the writer of an RWMutex ("" none) and the readers
-// or permit holders.
+// grant is the reply of an acquiring script: {1, fence} when it acquired
+// (fence 0 for a reader), or the fence alone when a Mutex's attempt set
+// the lock, else {0, fence counter, writer, holders}: what blocks the
+// caller, the holder of a Mutex or the writer of an RWMutex ("" none) and
+// the readers or permit holders.
 type grant struct {
 	ok      bool
 	fence   uint64   // the fence of the hold; 0 for a reader
@@ -27,8 +27,10 @@ func (g grant) blockers() []string {
 	return append([]string{writerMark + g.writer}, g.holders...)
 }
 
-func parseGrant(reply any) (grant, error) {
-	if f, ok := reply.(int64); ok && f > 0 {
+// parseGrant reads an acquiring script's reply; bare: the script may
+// reply the fence alone (a Mutex's).
+func parseGrant(reply any, bare bool) (grant, error) {
+	if f, ok := reply.(int64); ok && f > 0 && bare {
 		return grant{ok: true, fence: uint64(f)}, nil
 	}
 	r, ok := reply.([]any)

@@ -94,7 +94,7 @@ func TestRWLockScript_takeOver(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := parseGrant(reply)
+				g, err := parseGrant(reply, false)
 				if err != nil || g.ok != tc.ok {
 					t.Fatalf("take-over = %+v, %v; want ok %v", g, err, tc.ok)
 				}
@@ -129,16 +129,16 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 				t.Fatalf("readers = %v; want [reader]", got)
 			}
 			// The next writer waits for the reader.
-			g, err := parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "next", 0, "", "", 100, "", "")...)))
+			g, err := parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "next", 0, "", "", 100, "", "")...)), false)
 			if err != nil || g.ok {
 				t.Fatalf("writer after the reader was let in = %+v, %v; want blocked", g, err)
 			}
 			// Another reader, joining the queue now, waits behind the writer.
-			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s 0 100 chan", "q", 100, "")...)))
+			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s 0 100 chan", "q", 100, "")...)), false)
 			if err != nil || g.ok {
 				t.Fatalf("reader joining the queue = %+v, %v; want blocked", g, err)
 			}
-			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "reader", 0, "", "", 100, "")...)))
+			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "reader", 0, "", "", 100, "")...)), false)
 			if err != nil || !g.ok {
 				t.Fatalf("reader handed the lock = %+v, %v; want in", g, err)
 			}
@@ -325,7 +325,7 @@ func TestHolderScripts_prune(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "ZADD", "permits", past, "dead")
 			must(t, conn, "HSET", "fences", "dead", 1)
-			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 1000, "", "", 0, 1, "")...)))
+			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), false)
 			if err != nil || !g.ok || g.fence != 1 {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want fence 1", g, err)
 			}
@@ -336,7 +336,7 @@ func TestHolderScripts_prune(t *testing.T) {
 				t.Errorf("held(dead) = %d; want 0", n)
 			}
 			must(t, conn, "ZADD", "r", past, "dead")
-			g, err = parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "writer", 0, "", "", 100, "", "")...)))
+			g, err = parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "writer", 0, "", "", 100, "", "")...)), false)
 			if err != nil || !g.ok {
 				t.Errorf("writer past an expired reader = %+v, %v; want in", g, err)
 			}
@@ -356,14 +356,14 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				must(t, conn, "ZADD", "permits", "+inf", h)
 				must(t, conn, "HSET", "fences", h, 1)
 			}
-			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 2, "a")...)))
+			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 2, "a")...)), false)
 			if err != nil || g.ok {
 				t.Fatalf("take-over with 2 permits and 3 holders = %+v, %v; want refused", g, err)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("holders = %v; want all three", got)
 			}
-			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "a")...)))
+			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "a")...)), false)
 			if err != nil || !g.ok {
 				t.Fatalf("take-over with 3 permits = %+v, %v; want the permit", g, err)
 			}
@@ -371,7 +371,7 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				t.Errorf("holders = %v; want b, c, new", got)
 			}
 			// Asked again after a lost reply: the same permit and fence.
-			again, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "b")...)))
+			again, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "b")...)), false)
 			if err != nil || !again.ok || again.fence != g.fence {
 				t.Errorf("the same take-over again = %+v, %v; want fence %d and b kept", again, err, g.fence)
 			}
@@ -510,11 +510,11 @@ func TestSemAcquireScript_manyPermits(t *testing.T) {
 			for i := range 65 {
 				must(t, conn, "ZADD", "permits", "+inf", fmt.Sprintf("h%02d", i))
 			}
-			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 65, "")...)))
+			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 65, "")...)), false)
 			if err != nil || g.ok || len(g.holders) != 65 || slices.Contains(g.holders, "expired") {
 				t.Fatalf("attempt on 65 permits, all taken = ok %v, %d holders, %v; want blocked by the 65 live ones", g.ok, len(g.holders), err)
 			}
-			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 66, "")...)))
+			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 66, "")...)), false)
 			if err != nil || !g.ok {
 				t.Fatalf("attempt on 66 permits = %+v, %v; want the permit", g, err)
 			}

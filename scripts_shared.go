@@ -110,8 +110,9 @@ end
 // waiting (a waiting writer holds readers back), and releases what a
 // hand-off may have just given it.
 // attemptArgs are the ARGV of an acquiring script, as queueLua reads them:
-// the five of every attempt, then the primitive's own, which say what a
-// take-over evicts (see the scripts of each primitive).
+// the five of an attempt (two only for a Mutex's attempt with no op; see
+// argv), then the primitive's own, which say what a take-over evicts (see
+// the scripts of each primitive).
 type attemptArgs struct {
 	token  string
 	lease  int64  // ms; 0: none
@@ -136,9 +137,10 @@ const (
 )
 
 // argv returns a's ARGV, in the order the scripts read them. A Mutex's
-// attempt with no op and no take-over, the first of every Lock, gets its
-// token and lease only: Redis copies every argument into Lua, and the
-// scripts read the others only for an op or a take-over.
+// attempt with no op and no take-over (TryLock's, the first of a Lock and
+// those before its waiter may queue) gets its token and lease only: Redis
+// copies every argument into Lua, and the scripts read the others only for
+// an op or a take-over.
 func (a attemptArgs) argv() []any {
 	if a.form == mutexArgs && a.op == "" && a.stale == nil {
 		return []any{a.token, a.lease}

@@ -162,7 +162,7 @@ func TestTakeOverScript(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := parseGrant(reply)
+				got, err := parseGrant(reply, true)
 				if err != nil || !grantsEqual(got, tc.want) {
 					t.Errorf("take-over = %+v, %v; want %+v", got, err, tc.want)
 				}
@@ -256,8 +256,11 @@ func TestAcquireScript_queue(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, err := parseGrant(reply); err != nil || !grantsEqual(got, tc.want) {
+				if got, err := parseGrant(reply, true); err != nil || !grantsEqual(got, tc.want) {
 					t.Errorf("acquire = %+v, %v; want %+v", got, err, tc.want)
+				}
+				if _, bare := reply.(int64); bare != (tc.holder == "" && tc.op != "r" && tc.op != "x") {
+					t.Errorf("acquire replied %#v; want the bare fence exactly when an attempt not yet queued sets the lock", reply)
 				}
 				if got := queued(t, conn, "queue"); !slices.Equal(got, tc.after) {
 					t.Errorf("queue after = %q; want %q", got, tc.after)
@@ -445,7 +448,7 @@ func TestAcquireScript_oursRestartsLease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := parseGrant(reply); err != nil || !got.ok || got.fence != 7 {
+			if got, err := parseGrant(reply, true); err != nil || !got.ok || got.fence != 7 {
 				t.Errorf("attempt = %+v, %v; want fence 7", got, err)
 			}
 			if ttl, _ := redis.Int64(conn.Do("PTTL", "lock")); ttl < 59000 {

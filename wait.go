@@ -32,8 +32,8 @@ const (
 
 // A spec is what differs between the locks' acquisitions: the kind of
 // hold, the lock's keys and channel, and the scripts of an attempt and a
-// take-over, with the arguments that follow the five of every attempt
-// (see queueLua).
+// take-over, with the arguments that follow the five of an attempt (see
+// queueLua).
 type spec struct {
 	primitive string // the primitive, for an Observer
 	kind      *holdKind
@@ -476,7 +476,7 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
 	reply, sent, err := b.eval(ctx, s, keys, args...)
 	if err == nil {
-		g, err = parseGrant(reply)
+		g, err = parseGrant(reply, kind == mutexKind)
 		if err == nil && g.ok && kind.fenced && g.fence == 0 {
 			err = fmt.Errorf("%w: a %s granted without a fence", driver.ErrUnexpectedReply, kind.what)
 		}

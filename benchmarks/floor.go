@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -38,6 +40,7 @@ type floorLocker struct {
 	channel string
 	pub     redis.Conn
 	sub     redis.PubSubConn
+	broken  error // why its subscription serves no more
 }
 
 func openPushFloor(addr, key string, n, _ int) ([]locker, func(), error) {
@@ -77,8 +80,14 @@ func openPushFloor(addr, key string, n, _ int) ([]locker, func(), error) {
 }
 
 // Lock takes the lock if it is free, else queues and waits for the
-// hand-off message, until ctx's deadline.
+// hand-off message, until ctx's deadline (a minute without one). A waiter
+// that gives up leaves the queue, or passes on the lock a release handed
+// it meanwhile; its subscription, which redigo closes after a timeout,
+// then serves no more.
 func (f *floorLocker) Lock(ctx context.Context) error {
+	if f.broken != nil {
+		return f.broken
+	}
 	f.l.mu.Lock()
 	if !f.l.held {
 		f.l.held = true
@@ -89,16 +98,28 @@ func (f *floorLocker) Lock(ctx context.Context) error {
 	f.l.mu.Unlock()
 	timeout := time.Minute
 	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+		timeout = max(time.Until(dl), time.Millisecond) // 0 would be no timeout
 	}
+	var err error
 	switch m := f.sub.ReceiveWithTimeout(timeout).(type) {
 	case redis.Message:
 		return nil
 	case error:
-		return fmt.Errorf("push floor: no hand-off: %w", m)
+		err = fmt.Errorf("push floor: no hand-off: %w", m)
 	default:
-		return fmt.Errorf("push floor: %T while waiting for the hand-off", m)
+		err = fmt.Errorf("push floor: %T while waiting for the hand-off", m)
 	}
+	f.broken = err
+	f.l.mu.Lock()
+	i := slices.Index(f.l.queue, f)
+	if i >= 0 {
+		f.l.queue = slices.Delete(f.l.queue, i, i+1)
+	}
+	f.l.mu.Unlock()
+	if i < 0 { // handed the lock meanwhile: pass it on
+		return errors.Join(err, f.Unlock(context.Background()))
+	}
+	return err
 }
 
 // Unlock hands the lock to the oldest waiter, or frees it.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -128,35 +129,46 @@ func (e *env) uncontended(r row, cfg config, res *result) error {
 // deployment: one locker each, one cycle of each row after the other,
 // cfg.uncontended rounds, so that the machine's drift, which moves the
 // separate runs of the rows by up to 2x, hits them alike. It returns the
-// p50 of each row, in order.
+// p50 of each row, in order: 0 for a row that failed, which leaves the
+// loop, and whose error it joins to the others'.
 func (d *deployments) interleave(rs []row, cfg config) ([]time.Duration, error) {
 	lockers := make([]locker, len(rs))
+	var errs []error
 	for i, r := range rs {
 		ls, closeAll, err := r.open(d.on(r.cluster).addr, r.key()+"-interleaved", 1, cfg.semPermits())
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", r.name, err)
+			errs = append(errs, fmt.Errorf("%s: %w", r.name, err))
+			continue
 		}
 		defer closeAll()
 		if err := warmUp(ls); err != nil {
-			return nil, fmt.Errorf("%s: %w", r.name, err)
+			errs = append(errs, fmt.Errorf("%s: %w", r.name, err))
+			continue
 		}
 		lockers[i] = ls[0]
 	}
 	times := make([][]time.Duration, len(rs))
 	for range cfg.uncontended {
 		for i, l := range lockers {
+			if l == nil {
+				continue
+			}
 			start := time.Now()
 			if err := cycle(l); err != nil {
-				return nil, fmt.Errorf("%s: %w", rs[i].name, err)
+				errs = append(errs, fmt.Errorf("%s: %w", rs[i].name, err))
+				lockers[i], times[i] = nil, nil
+				continue
 			}
 			times[i] = append(times[i], time.Since(start))
 		}
 	}
 	p50s := make([]time.Duration, len(rs))
 	for i := range rs {
-		p50s[i] = percentile(times[i], 0.5)
+		if lockers[i] != nil {
+			p50s[i] = percentile(times[i], 0.5)
+		}
 	}
-	return p50s, nil
+	return p50s, errors.Join(errs...)
 }
 
 func (res *result) fail(err error) {

@@ -115,6 +115,35 @@ func TestInterleave(t *testing.T) {
 	}
 }
 
+// failingLocker fails every Lock after its first n.
+type failingLocker struct{ n *int }
+
+func (l failingLocker) Lock(context.Context) error {
+	if *l.n--; *l.n < 0 {
+		return errors.New("gone")
+	}
+	return nil
+}
+func (failingLocker) Unlock(context.Context) error { return nil }
+
+// TestInterleave_failingRow checks that a row failing in the interleaved
+// run leaves it with its error and no p50, and the other rows with theirs.
+func TestInterleave_failingRow(t *testing.T) {
+	n := warmUps + 3
+	failing := row{name: "failing", open: func(string, string, int, int) ([]locker, func(), error) {
+		return []locker{failingLocker{&n}}, func() {}, nil
+	}}
+	good := row{name: ceiling, inProcess: true, open: openSyncMutex}
+	d := &deployments{server: &env{}}
+	p50s, err := d.interleave([]row{failing, good}, config{uncontended: 20})
+	if err == nil || !strings.Contains(err.Error(), "failing") {
+		t.Errorf("interleave() error = %v; want the failing row's", err)
+	}
+	if p50s[0] != 0 || p50s[1] <= 0 {
+		t.Errorf("p50s = %v; want none for the failing row and one for the other", p50s)
+	}
+}
+
 // TestContendOverlaps checks that contend counts an acquisition that finds
 // as many holders as the lock allows already in: a semaphore of 3 slots
 // that claims 2 overlaps, one that claims 3 does not.
@@ -148,6 +177,24 @@ func TestPushFloor(t *testing.T) {
 	}
 	if res.handoffs == 0 || res.handoffP50 <= 0 {
 		t.Fatalf("%d hand-offs in %d acquisitions, p50 %v", res.handoffs, res.acquisitions, res.handoffP50)
+	}
+	// A waiter that gives up leaves the queue: the lock stays usable.
+	holder, quitter := lockers[0], lockers[1]
+	if err := holder.Lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := quitter.Lock(ctx); err == nil {
+		t.Fatal("a second Lock got the held push-floor lock")
+	}
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatalf("Lock after a waiter gave up = %v; want the free lock", err)
 	}
 	res.name = pushFloor
 	var b strings.Builder

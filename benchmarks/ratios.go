@@ -165,13 +165,10 @@ func (d *deployments) interleaveRows(cfg config, results []result) error {
 		return nil
 	}
 	p50s, err := d.interleave(rs, cfg)
-	if err != nil {
-		return err
-	}
 	for j, i := range at {
 		results[i].interleaved = p50s[j]
 	}
-	return nil
+	return err
 }
 
 // ratioMetrics are the columns of a table of rows divided by another row.

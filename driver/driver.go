@@ -18,12 +18,13 @@
 // chain, as go-redis's are; any other error means the reply did not come.
 // An error of a call that never left for Redis is marked with NotSent.
 //
-// Every method returns once ctx ends. The Client bounds ctx by its command
-// timeout (uncomplicated.WithCommandTimeout) before each call, and turns
-// what ran out of it into an error matching os.ErrDeadlineExceeded. A
-// driver whose user chose a client that bounds calls by their ctx's
-// deadline alone, to spare a goroutine per call, returns by that deadline
-// and says so (package goredis with ContextTimeoutEnabled).
+// Every method returns once ctx ends, or, where the driver says so, once
+// ctx's deadline passes: a driver over a client that its user set to bound
+// calls by their deadline alone, to spare a goroutine per call, may let a
+// cancel wait for that deadline (package goredis with
+// ContextTimeoutEnabled). The Client bounds ctx by its command timeout
+// (uncomplicated.WithCommandTimeout) before each call, and turns what ran
+// out of it into an error matching os.ErrDeadlineExceeded.
 package driver
 
 import (

@@ -14,9 +14,12 @@
 // With ContextTimeoutEnabled, go-redis bounds a call by its ctx's
 // deadline, and a call runs in the caller's goroutine, the cheapest way;
 // but a ctx cancelled before its deadline ends the call only when its
-// reply comes or that deadline (at the latest the command timeout,
-// uncomplicated.WithCommandTimeout) passes. Without it, each call runs in
-// a goroutine of its own, which the caller leaves as soon as its ctx ends.
+// reply comes or its deadline passes: the sooner of the ctx's own and the
+// command timeout (uncomplicated.WithCommandTimeout), or with neither,
+// go-redis's ReadTimeout. On a server that stopped answering, a Lock whose
+// ctx was cancelled, or a Do whose fn returned while a Refresh was under
+// way, returns that much later. Without it, each call runs in a goroutine
+// of its own, which the caller leaves as soon as its ctx ends.
 package goredis
 
 import (
