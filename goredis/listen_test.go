@@ -108,6 +108,7 @@ func TestRedis_stoppedServerCancelled(t *testing.T) {
 		if err := srv.Pause(); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = srv.Resume() }) // should the test stop early
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		start := time.Now()
