@@ -62,8 +62,10 @@ func TestRows(t *testing.T) {
 			t.Errorf("%s: %d overlaps and %d errors (first: %v) in %d acquisitions", r.name, res.overlaps, res.errors, res.firstErr, res.acquisitions)
 		case res.utilisation <= 0 || res.utilisation > 1:
 			t.Errorf("%s: utilisation %.3f, want in (0, 1]", r.name, res.utilisation)
-		case r.floor && (res.cmdsLockUnlock != 0 || res.cmdsPerAcq <= 0 || res.cmdsPerAcq > 1):
-			t.Errorf("%s: %.2f commands per lock+unlock, %.2f per acquisition; want none, and at most one PUBLISH", r.name, res.cmdsLockUnlock, res.cmdsPerAcq)
+		// At most one PUBLISH an acquisition, give or take the hand-offs to
+		// acquisitions after the run's end, which it does not count.
+		case r.floor && (res.cmdsLockUnlock != 0 || res.cmdsPerAcq <= 0 || res.cmdsPerAcq > 1.1):
+			t.Errorf("%s: %.3f commands per lock+unlock, %.3f per acquisition; want none, and about one PUBLISH at most", r.name, res.cmdsLockUnlock, res.cmdsPerAcq)
 		case !r.inProcess && !r.floor && (res.cmdsLockUnlock < 2 || res.cmdsPerAcq < 2):
 			t.Errorf("%s: %.2f commands per lock+unlock, %.2f per acquisition; want at least 2", r.name, res.cmdsLockUnlock, res.cmdsPerAcq)
 		case !r.inProcess && res.cpuPerAcq <= 0:
