@@ -180,8 +180,14 @@ func TestPushFloor(t *testing.T) {
 	if res.handoffs == 0 || res.handoffP50 <= 0 {
 		t.Fatalf("%d hand-offs in %d acquisitions, p50 %v", res.handoffs, res.acquisitions, res.handoffP50)
 	}
-	// A waiter that gives up leaves the queue: the lock stays usable.
-	holder, quitter := lockers[0], lockers[1]
+	// A waiter that gives up leaves the queue: the lock stays usable. (A
+	// worker waiting when the run ended gave up too: fresh lockers.)
+	fresh, closeFresh, err := openPushFloor(e.addr, "floor-test-quit", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeFresh()
+	holder, quitter := fresh[0], fresh[1]
 	if err := holder.Lock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
