@@ -163,17 +163,10 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 // take takes sem, or returns an error wrapping ErrNotObtained, saying
 // busy, when ctx ends first.
 func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) error {
-	select {
-	case sem <- struct{}{}:
-		return nil
-	default:
+	if err := takeOp(ctx, sem); err != nil {
+		return newError(e.name, ErrNotObtained.Error()+": "+e.name+": "+busy+": "+err.Error(), err, ErrNotObtained)
 	}
-	select {
-	case sem <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return newError(e.name, ErrNotObtained.Error()+": "+e.name+": "+busy+": "+ctx.Err().Error(), ctx.Err(), ErrNotObtained)
-	}
+	return nil
 }
 
 // announce tells observers that l leads: it stores l's fence and when it

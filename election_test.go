@@ -195,12 +195,7 @@ func TestElection_lead(t *testing.T) {
 	}
 	err = e.Lead(ctx, "a", func(ctx context.Context) error {
 		mr.Set(e.Name(), "someone else") // taken from it
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(5 * time.Second):
-			return errors.New("fn's ctx not cancelled")
-		}
+		return causeWithin(ctx, 5*time.Second)
 	})
 	if !errors.Is(err, uncomplicated.ErrLost) {
 		t.Errorf("Lead() with leadership lost = %v; want ErrLost", err)

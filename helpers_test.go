@@ -2,6 +2,7 @@ package uncomplicated_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"slices"
 	"strings"
@@ -122,4 +123,15 @@ func (r *logRecorder) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.msgs)
+}
+
+// causeWithin returns why ctx ended, or an error when it has not within d:
+// what an fn returns to check that its ctx is cancelled.
+func causeWithin(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-time.After(d):
+		return errors.New("fn's ctx not cancelled")
+	}
 }

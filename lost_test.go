@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/mockclock"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
@@ -386,13 +386,13 @@ func newMockFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis, *clock.Mo
 // The Client's restart watch ticks on the same clock and sends commands of
 // its own: fn waits for the Refresh, a script, to hang, not for any
 // command, or a late Refresh would get through once fn stopped the hang.
-// Its timers are made on a serialClock: the expiry timer is unread when
+// Its timers are made on a mockclock.Mock: the expiry timer is unread when
 // the lease ends.
 func TestMutex_Do_returnsAfterLeaseEnded(t *testing.T) {
 	for i := range 20 {
 		fp, _, mmock := newMockFaultPool(t)
 		fp.hungScripts.Store(true)
-		mock := &serialClock{Mock: mmock}
+		mock := mockclock.Wrap(mmock)
 		m := mustNew(t, uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Minute),
 			uncomplicated.WithAutoRefresh(time.Second)), Order{int64(i)})
 		var release func()
@@ -410,28 +410,3 @@ func TestMutex_Do_returnsAfterLeaseEnded(t *testing.T) {
 		}
 	}
 }
-
-// serialClock is a mock clock that makes no timer while Add runs.
-// clock.Mock's Timer fires the timers due itself: made while Add fires
-// one, it can fire it a second time, and with the first value unread that
-// send blocks, with the mock's lock held, for ever.
-type serialClock struct {
-	*clock.Mock
-	mu sync.Mutex
-}
-
-func (c *serialClock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.Mock.Add(d)
-}
-
-func (c *serialClock) Timer(d time.Duration) *clock.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.Mock.Timer(d)
-}
-
-func (c *serialClock) After(d time.Duration) <-chan time.Time { return c.Timer(d).C }
-
-func (c *serialClock) Sleep(d time.Duration) { <-c.After(d) }

@@ -149,12 +149,7 @@ func TestDoAll_lost(t *testing.T) {
 	a, b := mustNew(t, cs[0], Order{1}), mustNew(t, cs[0], Order{2})
 	err := uncomplicated.DoAll(context.Background(), []*uncomplicated.Mutex{a, b}, func(ctx context.Context) error {
 		mr.Del(b.Name())
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(10 * time.Second):
-			return errors.New("fn's ctx not cancelled")
-		}
+		return causeWithin(ctx, 10*time.Second)
 	})
 	if !errors.Is(err, uncomplicated.ErrLost) {
 		t.Errorf("DoAll() with a lock lost = %v; want ErrLost", err)

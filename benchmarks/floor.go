@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -144,13 +143,13 @@ func printFloorRatios(w io.Writer, results []result) {
 	if !ok || floor.handoffs == 0 || floor.handoffP50 <= 0 {
 		return
 	}
-	var parts []string
-	for _, name := range []string{ours, ownGoredis, ownRueidis} {
-		if r, ok := find(results, name); ok && r.handoffs > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.2f×", name, float64(r.handoffP50)/float64(floor.handoffP50)))
+	handoff := func(r result) time.Duration {
+		if r.handoffs == 0 {
+			return 0
 		}
+		return r.handoffP50
 	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w, "\nHand-off p50 ÷ the push floor's (%s): %s.\n", micros(floor.handoffP50), strings.Join(parts, ", "))
+	if parts := clientRatios(results, handoff, floor.handoffP50); parts != "" {
+		fmt.Fprintf(w, "\nHand-off p50 ÷ the push floor's (%s): %s.\n", micros(floor.handoffP50), parts)
 	}
 }

@@ -93,16 +93,23 @@ func printInterleavedClients(w io.Writer, results, peers []result) {
 	if !found {
 		return
 	}
+	if parts := clientRatios(results, func(r result) time.Duration { return r.interleaved }, best.interleaved); parts != "" {
+		fmt.Fprintf(w, "\nInterleaved lock+unlock ÷ the fastest peer's (%s, %s): %s.\n",
+			best.name, micros(best.interleaved), parts)
+	}
+}
+
+// clientRatios lists, for the Mutex on each client library on the server,
+// its value by ref: "uncomplicated 1.05×, ..."; a row without the value
+// (0) is left out.
+func clientRatios(results []result, value func(result) time.Duration, ref time.Duration) string {
 	var parts []string
 	for _, name := range []string{ours, ownGoredis, ownRueidis} {
-		if r, ok := find(results, name); ok && r.interleaved > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.2f×", name, float64(r.interleaved)/float64(best.interleaved)))
+		if r, ok := find(results, name); ok && value(r) > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f×", name, float64(value(r))/float64(ref)))
 		}
 	}
-	if len(parts) > 0 {
-		fmt.Fprintf(w, "\nInterleaved lock+unlock ÷ the fastest peer's (%s, %s): %s.\n",
-			best.name, micros(best.interleaved), strings.Join(parts, ", "))
-	}
+	return strings.Join(parts, ", ")
 }
 
 func find(results []result, name string) (result, bool) {

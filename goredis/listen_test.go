@@ -59,15 +59,17 @@ func TestSubscription_silentNode(t *testing.T) {
 	}
 }
 
-// With go-redis's defaults (ContextTimeoutEnabled off), a call to a
-// server that stopped answering still ends with its ctx.
-func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
-	srv := redistest.Start(t)
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	defer rdb.Close()
-	c := goredis.NewClient(rdb)
-	defer c.Close()
-	m, err := uncomplicated.New(c, uncomplicated.Named("stopped"))
+// heldThenStopped returns a Mutex named name, held through a go-redis
+// client of srv with opts, once srv has stopped answering (SIGSTOP);
+// resume continues srv, and the test's end does too.
+func heldThenStopped(t *testing.T, srv *redistest.Server, name string, opts *redis.Options, copts ...uncomplicated.Option) (m *uncomplicated.Mutex, resume func()) {
+	t.Helper()
+	opts.Addr = srv.Addr
+	rdb := redis.NewClient(opts)
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := goredis.NewClient(rdb, copts...)
+	t.Cleanup(func() { _ = c.Close() })
+	m, err := uncomplicated.New(c, uncomplicated.Named(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,11 +79,19 @@ func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = srv.Resume() }()
+	resume = func() { _ = srv.Resume() }
+	t.Cleanup(resume)
+	return m, resume
+}
+
+// With go-redis's defaults (ContextTimeoutEnabled off), a call to a
+// server that stopped answering still ends with its ctx.
+func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
+	m, _ := heldThenStopped(t, redistest.Start(t), "stopped", &redis.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err = m.Unlock(ctx)
+	err := m.Unlock(ctx)
 	if d := time.Since(start); d > 2*time.Second || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Unlock on a stopped server = %v after %v; want the ctx's DeadlineExceeded by its deadline", err, d)
 	}
@@ -94,29 +104,14 @@ func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
 func TestRedis_stoppedServerCancelled(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, enabled := range []bool{false, true} {
-		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ContextTimeoutEnabled: enabled})
-		defer rdb.Close()
-		c := goredis.NewClient(rdb, uncomplicated.WithCommandTimeout(time.Second))
-		defer c.Close()
-		m, err := uncomplicated.New(c, uncomplicated.Named(fmt.Sprintf("cancelled-%v", enabled)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := m.Lock(context.Background()); err != nil { // a connection in the pool
-			t.Fatal(err)
-		}
-		if err := srv.Pause(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = srv.Resume() }) // should the test stop early
+		m, resume := heldThenStopped(t, srv, fmt.Sprintf("cancelled-%v", enabled),
+			&redis.Options{ContextTimeoutEnabled: enabled}, uncomplicated.WithCommandTimeout(time.Second))
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
 		start := time.Now()
-		err = m.Unlock(ctx)
+		err := m.Unlock(ctx)
 		took := time.Since(start)
-		if err := srv.Resume(); err != nil {
-			t.Fatal(err)
-		}
+		resume()
 		switch {
 		case err == nil:
 			t.Errorf("ContextTimeoutEnabled %v: Unlock on a stopped server = nil", enabled)

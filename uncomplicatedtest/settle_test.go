@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/mockclock"
 )
 
 func TestObservedClock_state(t *testing.T) {
@@ -33,7 +34,7 @@ func TestObservedClock_state(t *testing.T) {
 		{"asleep, work due sooner", 1, []time.Time{later}, true, sooner, []time.Time{sooner}},
 	}
 	for _, tc := range cases {
-		c := &observedClock{Mock: mock, waiting: tc.waiting, parked: map[*parking]struct{}{}, due: map[*time.Time]struct{}{}}
+		c := &observedClock{Mock: mockclock.Wrap(mock), waiting: tc.waiting, parked: map[*parking]struct{}{}, due: map[*time.Time]struct{}{}}
 		for _, u := range tc.parked {
 			c.parked[&parking{until: u}] = struct{}{}
 		}

@@ -33,6 +33,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/mockclock"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
@@ -79,7 +80,7 @@ func New(t testing.TB, opts ...uncomplicated.Option) *Env {
 	}
 	t.Cleanup(func() { _ = pool.Close() })
 
-	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mock, parked: map[*parking]struct{}{}, handed: map[string]bool{}, due: map[*time.Time]struct{}{}}}
+	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mockclock.Wrap(mock), parked: map[*parking]struct{}{}, handed: map[string]bool{}, due: map[*time.Time]struct{}{}}}
 	e.Client = e.NewClient(opts...)
 	return e
 }
@@ -165,19 +166,16 @@ func (e *Env) settle() (time.Time, bool) {
 func pause() { time.Sleep(50 * time.Microsecond) }
 
 // set moves Redis's time, then the clock, to t, while no timer is made
-// (see observedClock.Timer).
+// (see mockclock).
 func (e *Env) set(t time.Time) {
 	e.Redis.SetTime(t)
-	e.clock.moving.Lock()
-	defer e.clock.moving.Unlock()
-	e.Clock.Set(t)
+	e.clock.Set(t)
 }
 
 // observedClock is the mock clock as the Client sees it: it also counts the
 // Client's waiters and where they sleep.
 type observedClock struct {
-	*clock.Mock
-	moving  sync.Mutex              // held while Env moves the clock, and while a timer is made
+	*mockclock.Mock
 	mu      sync.Mutex              // guards the fields below
 	waiting int                     // Lock calls under way
 	parked  map[*parking]struct{}   // those that wait
@@ -193,21 +191,6 @@ type parking struct {
 }
 
 var _ settle.Observer = (*observedClock)(nil)
-
-// Timer is the mock's, made while Env does not move the clock: clock.Mock's
-// Timer fires the timers already due itself, and doing so while Set fires
-// them, or while another Timer does, it could fire one twice; a second
-// send on a channel whose first value nobody read blocks for ever, with
-// the mock's lock held.
-func (c *observedClock) Timer(d time.Duration) *clock.Timer {
-	c.moving.Lock()
-	defer c.moving.Unlock()
-	return c.Mock.Timer(d)
-}
-
-// After and Sleep go through Timer.
-func (c *observedClock) After(d time.Duration) <-chan time.Time { return c.Timer(d).C }
-func (c *observedClock) Sleep(d time.Duration)                  { <-c.After(d) }
 
 func (c *observedClock) Waiting(delta int) {
 	c.mu.Lock()

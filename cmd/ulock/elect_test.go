@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,30 +37,17 @@ func TestElect_again(t *testing.T) {
 		await(t, "ulock elect to exit after SIGTERM", p.Exited)
 	}
 
-	f, err := os.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines [][]string
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		lines = append(lines, strings.Fields(sc.Text()))
-	}
 	var lastEnd int64
 	var lastFence uint64
-	for i := 0; i+1 < len(lines); i += 2 {
-		s, end := lines[i], lines[i+1]
-		if s[0] != "start" || end[0] != "end" || s[1] != end[1] {
-			t.Fatalf("lines %d and %d = %q, %q; want the start and the end of one run", i, i+1, s, end)
-		}
-		fence, _ := strconv.ParseUint(s[2], 10, 64)
-		begin, _ := strconv.ParseInt(s[3], 10, 64)
-		stop, _ := strconv.ParseInt(end[3], 10, 64)
+	for i, r := range runs(t, log) {
+		fence, _ := strconv.ParseUint(r[0][2], 10, 64)
+		begin, _ := strconv.ParseInt(r[0][3], 10, 64)
+		stop, _ := strconv.ParseInt(r[1][3], 10, 64)
 		if begin < lastEnd || fence <= lastFence {
-			t.Errorf("run %d: fence %d from %d overlaps the previous one (fence %d) to %d", i/2, fence, begin, lastFence, lastEnd)
+			t.Errorf("run %d: fence %d from %d overlaps the previous one (fence %d) to %d", i, fence, begin, lastFence, lastEnd)
 		}
 		if lastEnd > 0 && time.Duration(begin-lastEnd) > time.Second {
-			t.Errorf("run %d began %v after the previous one ended; want the next leader at once", i/2, time.Duration(begin-lastEnd))
+			t.Errorf("run %d began %v after the previous one ended; want the next leader at once", i, time.Duration(begin-lastEnd))
 		}
 		lastEnd, lastFence = stop, fence
 	}

@@ -119,6 +119,26 @@ func read(path string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// runs reads a log of COMMAND runs, each a line "start PID ..." followed
+// by its line "end PID ...", and returns each run's two lines split into
+// fields; it fails the test when a start is not followed by its end.
+func runs(t *testing.T, log string) [][2][]string {
+	t.Helper()
+	var lines [][]string
+	for _, l := range strings.Split(read(log), "\n") {
+		lines = append(lines, strings.Fields(l))
+	}
+	var rs [][2][]string
+	for i := 0; i+1 < len(lines); i += 2 {
+		s, e := lines[i], lines[i+1]
+		if len(s) < 2 || len(e) < 2 || s[0] != "start" || e[0] != "end" || s[1] != e[1] {
+			t.Fatalf("lines %d and %d = %q, %q; want the start and the end of one run", i, i+1, s, e)
+		}
+		rs = append(rs, [2][]string{s, e})
+	}
+	return rs
+}
+
 func TestUlock_usage(t *testing.T) {
 	cases := []struct {
 		args []string

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"os"
 	"runtime"
@@ -37,30 +36,17 @@ func TestRun_exclusive(t *testing.T) {
 	}
 	wg.Wait()
 
-	f, err := os.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var lines [][]string
-	for sc := bufio.NewScanner(f); sc.Scan(); {
-		lines = append(lines, strings.Fields(sc.Text()))
-	}
-	if len(lines) != 12 {
-		t.Fatalf("%d lines in the log; want 12:\n%v", len(lines), lines)
+	if n := strings.Count(read(log), "\n") + 1; n != 12 {
+		t.Fatalf("%d lines in the log; want 12:\n%s", n, read(log))
 	}
 	// Each start is followed by the end of the same run, and the next
 	// start comes after that end: the intervals are disjoint.
 	var lastEnd int64
-	for i := 0; i < len(lines); i += 2 {
-		s, e := lines[i], lines[i+1]
-		if s[0] != "start" || e[0] != "end" || s[1] != e[1] {
-			t.Fatalf("lines %d and %d = %q, %q; want the start and the end of one run", i, i+1, s, e)
-		}
-		begin, _ := strconv.ParseInt(s[2], 10, 64)
-		end, _ := strconv.ParseInt(e[2], 10, 64)
+	for i, r := range runs(t, log) {
+		begin, _ := strconv.ParseInt(r[0][2], 10, 64)
+		end, _ := strconv.ParseInt(r[1][2], 10, 64)
 		if begin < lastEnd || end < begin {
-			t.Errorf("run %d: [%d, %d] overlaps the previous one, which ended at %d", i/2, begin, end, lastEnd)
+			t.Errorf("run %d: [%d, %d] overlaps the previous one, which ended at %d", i, begin, end, lastEnd)
 		}
 		lastEnd = end
 	}
