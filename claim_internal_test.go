@@ -38,7 +38,8 @@ func TestConfig_claim(t *testing.T) {
 }
 
 // A waiter's queue entry states its claim, not its lease: what a release
-// gives it until it takes the lock.
+// gives it until it takes the lock; and the number of the attempt that
+// writes it.
 func TestWaiter_entryStatesTheClaim(t *testing.T) {
 	cfg, _ := build([]Option{WithLease(time.Hour)})
 	w := waiter{b: &base{cfg: cfg}, c: &spec{entry: entryExclusive, channel: "ch"}, l: &listener{}}
@@ -46,9 +47,10 @@ func TestWaiter_entryStatesTheClaim(t *testing.T) {
 	if op := w.queue(); op != "q" {
 		t.Fatalf("queue() = %q; want q", op)
 	}
-	fields := strings.Fields(w.entry)
-	if len(fields) != 4 || fields[1] != strconv.FormatInt(cfg.claim().Milliseconds(), 10) {
-		t.Errorf("entry = %q; want the claim, %v, after the kind", w.entry, cfg.claim())
+	entry := queueEntry(w.c.entry, cfg.claim(), cfg.expiry(), 7, w.c.channel)
+	fields := strings.Fields(entry)
+	if len(fields) != 5 || fields[1] != strconv.FormatInt(cfg.claim().Milliseconds(), 10) || fields[3] != "7" {
+		t.Errorf("entry = %q; want the claim, %v, after the kind, and attempt 7 before the channel", entry, cfg.claim())
 	}
 }
 
@@ -62,21 +64,21 @@ func TestWaiter_handedOverWithinTheClaim(t *testing.T) {
 	claim := cfg.claim()
 	now := mock.Now()
 	cases := []struct {
-		name  string
-		fence uint64
-		from  time.Time
-		want  bool
+		name string
+		wu   wakeUp
+		from time.Time
+		want bool
 	}{
-		{"no hand-off", 0, now, false},
-		{"before the last attempt", 3, now, false},
-		{"after it, at once", 4, now, true},
-		{"a nanosecond before half the claim", 4, now.Add(-claim/2 + time.Nanosecond), true},
-		{"half the claim on", 4, now.Add(-claim / 2), false},
-		{"long after (a paused waiter)", 4, now.Add(-time.Minute), false},
+		{"no hand-off", wakeUp{}, now, false},
+		{"of the entry of an attempt before the last", wakeUp{fence: 9, attempt: 2}, now, false},
+		{"of the last attempt's entry, at once", wakeUp{fence: 9, attempt: 3}, now, true},
+		{"a nanosecond before half the claim", wakeUp{fence: 9, attempt: 3}, now.Add(-claim/2 + time.Nanosecond), true},
+		{"half the claim on", wakeUp{fence: 9, attempt: 3}, now.Add(-claim / 2), false},
+		{"long after (a paused waiter)", wakeUp{fence: 9, attempt: 3}, now.Add(-time.Minute), false},
 	}
 	for _, tc := range cases {
-		w := waiter{b: &base{cfg: cfg}, seen: 3, inQueue: true}
-		if got := w.handedOver(tc.fence, tc.from); got != tc.want || w.inQueue == got {
+		w := waiter{b: &base{cfg: cfg}, entries: 3, inQueue: true}
+		if got := w.handedOver(tc.wu, tc.from); got != tc.want || w.inQueue == got {
 			t.Errorf("%s: handedOver() = %v (in queue: %v); want %v", tc.name, got, w.inQueue, tc.want)
 		}
 	}

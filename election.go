@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,12 +17,11 @@ import (
 // (<prefix>:election:<name>, a name no other lock may take) whose holder
 // is the leader: campaigners wait in its queue, and a Resign hands the
 // lock to the oldest at once. The leader's value travels as the holder
-// label of its token; its fence is the lock's. A new leader announces
-// itself: it writes its fence and when it was elected into
-// <prefix>:leader:{<key>}, and publishes on <prefix>:elected:{<key>},
-// which wakes every observer of every Client (see broadcast). Observers
-// also read the leader every tick, so a lost message costs a tick, never a
-// leader.
+// label of its token; its fence is the lock's, which also tells when it
+// was elected (see newFenceLua). A new leader announces itself on
+// <prefix>:elected:{<key>}, which wakes every observer of every Client
+// (see broadcast). Observers also read the leader every tick, so a lost
+// message costs a tick, never a leader.
 
 // ErrNoLeader: Election.Leader found no leader.
 var ErrNoLeader = errors.New("uncomplicated: no leader")
@@ -32,7 +30,7 @@ var ErrNoLeader = errors.New("uncomplicated: no leader")
 type Leader struct {
 	Value string    // what the leader announced in Campaign
 	Fence uint64    // rises with every new leader
-	Since time.Time // when it was elected, by the leader's clock
+	Since time.Time // when it was elected, by Redis's clock
 }
 
 // An Election elects one leader among the processes that campaign in it.
@@ -42,8 +40,6 @@ type Election struct {
 	c       *Client
 	cfg     config
 	name    string        // its lock's key
-	leader  string        // the key of the leader's announcement
-	fence   string        // the key of its lock's fence counter
 	channel string        // where a new leader announces itself
 	every   time.Duration // how often the leader refreshes its hold
 	sem     chan struct{} // held by the Campaign under way
@@ -89,8 +85,7 @@ func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	}
 	key := cfg.prefix + electionPart + escape(name)
 	return &Election{
-		c: c, cfg: cfg, name: key, every: every, fence: fenceKey(cfg.prefix, key),
-		leader: cfg.prefix + ":leader:{" + key + "}", channel: cfg.prefix + ":elected:{" + key + "}",
+		c: c, cfg: cfg, name: key, every: every, channel: cfg.prefix + ":elected:{" + key + "}",
 		sem: make(chan struct{}, 1), lead: make(chan struct{}, 1),
 	}, nil
 }
@@ -169,14 +164,13 @@ func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) err
 	return nil
 }
 
-// announce tells observers that l leads: it stores l's fence and when it
-// was elected, unless a newer leader has come, and publishes the fence. It
-// tries twice, under the Client's ctx; observers that miss it read the
-// leader at their next tick.
+// announce tells observers that l leads: it publishes l's fence, unless a
+// newer leader has come. It tries twice, under the Client's ctx; observers
+// that miss it read the leader at their next tick.
 func (e *Election) announce(l *leadership) {
 	for range 2 {
-		_, _, err := l.m.eval(e.c.ctx, announceScript, []string{e.leader, e.channel, e.fence},
-			l.h.fence, l.h.since.UnixMilli(), broadcast+" "+strconv.FormatUint(l.h.fence, 10))
+		_, _, err := l.m.eval(e.c.ctx, announceScript, []string{e.name, e.channel},
+			l.h.fence, broadcast+" "+strconv.FormatUint(l.h.fence, 10))
 		if err == nil {
 			return
 		}
@@ -239,38 +233,34 @@ func (e *Election) forget(want *leadership) *leadership {
 }
 
 // Leader returns the current leader, or an error wrapping ErrNoLeader when
-// there is none. It costs Redis one script.
+// there is none. It costs Redis one GET.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if err := e.check(ctx, ""); err != nil {
 		return Leader{}, err
 	}
-	l, _, err := e.read(ctx)
-	return l, err
+	return e.read(ctx)
 }
 
-// read returns the current leader, and whether it has announced itself:
-// until it has, Since is when it began to campaign, as its token says.
-func (e *Election) read(ctx context.Context) (Leader, bool, error) {
-	reply, _, err := e.c.redis.eval(ctx, e.cfg.commandTimeout, leaderScript, []string{e.name, e.fence, e.leader})
+// read returns the current leader, as its lock's holder tells.
+func (e *Election) read(ctx context.Context) (Leader, error) {
+	reply, err := e.c.redis.command(ctx, e.cfg.commandTimeout, []string{e.name}, "GET", e.name)
 	if err != nil {
-		return Leader{}, false, newError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
+		return Leader{}, newError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
 	}
-	parts, err := strs(reply)
-	if err != nil || len(parts) != 3 {
-		return Leader{}, false, newError(e.name, fmt.Sprintf("uncomplicated: %s: leader reply %v", e.name, reply), driver.ErrUnexpectedReply)
+	v, ok := reply.([]byte)
+	if reply != nil && !ok {
+		return Leader{}, newError(e.name, fmt.Sprintf("uncomplicated: %s: leader reply %T", e.name, reply), driver.ErrUnexpectedReply)
 	}
-	if parts[0] == "" {
-		return Leader{}, false, newError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
+	if len(v) == 0 {
+		return Leader{}, newError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
 	}
-	t := parseToken(parts[0])
-	l := Leader{Value: t.label, Since: t.since}
-	l.Fence, _ = strconv.ParseUint(parts[1], 10, 64)
-	fence, ms, _ := strings.Cut(parts[2], " ")
-	announced := fence == parts[1]
-	if n, err := strconv.ParseInt(ms, 10, 64); announced && err == nil {
-		l.Since = time.UnixMilli(n)
+	token, fence := cutFence(string(v))
+	t := parseToken(token)
+	l := Leader{Value: t.label, Fence: fence, Since: t.since}
+	if fence > 0 {
+		l.Since = time.UnixMicro(int64(fence))
 	}
-	return l, announced, nil
+	return l, nil
 }
 
 // Observe returns a channel that receives the current leader at once, if
@@ -294,22 +284,16 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 // every tick, until ctx ends or the Client closes.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer close(out)
-	var wake <-chan uint64
+	var wake <-chan wakeUp
 	if w := e.c.wakeups(false); w != nil {
 		l := w.listen(e.channel, newToken(), false)
 		defer l.close(nil)
 		wake = l.wake
 	}
-	clk := e.cfg.clock
-	var last, pending uint64 // the last leader sent; one seen before it announced itself
-	var seen time.Time       // when pending was first seen
+	var last uint64 // the fence of the last leader sent
 	for {
-		leader, announced, err := e.read(ctx)
-		fresh := err == nil && leader.Fence != last
-		if fresh && !announced && leader.Fence != pending {
-			pending, seen = leader.Fence, clk.Now()
-		}
-		if fresh && (announced || clk.Since(seen) >= announcing) {
+		leader, err := e.read(ctx)
+		if err == nil && leader.Fence != last {
 			select {
 			case out <- leader:
 				last = leader.Fence
@@ -320,11 +304,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 			}
 			continue // read again: a newer leader may have come meanwhile
 		}
-		wait := jitter(e.cfg.tick())
-		if fresh { // its announcement is on its way; failing that, send it as it is soon
-			wait = min(wait, announcing-clk.Since(seen))
-		}
-		t := clk.Timer(wait)
+		t := e.cfg.clock.Timer(jitter(e.cfg.tick()))
 		select {
 		case <-t.C:
 		case <-wake:
@@ -337,10 +317,6 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		}
 	}
 }
-
-// announcing is how long an observer waits for the announcement of a
-// leader that it found elected, before it sends that leader as it is.
-const announcing = 500 * time.Millisecond
 
 // Lead campaigns with value, runs fn while leading and resigns when fn
 // returns, also when fn panics (the panic then goes on). fn's ctx carries
@@ -449,29 +425,16 @@ func (e *Election) check(ctx context.Context, value string) error {
 	return nil
 }
 
-// leaderScript reads an election's lock, its fence counter, which while
-// the lock is held is its holder's fence, and the last announcement.
-var leaderScript = driver.NewScript(3, `
-local token = redis.call('GET', KEYS[1])
-if not token then
-  return {'', '0', ''}
-end
-return {token, redis.call('GET', KEYS[2]) or '0', redis.call('GET', KEYS[3]) or ''}
-`)
-
-// announceScript announces a new leader, unless a newer one has come
-// (the fence counter KEYS[3] is no longer its fence ARGV[1]): it stores
-// "<fence> <elected, unix ms>" (ARGV[1], ARGV[2]) in KEYS[1], and
-// publishes ARGV[3] on the channel KEYS[2], sharded where Redis has
-// sharded pub/sub, as the hand-offs are (see queueLua). An announcement
-// stays until the next: a reader finds it stale by its fence.
-var announceScript = driver.NewScript(3, `
-if redis.call('GET', KEYS[3]) ~= ARGV[1] then
+// announceScript publishes ARGV[2] on the channel KEYS[2], sharded where
+// Redis has sharded pub/sub, as the hand-offs are (see queueHandLua), unless
+// the lock KEYS[1] no longer holds the fence ARGV[1]: a newer leader has
+// come, or none is left. Replies 1 when it published, else 0.
+var announceScript = driver.NewScript(2, fenceOfLua+`
+if fenceOf(redis.call('GET', KEYS[1])) ~= tonumber(ARGV[1]) then
   return 0
 end
-redis.call('SET', KEYS[1], ARGV[1] .. ' ' .. ARGV[2])
-if not pcall(redis.call, 'SPUBLISH', KEYS[2], ARGV[3]) then
-  redis.call('PUBLISH', KEYS[2], ARGV[3])
+if not pcall(redis.call, 'SPUBLISH', KEYS[2], ARGV[2]) then
+  redis.call('PUBLISH', KEYS[2], ARGV[2])
 end
 return 1
 `)

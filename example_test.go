@@ -48,15 +48,15 @@ func Example() {
 		log.Fatal(err)
 	}
 	err = m.Do(ctx, func(ctx context.Context) error {
-		fence, _ := uncomplicated.FenceOf(ctx) // or m.Fence()
-		fmt.Println("charging order", order.N, "under", m.Name(), "with fence", fence)
-		return nil
+		fence, _ := uncomplicated.FenceOf(ctx) // or m.Fence(): above every earlier hold's
+		fmt.Println("charging order", order.N, "under", m.Name(), "with a fence:", fence > 0)
+		return nil // your work here, passing fence to the store it writes to
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	// Output:
-	// charging order 42 under lock:uncomplicated_test.Order:42 with fence 1
+	// charging order 42 under lock:uncomplicated_test.Order:42 with a fence: true
 }
 
 // exampleClient returns a Client on a fresh in-memory Redis, and a func
@@ -80,13 +80,15 @@ func ExampleMutex_Do() {
 	defer stop()
 	ctx := context.Background()
 
+	last := map[int64]uint64{} // each order's last fence
 	for _, n := range []int64{1, 1, 2} {
 		m, err := uncomplicated.New(client, Order{N: n})
 		if err != nil {
 			log.Fatal(err)
 		}
 		err = m.Do(ctx, func(ctx context.Context) error {
-			fmt.Printf("order %d, fence %d\n", n, m.Fence())
+			fmt.Printf("order %d, fence above its last: %v\n", n, m.Fence() > last[n])
+			last[n] = m.Fence()
 			return nil
 		})
 		if errors.Is(err, uncomplicated.ErrNotHeld) {
@@ -96,9 +98,9 @@ func ExampleMutex_Do() {
 		}
 	}
 	// Output:
-	// order 1, fence 1
-	// order 1, fence 2
-	// order 2, fence 1
+	// order 1, fence above its last: true
+	// order 1, fence above its last: true
+	// order 2, fence above its last: true
 }
 
 // With WithAutoRefresh, Do keeps the lock through a job longer than the
@@ -153,9 +155,11 @@ func ExampleFenceOf() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	var stored uint64 // the highest fence the store has seen
 	save := func(ctx context.Context, report string) error {
 		fence, ok := uncomplicated.FenceOf(ctx)
-		fmt.Println("saving", report, "with fence", fence, ok)
+		fmt.Println("saving", report, "with a fence above the stored one:", ok && fence > stored)
+		stored = fence
 		return nil
 	}
 	for range 2 {
@@ -166,8 +170,8 @@ func ExampleFenceOf() {
 	_, ok := uncomplicated.FenceOf(ctx)
 	fmt.Println("outside Do:", ok)
 	// Output:
-	// saving export with fence 1 true
-	// saving export with fence 2 true
+	// saving export with a fence above the stored one: true
+	// saving export with a fence above the stored one: true
 	// outside Do: false
 }
 
@@ -201,7 +205,7 @@ func Example_takeOver() {
 	if err := hung.Lock(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("hung worker holds fence", hung.Fence())
+	fmt.Println("hung worker holds a fence:", hung.Fence() > 0)
 
 	patient, _ := uncomplicated.New(client, Order{N: 42}) // the default: WithTakeOver(false)
 	err := patient.Lock(ctx)
@@ -211,14 +215,14 @@ func Example_takeOver() {
 	if err := next.Lock(ctx); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("TakeOver: next worker holds fence", next.Fence())
+	fmt.Println("TakeOver: next worker's fence is higher:", next.Fence() > hung.Fence())
 
 	err = hung.Unlock(ctx)
 	fmt.Println("hung worker's Unlock:", err)
 	// Output:
-	// hung worker holds fence 1
+	// hung worker holds a fence: true
 	// Fail: true
-	// TakeOver: next worker holds fence 2
+	// TakeOver: next worker's fence is higher: true
 	// hung worker's Unlock: uncomplicated: lock lost: lock:uncomplicated_test.Order:42: lock expired or taken over
 }
 
@@ -246,7 +250,7 @@ func ExampleRWMutex() {
 	_ = rw.RUnlock(ctx)
 
 	err = rw.Do(ctx, func(ctx context.Context) error {
-		fmt.Println("rebuilding with fence", rw.Fence())
+		fmt.Println("rebuilding with a fence:", rw.Fence() > 0)
 		return nil
 	})
 	if err != nil {
@@ -254,7 +258,7 @@ func ExampleRWMutex() {
 	}
 	// Output:
 	// second reader in: true writer in: false
-	// rebuilding with fence 1
+	// rebuilding with a fence: true
 }
 
 // At most three exports run at once, across every process.
@@ -311,12 +315,12 @@ func ExampleLockAll() {
 	if err := uncomplicated.LockAll(ctx, from, to); err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("moving 10 from", from.Name(), "to", to.Name(), "with fences", from.Fence(), to.Fence())
+	fmt.Println("moving 10 from", from.Name(), "to", to.Name(), "each with its fence:", from.Fence() > 0 && to.Fence() > 0)
 	if err := uncomplicated.UnlockAll(ctx, from, to); err != nil {
 		log.Fatal(err)
 	}
 	// Output:
-	// moving 10 from lock:uncomplicated_test.Account:bob to lock:uncomplicated_test.Account:alice with fences 1 1
+	// moving 10 from lock:uncomplicated_test.Account:bob to lock:uncomplicated_test.Account:alice each with its fence: true
 }
 
 // Account is a bank account, locked by its holder's name.
@@ -342,7 +346,7 @@ func ExampleElection() {
 		if err != nil {
 			return err
 		}
-		fmt.Println(leader.Value, "leads with fence", leader.Fence, "in", election.Name())
+		fmt.Println(leader.Value, "leads in", election.Name(), "with a fence:", leader.Fence > 0)
 		return nil // run the scheduler until ctx ends: it does when leadership is lost
 	})
 	if err != nil {
@@ -351,6 +355,6 @@ func ExampleElection() {
 	_, err = election.Leader(ctx)
 	fmt.Println(errors.Is(err, uncomplicated.ErrNoLeader))
 	// Output:
-	// replica-1 leads with fence 1 in lock:election:scheduler
+	// replica-1 leads in lock:election:scheduler with a fence: true
 	// true
 }

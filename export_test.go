@@ -15,3 +15,7 @@ var KeySlot = hashslot.Of
 
 // IsClosed reports whether a channel is closed.
 var IsClosed = isClosed
+
+// CutFence is cutFence, for the external tests: the token and fence of a
+// holder's value.
+var CutFence = cutFence

@@ -1,9 +1,11 @@
 package uncomplicated
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -183,35 +185,38 @@ var encodeSeeds = [][]byte{
 	{1, 1}, {1, 0}, {1, 0xff}, {1, 7},
 	{2, 0x80, 0, 0, 0, 0, 0, 0, 0}, {2, 0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
 	{3, 3, 'a', 'b', 'c'}, {3, 0}, {4, 2, 'O', 'K'}, {5, 4, 'E', 'R', 'R', ' '},
-	{6, 2, 1, 1, 1, 5},                                   // [1, 5]: acquired, fence 5
-	{6, 4, 1, 0, 1, 7, 3, 2, 'h', 'i', 6, 0},             // [0, 7, "hi", []]: held by hi
-	{6, 4, 1, 0, 1, 7, 3, 0, 6, 2, 3, 1, 'a', 3, 1, 'b'}, // [0, 7, "", ["a", "b"]]: held by a and b
-	{6, 4, 1, 0, 1, 7, 3, 1, 'h', 7, 0},                  // [0, 7, "h", nil]
-	{6, 4, 1, 0, 1, 7, 3, 1, 'h', 6, 1, 1, 1},            // [0, 7, "h", [1]]
-	{6, 4, 1, 0, 1, 0xff, 3, 1, 'h', 6, 0},               // [0, -1, "h", []]
-	{6, 4, 1, 0, 1, 7, 1, 1, 6, 0},                       // [0, 7, 1, []]
-	{6, 5, 1, 0, 1, 7, 3, 1, 'h', 6, 0, 1, 1},            // [0, 7, "h", [], 1]
-	{6, 2, 1, 0, 3, 2, 'h', 'i'},                         // [0, "hi"]: the old Mutex's reply
-	{6, 3, 1, 0, 3, 2, 'h', 'i', 1, 7},                   // [0, "hi", 7]: the old Mutex's reply
-	{6, 2, 1, 1, 1, 0},                                   // [1, 0]: a reader is in
-	{6, 2, 1, 1, 1, 0xfb},                                // [1, -5]
-	{6, 2, 1, 1, 3, 1, 'x'},                              // [1, "x"]
-	{6, 2, 1, 0, 0},                                      // [0, nil]
-	{6, 3, 1, 1, 1, 1, 1, 1},                             // [1, 1, 1]
-	{6, 1, 1, 1},                                         // [1]
-	{6, 2, 6, 1, 1, 1, 1, 1},                             // [[1], 1]
-	{6, 2, 8, 0, 1, 1},                                   // [int(1), 1]
-	{6, 2, 2, 0, 0, 0, 0, 0, 0, 0},                       // [0, ...]
-	{6, 2, 3, 1, 'a', 3, 1, 'b'},                         // ["a", "b"]: readers let in
-	{6, 1, 3, 0},                                         // [""]
-	{6, 0},                                               // []
-	{6, 2, 3, 1, 'a', 1, 1},                              // ["a", 1]
+	{6, 2, 1, 1, 1, 5},                             // [1, 5]: acquired, fence 5
+	{6, 3, 1, 0, 3, 2, 'h', 'i', 6, 0},             // [0, "hi", []]: held by hi
+	{6, 3, 1, 0, 3, 4, 'h', ' ', '1', '7', 6, 0},   // [0, "h 17", []]: held by h, fence 17
+	{6, 3, 1, 0, 3, 3, 'h', ' ', 'x', 6, 0},        // [0, "h x", []]
+	{6, 3, 1, 0, 3, 0, 6, 2, 3, 1, 'a', 3, 1, 'b'}, // [0, "", ["a", "b"]]: held by a and b
+	{6, 3, 1, 0, 3, 1, 'h', 7, 0},                  // [0, "h", nil]
+	{6, 3, 1, 0, 3, 1, 'h', 6, 1, 1, 1},            // [0, "h", [1]]
+	{6, 4, 1, 0, 1, 7, 3, 1, 'h', 6, 0},            // [0, 7, "h", []]: an older version's reply
+	{6, 3, 1, 0, 1, 7, 6, 0},                       // [0, 7, []]
+	{6, 4, 1, 0, 3, 1, 'h', 6, 0, 1, 1},            // [0, "h", [], 1]
+	{6, 2, 1, 0, 3, 2, 'h', 'i'},                   // [0, "hi"]: the old Mutex's reply
+	{6, 3, 1, 0, 3, 2, 'h', 'i', 1, 7},             // [0, "hi", 7]: the old Mutex's reply
+	{6, 2, 1, 1, 1, 0},                             // [1, 0]: a reader is in
+	{6, 2, 1, 1, 1, 0xfb},                          // [1, -5]
+	{6, 2, 1, 1, 3, 1, 'x'},                        // [1, "x"]
+	{6, 2, 1, 0, 0},                                // [0, nil]
+	{6, 3, 1, 1, 1, 1, 1, 1},                       // [1, 1, 1]
+	{6, 1, 1, 1},                                   // [1]
+	{6, 2, 6, 1, 1, 1, 1, 1},                       // [[1], 1]
+	{6, 2, 8, 0, 1, 1},                             // [int(1), 1]
+	{6, 2, 2, 0, 0, 0, 0, 0, 0, 0},                 // [0, ...]
+	{6, 2, 3, 1, 'a', 3, 1, 'b'},                   // ["a", "b"]: readers let in
+	{6, 1, 3, 0},                                   // [""]
+	{6, 0},                                         // []
+	{6, 2, 3, 1, 'a', 1, 1},                        // ["a", 1]
 	{7, 0}, {8, 0}, {8, 4}, {8, 7},
 }
 
-// validGrant is what the acquiring scripts reply: {1, fence}, or {0, fence
-// counter, writer, {holders...}}, with no negative number, or with bare
-// (a Mutex's) a fence above 0 alone.
+// validGrant is what the acquiring scripts reply: {1, fence}, or {0,
+// writer, {holders...}}, with no negative number, or with bare (a
+// Mutex's) a fence above 0 alone. The writer is read as cutFence reads a
+// holder's value.
 func validGrant(reply any, bare bool) (grant, bool) {
 	if f, ok := reply.(int64); ok {
 		return grant{ok: true, fence: uint64(f)}, f > 0 && bare
@@ -220,18 +225,22 @@ func validGrant(reply any, bare bool) (grant, bool) {
 	if !ok || len(r) < 2 {
 		return grant{}, false
 	}
-	f, ok := r[1].(int64)
 	switch {
-	case !ok || f < 0:
 	case r[0] == int64(1) && len(r) == 2:
-		return grant{ok: true, fence: uint64(f)}, true
-	case r[0] == int64(0) && len(r) == 4:
-		w, wok := r[2].([]byte)
-		hs, hok := r[3].([]any)
+		f, ok := r[1].(int64)
+		return grant{ok: true, fence: uint64(f)}, ok && f >= 0
+	case r[0] == int64(0) && len(r) == 3:
+		w, wok := r[1].([]byte)
+		hs, hok := r[2].([]any)
 		if !wok || !hok {
 			break
 		}
-		g := grant{seen: uint64(f), writer: string(w)}
+		g := grant{writer: string(w)}
+		if i := bytes.LastIndexByte(w, ' '); i >= 0 {
+			if f, err := strconv.ParseUint(string(w[i+1:]), 10, 64); err == nil && f < 1<<53 {
+				g.writer = string(w[:i])
+			}
+		}
 		for _, h := range hs {
 			b, ok := h.([]byte)
 			if !ok {
@@ -263,23 +272,20 @@ func FuzzParseGrant(f *testing.F) {
 			}
 		}
 
-		// Valid replies round-trip.
+		// Valid replies round-trip, a holder's value to its token.
 		acquired := []any{int64(1), fence}
-		blocked := []any{int64(0), fence, slicesClone(holder), []any{slicesClone(holder)}}
+		token := string(bytes.ReplaceAll(holder, []byte(" "), nil))
+		blocked := []any{int64(0), []byte(token + " " + strconv.FormatInt(max(fence, 0), 10)), []any{slicesClone(holder)}}
+		want := grant{writer: token, holders: []string{string(holder)}}
+		if got, err := parseGrant(blocked, false); err != nil || !grantsEqual(got, want) {
+			t.Fatalf("parseGrant(%#v) = %+v, %v; want %+v", blocked, got, err, want)
+		}
 		if fence >= 0 {
 			if got, err := parseGrant(acquired, false); err != nil || !grantsEqual(got, grant{ok: true, fence: uint64(fence)}) {
 				t.Fatalf("parseGrant({1, %d}) = %+v, %v", fence, got, err)
 			}
-			want := grant{seen: uint64(fence), writer: string(holder), holders: []string{string(holder)}}
-			if got, err := parseGrant(blocked, false); err != nil || !grantsEqual(got, want) {
-				t.Fatalf("parseGrant({0, %d, %q, {%q}}) = %+v, %v", fence, holder, holder, got, err)
-			}
-		} else {
-			for _, r := range [][]any{acquired, blocked} {
-				if _, err := parseGrant(r, true); !errors.Is(err, driver.ErrUnexpectedReply) {
-					t.Fatalf("parseGrant(%#v) = %v; want driver.ErrUnexpectedReply", r, err)
-				}
-			}
+		} else if _, err := parseGrant(acquired, true); !errors.Is(err, driver.ErrUnexpectedReply) {
+			t.Fatalf("parseGrant(%#v) = %v; want driver.ErrUnexpectedReply", acquired, err)
 		}
 	})
 }

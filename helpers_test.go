@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -59,9 +61,56 @@ type panicky struct{}
 
 func (panicky) ID() int { panic("no id") }
 
-// fenceKeyOf is the key of the fence counter of m, a lock under prefix.
+// fenceKeyOf is the key of the fence counter that earlier versions kept
+// for m, a lock under prefix.
 func fenceKeyOf(prefix string, m *uncomplicated.Mutex) string {
 	return prefix + ":fence:{" + m.Name() + "}"
+}
+
+// holderIn returns the token and fence of the holder that key holds on
+// mr, as a Mutex's lock or an RWMutex's writer holds them; "" and 0 when
+// there is none.
+func holderIn(mr interface{ Get(string) (string, error) }, key string) (string, uint64) {
+	v, _ := mr.Get(key)
+	return uncomplicated.CutFence(v)
+}
+
+// rising reports whether fences rise, each above the one before, from
+// above 0.
+func rising(fences ...uint64) bool {
+	last := uint64(0)
+	for _, f := range fences {
+		if f <= last {
+			return false
+		}
+		last = f
+	}
+	return true
+}
+
+// fenceNumber matches a fence in a message, a log line or an observed call.
+var fenceNumber = regexp.MustCompile(`fence[ =](\d+)`)
+
+// renameFences replaces the fences in lines, in order of their first
+// appearance, with #1, #2 and so on, and reports whether they rise in that
+// order: so a test can compare what it records, whatever the clock of
+// Redis that makes the fences.
+func renameFences(lines []string) ([]string, bool) {
+	names := map[string]string{}
+	var order []uint64
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = fenceNumber.ReplaceAllStringFunc(l, func(m string) string {
+			n := fenceNumber.FindStringSubmatch(m)[1]
+			if _, ok := names[n]; !ok {
+				f, _ := strconv.ParseUint(n, 10, 64)
+				order = append(order, f)
+				names[n] = "#" + strconv.Itoa(len(order))
+			}
+			return m[:len("fence ")] + names[n]
+		})
+	}
+	return out, rising(order...)
 }
 
 // funcID has an ID that prints as an address.

@@ -76,8 +76,23 @@ var (
 	mutexKind  = &holdKind{what: "lock", refresh: refreshScript, release: releaseScript, refreshKeys: 1, set: -1, fenced: true}
 	writerKind = &holdKind{what: "write lock", refresh: refreshScript, release: rwUnlockScript, refreshKeys: 1, set: -1, fenced: true}
 	readerKind = &holdKind{what: "read lock", refresh: rwRRefreshScript, release: rwRUnlockScript, refreshKeys: 2, set: 1}
-	permitKind = &holdKind{what: "permit", refresh: semRefreshScript, release: semReleaseScript, refreshKeys: 2, set: 0, fenced: true}
+	permitKind = &holdKind{what: "permit", refresh: semRefreshScript, release: semReleaseScript, refreshKeys: 3, set: 0, fenced: true}
 )
+
+// inKey returns tokens as the lock's key holds them, so that a release
+// compares them whole: for a hold whose key holds its holder (a Mutex's,
+// an RWMutex's writer), each with the hold's fence (see fenced); the
+// others' as they are.
+func (h *hold) inKey(tokens []string) []string {
+	if h.kind.set >= 0 || h.fence == 0 {
+		return tokens
+	}
+	values := make([]string, len(tokens))
+	for i, t := range tokens {
+		values[i] = fenced(t, h.fence)
+	}
+	return values
+}
 
 // maxTokens bounds the tokens kept for one hold after lost Refresh replies.
 const maxTokens = 4
@@ -109,7 +124,7 @@ func (h *hold) replicate(ctx context.Context) error {
 		why = "waiting for replicas: " + err.Error()
 	}
 	h.mu.Lock()
-	args := append([]string{""}, h.tokens...)
+	args := append([]string{""}, h.inKey(h.tokens)...)
 	h.mu.Unlock()
 	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 		h.b.background(ctx, h.kind.release, h.keys, args...) // give it back all the same
@@ -210,15 +225,15 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	h.b.c.restarts.unwatch(h)
 	defer h.b.c.tokens.disown(tokens...) // a waiter of the Client releases what the release left
 	defer h.observer().released(h.since) // after Lost, if the release finds the hold lost
-	args := append([]string{""}, tokens...)
+	args := append([]string{""}, h.inKey(tokens)...)
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
 	}
 	// The Client repeats the release on a new master (see owned), unless
 	// the replicas of WithReplicas have it.
-	remember := release{kind: h.kind, keys: h.keys, tokens: tokens, until: h.b.leaseEnd()}
+	remember := release{kind: h.kind, keys: h.keys, tokens: args[1:], until: h.b.leaseEnd()}
 	if len(past) > 0 {
-		remember.tokens = append(slices.Clip(tokens), past...)
+		remember.tokens = append(slices.Clip(args[1:]), h.inKey(past)...)
 	}
 	if opErr != nil {
 		return h.releaseFailed(ctx, remember, args, later, opErr)
@@ -299,6 +314,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 		if cur, err = h.b.get(ctx, h.keys[0]); err != nil {
 			err = h.b.redisError(ctx, err)
 		}
+		cur, _ = cutFence(cur)
 		held = slices.Contains(tokens, cur)
 	}
 	if err != nil || held {

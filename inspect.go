@@ -153,6 +153,7 @@ func (in *snapshot) removed(gone []string) []inspection.Holder {
 		if tok == "" {
 			continue
 		}
+		tok, _ = cutFence(tok)
 		if j := slices.Index(in.tokens, tok); j >= 0 {
 			hs = append(hs, in.info.Holders[j])
 			continue
@@ -268,7 +269,8 @@ func lockOfKey(prefix, key string) (string, bool) {
 // parseInspection reads inspectScript's reply about the lock name. A name
 // that locks of several kinds have used shows the kind that has holders,
 // else the one with waiters, else the first of mutex, rwmutex and
-// semaphore that Redis has a key of (a fence counter stays for ever).
+// semaphore that Redis has a key of. Its Fence is the highest of its
+// holders' fences: 0 when it is free, whatever keys are left.
 func parseInspection(name string, reply any) (snapshot, error) {
 	r, ok := reply.([]any)
 	if !ok || len(r) != 4 {
@@ -276,7 +278,7 @@ func parseInspection(name string, reply any) (snapshot, error) {
 	}
 	now, _ := r[0].(int64)
 	var found []snapshot
-	sizes := [...]int{4, 6, 5} // of each kind's part (see inspectScript)
+	sizes := [...]int{3, 5, 4} // of each kind's part (see inspectScript)
 	for i, kind := range []string{inspection.KindMutex, inspection.KindRWMutex, inspection.KindSemaphore} {
 		part, _ := r[i+1].([]any)
 		if len(part) != sizes[i] {
@@ -311,19 +313,19 @@ func parseKind(name string, kind string, now int64, part []any) (snapshot, error
 	switch kind {
 	case inspection.KindMutex:
 		p.token(part[1], inspection.RoleHolder)
-		p.fence(part[2])
-		p.queue(part[3])
+		p.queue(part[2])
 	case inspection.KindRWMutex:
 		p.token(part[1], inspection.RoleWriter)
 		p.holders(part[2], nil, inspection.RoleReader)
 		waiting, _ := part[3].(int64)
 		in.info.WaitingWriters = int(waiting)
-		p.fence(part[4])
-		p.queue(part[5])
+		p.queue(part[4])
 	case inspection.KindSemaphore:
 		p.holders(part[1], part[2], inspection.RolePermit)
-		p.fence(part[3])
-		p.queue(part[4])
+		p.queue(part[3])
+	}
+	for _, h := range in.info.Holders {
+		in.info.Fence = max(in.info.Fence, h.Fence)
 	}
 	in.sort()
 	return in, p.err
@@ -375,35 +377,19 @@ func (p *inspectParser) add(token, role string, left int64, fence uint64) {
 	p.in.tokens = append(p.in.tokens, token)
 }
 
-// token reads {token, pttl} of a Mutex's holder or an RWMutex's writer,
-// whose fence is the counter's (fence fills it in).
+// token reads {value, pttl} of a Mutex's holder or an RWMutex's writer,
+// whose value carries its fence (see cutFence).
 func (p *inspectParser) token(v any, role string) {
 	r, _ := v.([]any)
 	if len(r) != 2 {
 		p.fail("token", v)
 		return
 	}
-	tok, _ := r[0].([]byte)
+	value, _ := r[0].([]byte)
 	pttl, _ := r[1].(int64)
-	if len(tok) > 0 {
-		p.add(string(tok), role, pttl, 0)
-	}
-}
-
-// fence reads the fence counter; a Mutex's holder and an RWMutex's writer
-// hold the counter's fence.
-func (p *inspectParser) fence(v any) {
-	b, ok := v.([]byte)
-	if !ok {
-		p.fail("fence counter", v)
-		return
-	}
-	f, _ := strconv.ParseUint(string(b), 10, 64)
-	p.in.info.Fence = f
-	for i := range p.in.info.Holders {
-		if r := p.in.info.Holders[i].Role; r == inspection.RoleHolder || r == inspection.RoleWriter {
-			p.in.info.Holders[i].Fence = f
-		}
+	if len(value) > 0 {
+		token, fence := cutFence(string(value))
+		p.add(token, role, pttl, fence)
 	}
 }
 
@@ -446,7 +432,7 @@ func (p *inspectParser) queue(v any) {
 	}
 }
 
-// roleOf names the role of a queue entry of kind (see queueLua) in a lock
+// roleOf names the role of a queue entry of kind (see queueEntry) in a lock
 // of k.
 func roleOf(k string, kind string) string {
 	switch {

@@ -61,8 +61,10 @@ func (m *Mutex) Name() string {
 }
 
 // Fence returns the fencing token of the current hold. It is higher than
-// that of every earlier hold of this lock name, for as long as the Redis
-// data lives. It returns 0 when the lock is not held.
+// that of every earlier hold of this lock name, also when Redis has lost
+// the lock's keys: Redis's clock in microseconds when Redis granted it,
+// or just above the fence it had to pass (see the README's guarantees).
+// It returns 0 when the lock is not held.
 func (m *Mutex) Fence() uint64 {
 	if m == nil {
 		return 0

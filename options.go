@@ -185,10 +185,9 @@ func WithCommandTimeout(d time.Duration) Option {
 // timeout. With fewer, the lock is given back and the acquisition fails
 // with ErrNotReplicated; a release with fewer is repeated on the next
 // master, if a failover comes (see the restart watch). A failover to one of
-// those replicas then keeps the hold and the fence counter. It costs a
-// round trip to the replicas on every acquisition and release. Default 0,
-// off; n must not be negative, and timeout must be positive when n is not
-// 0.
+// those replicas then keeps the hold. It costs a round trip to the
+// replicas on every acquisition and release. Default 0, off; n must not be
+// negative, and timeout must be positive when n is not 0.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return func(c *config) { c.replicas, c.replicaWait = n, timeout }
 }

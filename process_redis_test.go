@@ -178,8 +178,9 @@ func TestRedis_stoppedWaiterBeforeRelease(t *testing.T) {
 	stopped.mu.Lock()
 	said := stopped.said[0]
 	stopped.mu.Unlock()
-	if want := fmt.Sprintf("locked %d", fence+1); said != want {
-		t.Errorf("the continued waiter said %q; want %q", said, want)
+	var got uint64
+	if _, err := fmt.Sscanf(said, "locked %d", &got); err != nil || got <= fence {
+		t.Errorf("the continued waiter said %q; want \"locked\" and a fence above the live waiter's, %d", said, fence)
 	}
 }
 
@@ -203,8 +204,8 @@ func TestRedis_shorterTimeoutWaiter(t *testing.T) {
 	killed := time.Now()
 	select {
 	case err := <-done:
-		if err != nil || waiter.Fence() != 2 {
-			t.Fatalf("Lock() = %v, fence %d; want the dead holder taken over, fence 2", err, waiter.Fence())
+		if err != nil || waiter.Fence() == 0 {
+			t.Fatalf("Lock() = %v, fence %d; want the dead holder taken over", err, waiter.Fence())
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the dead holder not taken over 10s after it was killed")

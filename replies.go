@@ -8,14 +8,13 @@ import (
 
 // grant is the reply of an acquiring script: {1, fence} when it acquired
 // (fence 0 for a reader), or the fence alone when a Mutex's attempt set
-// the lock, else {0, fence counter, writer, holders}: what blocks the
-// caller, the holder of a Mutex or the writer of an RWMutex ("" none) and
-// the readers or permit holders.
+// the lock, else {0, writer, holders}: what blocks the caller, the holder
+// of a Mutex or the writer of an RWMutex ("" none), as the lock holds it
+// (see cutFence), and the readers or permit holders.
 type grant struct {
 	ok      bool
 	fence   uint64   // the fence of the hold; 0 for a reader
-	seen    uint64   // the fence counter when blocked
-	writer  string   // the Mutex's holder or the RWMutex's writer, if it blocks the caller
+	writer  string   // the token of the Mutex's holder or the RWMutex's writer, if it blocks the caller
 	holders []string // the readers or permit holders that block the caller
 }
 
@@ -37,18 +36,19 @@ func parseGrant(reply any, bare bool) (grant, error) {
 	if !ok || len(r) < 2 {
 		return grant{}, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 	}
-	f, fok := r[1].(int64)
 	switch {
-	case !fok || f < 0:
 	case r[0] == int64(1) && len(r) == 2:
-		return grant{ok: true, fence: uint64(f)}, nil
-	case r[0] == int64(0) && len(r) == 4:
-		w, wok := r[2].([]byte)
-		hs, hok := r[3].([]any)
+		if f, ok := r[1].(int64); ok && f >= 0 {
+			return grant{ok: true, fence: uint64(f)}, nil
+		}
+	case r[0] == int64(0) && len(r) == 3:
+		w, wok := r[1].([]byte)
+		hs, hok := r[2].([]any)
 		if !wok || !hok {
 			break
 		}
-		g := grant{seen: uint64(f), writer: string(w), holders: make([]string, 0, len(hs))}
+		writer, _ := cutFence(string(w))
+		g := grant{writer: writer, holders: make([]string, 0, len(hs))}
 		for _, h := range hs {
 			b, ok := h.([]byte)
 			if !ok {

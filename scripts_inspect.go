@@ -10,15 +10,15 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // ms, mutex, rwmutex, semaphore}, where each kind is a list whose first
 // item counts the kind's keys that exist:
 //
-//	mutex:     {exists, {token, pttl}, fence counter, queue}
-//	rwmutex:   {exists, {writer, pttl}, readers, waiting writers, fence counter, queue}
-//	semaphore: {exists, holders, their fences, fence counter, queue}
+//	mutex:     {exists, {holder, pttl}, queue}
+//	rwmutex:   {exists, {writer, pttl}, readers, waiting writers, queue}
+//	semaphore: {exists, holders, their fences, queue}
 //
-// A token is "" when there is none, a counter "" when it is not set.
-// Holders are {token, expiry score} pairs of the live ones; a queue is
-// {token, entry} pairs of the queued waiters still alive. A key of the
-// wrong type reads as missing.
-var inspectScript = driver.NewScript(12, timeLua+`
+// A holder or writer is its value, "<token> <fence>" (see fenced), or ""
+// when there is none. Holders are {token, expiry score} pairs of the live
+// ones; a queue is {token, entry} pairs of the queued waiters still alive.
+// A key of the wrong type reads as missing.
+var inspectScript = driver.NewScript(12, clockLua+timeLua+`
 local t = now()
 local limit = tonumber(ARGV[1])
 local function get(key)
@@ -63,37 +63,41 @@ if redis.call('EXISTS', KEYS[6]) == 1 then
 end
 return {
   t,
-  {exists(1, 3), token(KEYS[1]), get(KEYS[2]), queue(KEYS[3])},
-  {exists(4, 8), token(KEYS[4]), holders(KEYS[5]), waiting, get(KEYS[7]), queue(KEYS[8])},
-  {exists(9, 12), permits, fences, get(KEYS[11]), queue(KEYS[12])},
+  {exists(1, 3), token(KEYS[1]), queue(KEYS[3])},
+  {exists(4, 8), token(KEYS[4]), holders(KEYS[5]), waiting, queue(KEYS[8])},
+  {exists(9, 12), permits, fences, queue(KEYS[12])},
 }
 `)
 
 // forceMutexScript removes the holder of a Mutex and hands the lock on
-// (see mutexHandOff). Replies the token it removed, or nothing.
-var forceMutexScript = driver.NewScript(3, mutexHandOff+`
+// (see mutexHandOff). Replies the holder it removed, as the lock held it,
+// or nothing.
+var forceMutexScript = driver.NewScript(3, fenceOfLua+mutexHandOff+`
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   return {}
 end
 redis.call('DEL', KEYS[1])
-handOff()
+handOff(nil, fenceOf(cur))
 return {cur}
 `)
 
 // forceRWScript removes the writer and the live readers of an RWMutex and
-// hands the lock on (see rwHandOff). Replies the writer's token, "" when
-// there was none, and then the readers'.
-var forceRWScript = driver.NewScript(5, rwHandOff+`
+// hands the lock on (see rwHandOff). Replies the writer, as the lock held
+// it, "" when there was none, and then the readers' tokens.
+var forceRWScript = driver.NewScript(5, rwHandOff+fenceOfLua+`
 local t = now()
 prune(KEYS[2], nil, t)
 local gone = redis.call('ZRANGE', KEYS[2], 0, -1)
-table.insert(gone, 1, redis.call('GET', KEYS[1]) or '')
-if #gone == 1 and gone[1] == '' then
+local writer = redis.call('GET', KEYS[1]) or ''
+table.insert(gone, 1, writer)
+if #gone == 1 and writer == '' then
   return {}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-handOff(t)
+if handOff(fenceOf(writer)) == 1 then
+  redis.call('DEL', KEYS[4])
+end
 return gone
 `)
 
@@ -109,7 +113,8 @@ if #gone == 0 then
   return {}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-while handOff(t) ~= 1 do
+while handOff() ~= 1 do
 end
+expireWith(KEYS[1], KEYS[2], KEYS[3])
 return gone
 `)

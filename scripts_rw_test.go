@@ -30,7 +30,7 @@ func enqueueAll(t *testing.T, conn redis.Conn, queue string, waiters ...string) 
 	t.Helper()
 	for _, w := range waiters {
 		kind, token, _ := strings.Cut(w, " ")
-		enqueue(t, conn, queue, token, kind+" 0 3600000 chan")
+		enqueue(t, conn, queue, token, kind+" 0 3600000 1 chan")
 	}
 }
 
@@ -74,8 +74,8 @@ func TestRWLockScript_takeOver(t *testing.T) {
 		{"the readers it saw", "", []string{"a", "b"}, "", []string{"a", "b"}, true, nil},
 		{"fewer than it saw", "", []string{"a"}, "", []string{"a", "b"}, true, nil},
 		{"a reader it did not see", "", []string{"a", "c"}, "", []string{"a"}, false, []string{"a", "c"}},
-		{"the writer it saw", "old", nil, "old", nil, true, nil},
-		{"another writer", "other", nil, "old", nil, false, nil},
+		{"the writer it saw", "old 5", nil, "old", nil, true, nil},
+		{"another writer", "other 6", nil, "old", nil, false, nil},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -102,8 +102,8 @@ func TestRWLockScript_takeOver(t *testing.T) {
 					t.Errorf("readers after = %v; want %v", got, tc.after)
 				}
 				w, _ := redis.String(conn.Do("GET", "w"))
-				if want := map[bool]string{true: "new", false: tc.writer}[tc.ok]; w != want {
-					t.Errorf("writer after = %q; want %q", w, want)
+				if token, fence := cutFence(w); tc.ok && (token != "new" || fence != g.fence || fence <= 5) || !tc.ok && w != tc.writer {
+					t.Errorf("writer after = %q; want new with its fence, above the old writer's, or %q", w, tc.writer)
 				}
 			})
 		}
@@ -119,7 +119,7 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
 			subscribe(t, pool, "chan")
-			must(t, conn, "SET", "w", "writer")
+			must(t, conn, "SET", "w", "writer 3")
 			enqueueAll(t, conn, "rwqueue", "s reader", "x next")
 			waiting(t, conn, "ww", "next")
 			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "writer")...); !ok || !slices.Equal(next, []string{"reader"}) {
@@ -134,7 +134,7 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 				t.Fatalf("writer after the reader was let in = %+v, %v; want blocked", g, err)
 			}
 			// Another reader, joining the queue now, waits behind the writer.
-			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s 0 100 chan", "q", 100, "")...)), false)
+			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s 0 100 1 chan", "q", 100, "")...)), false)
 			if err != nil || g.ok {
 				t.Fatalf("reader joining the queue = %+v, %v; want blocked", g, err)
 			}
@@ -161,17 +161,20 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
 			psc := subscribe(t, pool, "chan")
-			must(t, conn, "SET", "w", "holder")
+			must(t, conn, "SET", "w", "holder 3")
 			enqueueAll(t, conn, "rwqueue", "s A", "s B", "x W", "s C")
 			waiting(t, conn, "ww", "W")
 
 			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A", "B"}) {
 				t.Fatalf("writer's unlock = %v, %v; want true, [A B]", ok, next)
 			}
-			for _, want := range []string{"A 1", "B 1"} {
-				if got := message(t, psc); got != want {
-					t.Errorf("message = %q; want %q", got, want)
+			var readers uint64 // the readers' fence, one for both
+			for _, want := range []string{"A", "B"} {
+				token, wu, _ := parseWakeUp(message(t, psc))
+				if token != want || wu.fence <= 3 || readers != 0 && wu.fence != readers {
+					t.Errorf("message to %q, fence %d; want %s, one fence above the writer's", token, wu.fence, want)
 				}
+				readers = wu.fence
 			}
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"A", "B"}) {
 				t.Errorf("readers = %v; want [A B]", got)
@@ -186,12 +189,14 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "", "B")...); !ok || !slices.Equal(next, []string{"W"}) {
 				t.Fatalf("B's unlock = %v, %v; want true, [W]", ok, next)
 			}
-			if got := message(t, psc); got != "W 2" {
-				t.Errorf("message = %q; want \"W 2\"", got)
+			token, wu, _ := parseWakeUp(message(t, psc))
+			if token != "W" || wu.fence <= readers {
+				t.Errorf("message to %q, fence %d; want W, above the readers' %d", token, wu.fence, readers)
 			}
-			if w, _ := redis.String(conn.Do("GET", "w")); w != "W" {
-				t.Errorf("writer = %q; want W", w)
+			if w, fence := holderOf(t, conn, "w"); w != "W" || fence != wu.fence {
+				t.Errorf("writer = %q %d; want W %d", w, fence, wu.fence)
 			}
+			writer := wu.fence
 			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"C"}) {
 				t.Errorf("queue = %v; want [C]", got)
 			}
@@ -199,8 +204,8 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "W")...); !ok || !slices.Equal(next, []string{"C"}) {
 				t.Fatalf("W's unlock = %v, %v; want true, [C]", ok, next)
 			}
-			if got := message(t, psc); got != "C 3" {
-				t.Errorf("message = %q; want \"C 3\"", got)
+			if token, wu, _ := parseWakeUp(message(t, psc)); token != "C" || wu.fence <= writer {
+				t.Errorf("message to %q, fence %d; want C, above W's %d", token, wu.fence, writer)
 			}
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"C"}) {
 				t.Errorf("readers = %v; want [C]", got)
@@ -220,7 +225,7 @@ func TestRWScripts_handOffStopsAtWriter(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
 			subscribe(t, pool, "chan")
-			must(t, conn, "SET", "w", "holder")
+			must(t, conn, "SET", "w", "holder 3")
 			enqueueAll(t, conn, "rwqueue", "s A")
 			must(t, conn, "RPUSH", "rwqueue", "dead")
 			enqueueAll(t, conn, "rwqueue", "x W", "s C")
@@ -305,8 +310,8 @@ func TestRWUnlockScripts_leave(t *testing.T) {
 			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "q", "gone")...); !ok || !slices.Equal(next, []string{"stays"}) {
 				t.Errorf("leave = %v, %v; want true, [stays]", ok, next)
 			}
-			if got := message(t, psc); got != "stays 1" {
-				t.Errorf("message = %q; want \"stays 1\"", got)
+			if token, wu, _ := parseWakeUp(message(t, psc)); token != "stays" || wu.attempt != 1 {
+				t.Errorf("message to %q, attempt %d; want stays, 1", token, wu.attempt)
 			}
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"stays"}) {
 				t.Errorf("readers = %v; want [stays]", got)
@@ -325,10 +330,12 @@ func TestHolderScripts_prune(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "ZADD", "permits", past, "dead")
 			must(t, conn, "HSET", "fences", "dead", 1)
+			before := clockOf(t, conn)
 			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), false)
-			if err != nil || !g.ok || g.fence != 1 {
-				t.Fatalf("acquire past an expired holder = %+v, %v; want fence 1", g, err)
+			if err != nil || !g.ok {
+				t.Fatalf("acquire past an expired holder = %+v, %v; want the permit", g, err)
 			}
+			newFence(t, g.fence, before, 0)
 			if n, _ := redis.Int(conn.Do("HLEN", "fences")); n != 1 {
 				t.Errorf("fences = %d; want 1: the expired holder's is gone", n)
 			}
@@ -382,8 +389,9 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 	}
 }
 
-// A fence counter that is not an integer fails an acquisition and changes
-// nothing.
+// A Semaphore's fence counter that is not an integer fails an acquisition
+// and changes nothing. An RWMutex keeps no counter: one that an earlier
+// version left changes nothing, and goes when the lock is freed.
 func TestHolderScripts_badFence(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
@@ -394,11 +402,17 @@ func TestHolderScripts_badFence(t *testing.T) {
 			if _, err := doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 1, "")...); err == nil {
 				t.Error("semaphore acquire with a broken counter succeeded")
 			}
-			if _, err := doScript(conn, rwLockScript, with(rwKeys, "new", 0, "", "", 100, "", "")...); err == nil {
-				t.Error("writer with a broken counter succeeded")
-			}
-			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "w")); n != 0 {
+			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences")); n != 0 {
 				t.Errorf("%d keys written; want none", n)
+			}
+			if g, err := parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "new", 0, "", "", 100, "", "")...)), false); err != nil || !g.ok {
+				t.Fatalf("writer beside an earlier version's broken counter = %+v, %v; want in", g, err)
+			}
+			if ok, _ := released(t, conn, rwUnlockScript, with(rwKeys, "", "new")...); !ok {
+				t.Fatal("writer's release = false; want true")
+			}
+			if n, _ := redis.Int(conn.Do("EXISTS", "w", "f")); n != 0 {
+				t.Errorf("%d of the writer and the earlier counter left; want none", n)
 			}
 		})
 	}
@@ -417,7 +431,7 @@ func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 		kind    string // of the queued waiter's entry
 	}{
 		{"semaphore", semReleaseScript, semKeys, []any{"ZADD", "permits", "+inf", "h"}, "semqueue", "1"},
-		{"writer", rwUnlockScript, rwKeys, []any{"SET", "w", "h"}, "rwqueue", "x"},
+		{"writer", rwUnlockScript, rwKeys, []any{"SET", "w", "h 3"}, "rwqueue", "x"},
 		{"reader", rwRUnlockScript, rwKeys, []any{"ZADD", "r", "+inf", "h"}, "rwqueue", "x"},
 	}
 	for server, pool := range scriptServers(t) {
@@ -441,8 +455,8 @@ func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 				if ok, next := release(); !ok || !slices.Equal(next, []string{"someone"}) {
 					t.Errorf("release with a waiter = %v, %v; want true, [someone]", ok, next)
 				}
-				if got := message(t, psc); got != "someone 1" {
-					t.Errorf("message = %q after a release with a waiter; want its hand-off \"someone 1\"", got)
+				if token, wu, ok := parseWakeUp(message(t, psc)); !ok || token != "someone" {
+					t.Errorf("message to %q, %+v, after a release with a waiter; want its hand-off to someone", token, wu)
 				}
 			})
 		}
@@ -461,15 +475,16 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 			must(t, conn, "HSET", "fences", "h", 1)
 			must(t, conn, "SET", "fence", 1)
 			enqueueAll(t, conn, "semqueue", "1 a", "1 b")
+			fence := uint64(1) // the last granted
 			steps := []struct {
 				holder  string
 				next    []string
-				message string   // "" for none
+				message string   // the token it hands the permit to; "" for none
 				after   []string // the holders after
 				queue   []string // the queue after
 			}{
-				{"h", []string{"a"}, "a 2", []string{"a"}, []string{"b"}},
-				{"a", []string{"b"}, "b 3", []string{"b"}, nil},
+				{"h", []string{"a"}, "a", []string{"a"}, []string{"b"}},
+				{"a", []string{"b"}, "b", []string{"b"}, nil},
 				{"b", nil, "", nil, nil},
 			}
 			for _, s := range steps {
@@ -477,9 +492,11 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 					t.Fatalf("%s's release = %v, %v; want true, %v", s.holder, ok, next, s.next)
 				}
 				if s.message != "" {
-					if got := message(t, psc); got != s.message {
-						t.Errorf("message = %q; want %q", got, s.message)
+					token, wu, _ := parseWakeUp(message(t, psc))
+					if token != s.message || wu.fence <= fence {
+						t.Errorf("message to %q, fence %d; want %s, above %d", token, wu.fence, s.message, fence)
 					}
+					fence = wu.fence
 				}
 				if got := members(t, conn, "permits"); !slices.Equal(got, s.after) {
 					t.Errorf("holders after %s's release = %v; want %v", s.holder, got, s.after)

@@ -8,50 +8,133 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // sorted-set scores are milliseconds of Redis's own clock (TIME), so that
 // the clocks of the Clients never matter.
 //
+// Fences. A fence is Redis's own clock in microseconds when it is granted,
+// or one above the fences the lock's holders have, or the script granted
+// before, if the clock is not past them: so it is unique and rises with
+// every grant of the lock as long as Redis's clock does not go back, even
+// when Redis has lost the lock's keys. The holder of a Mutex, or of an
+// RWMutex as its writer, is stored as "<token> <fence>" (see fenced and
+// cutFence), so that its fence lives and dies with it; a Semaphore keeps
+// the fence of each holder beside it, and the highest in a counter that
+// lives as long as its holders.
+//
 // The holders of an RWMutex (its readers) and of a Semaphore are members
 // of a sorted set whose score is when their lease ends, or +inf without a
 // lease; the scripts drop the members whose lease has ended, so that a
 // holder that died frees its share by itself and no count can go wrong.
+// Such a set, and what a Semaphore keeps beside it, expires when its
+// latest member's lease or expiry ends (see expireWith).
 //
 // Every lock has a queue of waiters: a list of their tokens, oldest first.
 // Beside it, each queued waiter has a key of its own, the queue's name and
 // ":<token>" (so it shares the lock's hash tag), holding its entry
-// "<kind> <claim> <expiry> <channel>", where kind is "x" for a waiter of
-// the lock itself (a Mutex's, an RWMutex's writer), "s" for an RWMutex's
-// reader and, for a Semaphore, its number of permits. The key lives for
-// the waiter's expiry (a few ticks), which each of its attempts restarts:
-// a waiter that died soon stops counting, without a clock read. A waiter
-// joins the queue once its Client listens on channel. A release hands the
-// lock to the oldest waiter whose key is still there: it makes that waiter
-// a holder for its claim (a short lease, which the waiter restarts as its
+// "<kind> <claim> <expiry> <attempt> <channel>" (see queueEntry), where
+// kind is "x" for a waiter of the lock itself (a Mutex's, an RWMutex's
+// writer), "s" for an RWMutex's reader and, for a Semaphore, its number
+// of permits, and attempt numbers the attempt that wrote it. The key lives
+// for the waiter's expiry (a few ticks), which each of its attempts
+// restarts: a waiter that died soon stops counting, without a clock read.
+// The queue lives as long as its longest-lived key. A waiter joins the
+// queue once its Client listens on channel. A release hands the lock to
+// the oldest waiter whose key is still there: it makes that waiter a
+// holder for its claim (a short lease, which the waiter restarts as its
 // whole lease: see claim.go), under a new fence, and publishes "<token>
-// <fence>" on its channel, with SPUBLISH (sharded pub/sub), which on Redis
-// Cluster reaches the subscribers of the lock's slot. It offers the lock
-// only to a waiter whose Client listens on this very node (PUBSUB
-// SHARDNUMSUB): a waiter whose Client lost its connection is passed over,
-// and so is one subscribed on a replica, which hears what the master
-// publishes and would take a message for a grant. A server without
-// sharded pub/sub (miniredis) gets PUBSUB NUMSUB and PUBLISH, and its
-// Clients SUBSCRIBE.
+// <fence> <attempt>" on its channel (see parseWakeUp), with SPUBLISH
+// (sharded pub/sub), which on Redis Cluster reaches the subscribers of the
+// lock's slot. It offers the lock only to a waiter whose Client listens on
+// this very node (PUBSUB SHARDNUMSUB): a waiter whose Client lost its
+// connection is passed over, and so is one subscribed on a replica, which
+// hears what the master publishes and would take a message for a grant. A
+// server without sharded pub/sub (miniredis) gets PUBSUB NUMSUB and
+// PUBLISH, and its Clients SUBSCRIBE.
+//
+// A key that no script writes any more, such as the fence counter of a
+// Mutex or an RWMutex that earlier versions kept, is deleted when the
+// lock is next freed.
 
-// leaseLua stores a holder's token with its lease.
+// leaseLua stores a holder's value with its lease.
 const leaseLua = `
-local function setLease(key, token, lease)
+local function setLease(key, value, lease)
   if lease == '0' then
-    redis.call('SET', key, token)
+    redis.call('SET', key, value)
   else
-    redis.call('SET', key, token, 'PX', lease)
+    redis.call('SET', key, value, 'PX', lease)
   end
 end
 `
 
-// timeLua is what the scripts on holder sets share. live tells whether
-// member's lease in set has not ended: a score of +inf reads "inf", which
-// miniredis's Lua cannot turn into a number.
+// clockLua reads Redis's clock, in microseconds, once per script.
+const clockLua = `
+local clockUs
+local function clock()
+  if not clockUs then
+    local t = redis.call('TIME')
+    clockUs = t[1] * 1000000 + t[2]
+  end
+  return clockUs
+end
+`
+
+// fencedLua makes a holder's value, "<token> <fence>" (see cutFence).
+const fencedLua = `
+local function fenced(token, fence)
+  return token .. ' ' .. string.format('%d', fence)
+end
+`
+
+// holdsLua tells whether a holder's value, "<token>" or "<token>
+// <fence>", is token's: a release compares the hold's own values whole
+// (see hold.inKey); a waiter that leaves, or a release of an orphan, has
+// the token alone.
+const holdsLua = `
+local function holds(value, token)
+  return value == token or string.byte(value, #token + 1) == 32 and string.find(value, token, 1, true) == 1
+end
+`
+
+// newFenceLua makes fences (see above); it needs clockLua. newFence
+// returns a new fence, above above if not nil. A script whose first grant
+// is its only one may take Redis's clock for its fence.
+const newFenceLua = `
+local lastFence = 0
+local function newFence(above)
+  local f = clock()
+  if above and above >= f then
+    f = above + 1
+  end
+  if lastFence >= f then
+    f = lastFence + 1
+  end
+  lastFence = f
+  return f
+end
+`
+
+// fenceOfLua reads fences: fenceNumber a fence, fenceOf the fence in a
+// holder's value; nil when there is none, or it is not an integer below
+// 2^53, which Lua's numbers hold exactly.
+const fenceOfLua = `
+local function fenceNumber(s)
+  local f = string.match(s, '^%d+$') and tonumber(s)
+  if f and f < 9007199254740992 then
+    return f
+  end
+end
+local function fenceOf(value)
+  return fenceNumber(string.match(value or '', ' (%d+)$') or '')
+end
+`
+
+// timeLua is what the scripts on holder sets share; it needs clockLua.
+// now is Redis's clock in milliseconds; live tells whether member's lease
+// in set has not ended: a score of +inf reads "inf", which miniredis's Lua
+// cannot turn into a number.
+// expireWith makes set, and the keys kept beside it, expire when its
+// latest score does (never for +inf), and deletes those keys when set is
+// empty; every script that adds to a set, or takes from it, calls it.
 const timeLua = `
 local function now()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  return math.floor(clock() / 1000)
 end
 local function ms(n)
   return string.format('%d', n)
@@ -84,32 +167,47 @@ local function prune(set, fences, t)
     end
   end
 end
+local function expireWith(set, ...)
+  local top = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
+  local beside = {...}
+  if #top == 0 then
+    if #beside > 0 then
+      redis.call('DEL', unpack(beside))
+    end
+    return
+  end
+  table.insert(beside, 1, set)
+  for _, key in ipairs(beside) do
+    if top[2] == 'inf' then
+      redis.call('PERSIST', key)
+    else
+      redis.call('PEXPIREAT', key, ms(tonumber(top[2])))
+    end
+  end
+end
 `
 
-// queueLua is the queue of waiters, for the acquiring and releasing
-// scripts. An acquiring script's ARGV are, first, the waiter's token, its
-// lease, its entry, what to do with the entry (op), and its expiry in ms,
-// "0" for an attempt that does not wait (TryLock); a Mutex's attempt with
-// no op passes the first two only (see attemptArgs.argv).
+// The queue of waiters, for the acquiring and releasing scripts (see the
+// queue's Lua below). An acquiring script's ARGV are, first, the waiter's token, its
+// lease, its entry (see queueEntry), what to do with the entry (op), and
+// its expiry in ms, "0" for an attempt that does not wait (TryLock); a
+// Mutex's attempt with no op passes the first two only (see
+// attemptArgs.argv).
 //
 // op: join the queue once the subscription is confirmed ("q"), rejoin if
 // a release passed the waiter over ("r": its key is gone), or stay queued
 // without rejoining ("x": in the queue but not listening), or nothing
-// (""). A blocked attempt restarts the waiter's key; a successful one
-// takes the waiter out of the queue.
-//
-// A blocked attempt replies the fence counter, which tells the waiter that
-// a hand-off message with a fence not above it came before the attempt
-// (see waiter.handedOver), but only when the waiter may have been queued
-// before ("r", "x"): before it first joins, no hand-off can name its
-// token, and the attempt spares the read and replies 0.
+// (""). A blocked attempt restarts the waiter's key, writing its entry,
+// whose attempt number tells the waiter whether a hand-off came after it
+// (see waiter.handedOver); a successful one takes the waiter out of the
+// queue.
 //
 // A release takes ARGV[1], then the tokens of the hold. ARGV[1] is "" for
 // a holder's release; a waiter that gives up passes "q" if it is in the
 // queue, else "-", so that it leaves the queue and stops counting as
 // waiting (a waiting writer holds readers back), and releases what a
 // hand-off may have just given it.
-// attemptArgs are the ARGV of an acquiring script, as queueLua reads them:
+// attemptArgs are the ARGV of an acquiring script, as queueWaitLua reads them:
 // the five of an attempt (two only for a Mutex's attempt with no op; see
 // argv), then the primitive's own, which say what a take-over evicts (see
 // the scripts of each primitive).
@@ -180,13 +278,23 @@ func (a attemptArgs) argv() []any {
 	return args
 }
 
-const queueLua = `
-local function seen(fence)
-  if ARGV[4] ~= 'r' and ARGV[4] ~= 'x' then
-    return 0
+// The queue's Lua, in pieces, so that a script defines only the
+// functions it may call: queueKeepLua makes a queue live as long as its
+// longest-lived entry; queueWaitLua is an acquiring script's (wait,
+// joined), queueLeaveLua a waiter's leave, queueHandLua a hand-off's
+// (nextWaiter, putBack, offer). The first is needed by the second and the
+// last.
+const queueKeepLua = `
+local function keepQueue(queue, expiry, fresh)
+  if fresh then
+    redis.call('PEXPIRE', queue, expiry)
+  elseif redis.call('PEXPIRE', queue, expiry, 'GT') == 0 then
+    redis.call('PEXPIRE', queue, expiry, 'NX')
   end
-  return tonumber(redis.call('GET', fence)) or 0
 end
+`
+
+const queueWaitLua = `
 local function wait(queue)
   local op = ARGV[4] or ''
   if op == '' or ARGV[5] == '0' then
@@ -194,10 +302,12 @@ local function wait(queue)
   end
   local key = queue .. ':' .. ARGV[1]
   if op ~= 'q' and (redis.call('SET', key, ARGV[3], 'PX', ARGV[5], 'XX') or op == 'x') then
+    keepQueue(queue, ARGV[5])
     return
   end
-  redis.call('RPUSH', queue, ARGV[1])
+  local n = redis.call('RPUSH', queue, ARGV[1])
   redis.call('SET', key, ARGV[3], 'PX', ARGV[5])
+  keepQueue(queue, ARGV[5], n == 1)
 end
 local function joined(queue)
   if ARGV[4] == 'r' or ARGV[4] == 'x' then
@@ -205,15 +315,22 @@ local function joined(queue)
     redis.call('DEL', queue .. ':' .. ARGV[1])
   end
 end
+`
+
+const queueLeaveLua = `
 local function leave(queue)
   if ARGV[1] == 'q' then
     redis.call('LREM', queue, 0, ARGV[2])
     redis.call('DEL', queue .. ':' .. ARGV[2])
   end
 end
+`
+
+const queueHandLua = `
 local function putBack(queue, w)
-  redis.call('LPUSH', queue, w.token)
+  local n = redis.call('LPUSH', queue, w.token)
   redis.call('SET', queue .. ':' .. w.token, w.entry, 'PX', w.expiry)
+  keepQueue(queue, w.expiry, n == 1)
 end
 local function nextWaiter(queue, fits, first)
   while true do
@@ -224,9 +341,9 @@ local function nextWaiter(queue, fits, first)
     end
     local entry = redis.call('GETDEL', queue .. ':' .. token)
     if entry then
-      local kind, claim, expiry, channel = string.match(entry, '^(%S+) (%d+) (%d+) (.+)$')
+      local kind, claim, expiry, attempt, channel = string.match(entry, '^(%S+) (%d+) (%d+) (%d+) (.+)$')
       if kind then
-        local w = {token = token, kind = kind, claim = claim, expiry = expiry, channel = channel, entry = entry}
+        local w = {token = token, kind = kind, claim = claim, expiry = expiry, attempt = attempt, channel = channel, entry = entry}
         if fits and not fits(w) then
           putBack(queue, w)
           return nil
@@ -245,22 +362,14 @@ local function offer(w, fence)
   if subs[2] == 0 then
     return false
   end
-  redis.call(publish, w.channel, w.token .. ' ' .. string.format('%d', fence))
+  redis.call(publish, w.channel, w.token .. ' ' .. string.format('%d', fence) .. ' ' .. w.attempt)
   return true
-end
-local function incr(key, queue, w)
-  local fence = redis.pcall('INCR', key)
-  if type(fence) ~= 'number' then
-    putBack(queue, w)
-    return nil
-  end
-  return fence
 end
 `
 
 // heldScript replies 1 if one of the tokens ARGV[1..] is in the holder set
 // KEYS[1] with a lease that has not ended, else 0.
-var heldScript = driver.NewScript(1, timeLua+`
+var heldScript = driver.NewScript(1, clockLua+timeLua+`
 local t = now()
 for i = 1, #ARGV do
   if live(KEYS[1], ARGV[i], t) then

@@ -132,7 +132,38 @@ func waiting(t *testing.T, conn redis.Conn, key string, tokens ...string) {
 
 // grantsEqual reports whether two grants say the same.
 func grantsEqual(a, b grant) bool {
-	return a.ok == b.ok && a.fence == b.fence && a.seen == b.seen && a.writer == b.writer && slices.Equal(a.holders, b.holders)
+	return a.ok == b.ok && a.fence == b.fence && a.writer == b.writer && slices.Equal(a.holders, b.holders)
+}
+
+// clockOf returns Redis's clock in microseconds (TIME), which every new
+// fence reaches.
+func clockOf(t *testing.T, conn redis.Conn) uint64 {
+	t.Helper()
+	r, err := redis.Int64s(conn.Do("TIME"))
+	if err != nil || len(r) != 2 {
+		t.Fatalf("TIME = %v, %v", r, err)
+	}
+	return uint64(r[0])*1e6 + uint64(r[1])
+}
+
+// newFence checks that fence is a new one: at least Redis's clock before,
+// and above above.
+func newFence(t *testing.T, fence, before, above uint64) {
+	t.Helper()
+	if fence < before || fence <= above {
+		t.Errorf("fence %d; want a new one: at least Redis's clock, %d, and above %d", fence, before, above)
+	}
+}
+
+// holderOf returns the holder's value in the lock key, cut into its token
+// and fence; "" when there is none.
+func holderOf(t *testing.T, conn redis.Conn, key string) (string, uint64) {
+	t.Helper()
+	v, err := redis.String(conn.Do("GET", key))
+	if err != nil && err != redis.ErrNil {
+		t.Fatal(err)
+	}
+	return cutFence(v)
 }
 
 func TestTakeOverScript(t *testing.T) {
@@ -140,58 +171,78 @@ func TestTakeOverScript(t *testing.T) {
 		name   string
 		holder string // the lock's value before; "" for none
 		stale  string // the token the waiter watched
-		want   grant
-		after  string // the lock's value after
-		fence  int64  // the fence counter after; it was 7
+		ok     bool   // the waiter gets the lock
+		above  uint64 // which its new fence is above; 0 when it is not new
+		fence  uint64 // which it gets when it is not new
+		blocks string // what blocks it when it does not
 	}{
-		{"still the stale holder", "old", "old", grant{ok: true, fence: 8}, "new", 8},
-		{"lock gone", "", "old", grant{ok: true, fence: 8}, "new", 8},
-		{"another waiter won", "winner", "old", grant{seen: 7, writer: "winner"}, "winner", 7},
-		{"ours already, a lost reply asked again", "new", "old", grant{ok: true, fence: 7}, "new", 7},
+		{"still the stale holder", "old 7", "old", true, 7, 0, ""},
+		{"still the stale holder, its fence ahead of the clock", "old 9000000000000000", "old", true, 9000000000000000, 0, ""},
+		{"still the stale holder, of an earlier version", "old", "old", true, 0, 0, ""},
+		{"lock gone", "", "old", true, 0, 0, ""},
+		{"another waiter won", "winner 8", "old", false, 0, 0, "winner"},
+		{"ours already, a lost reply asked again", "new 7", "old", true, 0, 7, ""},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
 			t.Run(server+"/"+tc.name, func(t *testing.T) {
 				conn := scriptConn(t, pool)
 				must(t, conn, "FLUSHALL")
-				must(t, conn, "SET", "fence", 7)
 				if tc.holder != "" {
 					must(t, conn, "SET", "lock", tc.holder)
 				}
-				reply, err := doScript(conn, takeOverScript, with(mutexKeys, "new", 0, entry("new"), "x", 100, tc.stale)...)
+				before := clockOf(t, conn)
+				reply, err := doScript(conn, takeOverScript, with(mutexKeys, "new", 0, entry("new", 1), "x", 100, tc.stale)...)
 				if err != nil {
 					t.Fatal(err)
 				}
 				got, err := parseGrant(reply, true)
-				if err != nil || !grantsEqual(got, tc.want) {
-					t.Errorf("take-over = %+v, %v; want %+v", got, err, tc.want)
+				if err != nil || got.ok != tc.ok || got.writer != tc.blocks {
+					t.Fatalf("take-over = %+v, %v; want ok %v, blocked by %q", got, err, tc.ok, tc.blocks)
 				}
-				if v, _ := redis.String(conn.Do("GET", "lock")); v != tc.after {
-					t.Errorf("lock after = %q; want %q", v, tc.after)
-				}
-				if f, _ := redis.Int64(conn.Do("GET", "fence")); f != tc.fence {
-					t.Errorf("fence counter after = %d; want %d", f, tc.fence)
+				token, fence := holderOf(t, conn, "lock")
+				switch {
+				case !tc.ok:
+					if v, _ := redis.String(conn.Do("GET", "lock")); v != tc.holder {
+						t.Errorf("lock after = %q; want %q", v, tc.holder)
+					}
+				case tc.fence != 0:
+					if got.fence != tc.fence || token != "new" || fence != tc.fence {
+						t.Errorf("fence %d, lock after %q %d; want fence %d kept", got.fence, token, fence, tc.fence)
+					}
+				default:
+					newFence(t, got.fence, before, tc.above)
+					if token != "new" || fence != got.fence {
+						t.Errorf("lock after = %q %d; want new %d", token, fence, got.fence)
+					}
 				}
 			})
 		}
 	}
 }
 
+// Refresh and release accept any of the hold's tokens, and the lock's
+// value keeps its fence through a Refresh. A hold's release passes its
+// tokens as the key holds them, with the fence; a release of tokens alone
+// ("-", a waiter's or one whose fence is unknown) finds them too.
 func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
-			must(t, conn, "SET", "lock", "b")
+			must(t, conn, "SET", "lock", "b 5")
+			must(t, conn, "SET", "fence", 3) // an earlier version's counter
 			steps := []struct {
 				script *driver.Script
 				args   []any
 				want   int64
 				value  string
 			}{
-				{refreshScript, []any{"lock", 0, "c", "x", "y"}, 0, "b"},
-				{refreshScript, []any{"lock", 0, "c", "a", "b"}, 1, "c"},
-				{releaseScript, with(mutexKeys, "", "a", "b"), 0, "c"},
-				{releaseScript, with(mutexKeys, "", "b", "c"), 1, ""},
+				{refreshScript, []any{"lock", 0, "c", "x", "y"}, 0, "b 5"},
+				{refreshScript, []any{"lock", 0, "c", "a", "b"}, 1, "c 5"},
+				{releaseScript, with(mutexKeys, "", "a 5", "b 5"), 0, "c 5"},
+				{releaseScript, with(mutexKeys, "", "c"), 0, "c 5"}, // a hold passes its values
+				{releaseScript, with(mutexKeys, "", "b 5", "c 5"), 1, ""},
+				{refreshScript, []any{"lock", 0, "d", "c"}, 0, ""},
 			}
 			for i, s := range steps {
 				got, err := redis.Int64(doScript(conn, s.script, s.args...))
@@ -199,6 +250,9 @@ func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 				if err != nil || got != s.want || v != s.value {
 					t.Errorf("step %d: reply %d, %v, value %q; want %d, %q", i, got, err, v, s.want, s.value)
 				}
+			}
+			if n, _ := redis.Int64(conn.Do("EXISTS", "fence")); n != 0 {
+				t.Error("the earlier version's fence counter is left after the release that freed the lock")
 			}
 		})
 	}
@@ -211,9 +265,11 @@ func must(t *testing.T, conn redis.Conn, cmd string, args ...any) {
 	}
 }
 
-// entry is the queue entry of a Mutex's waiter token with a 10 s lease
-// and a 3.1 s expiry.
-func entry(token string) string { return "x 10000 3100 wake:" + token }
+// entry is the queue entry, written by its attempt-th attempt, of a
+// Mutex's waiter token with a 10 s lease and a 3.1 s expiry.
+func entry(token string, attempt uint64) string {
+	return queueEntry(entryExclusive, 10*time.Second, 3100*time.Millisecond, attempt, "wake:"+token)
+}
 
 func TestAcquireScript_queue(t *testing.T) {
 	cases := []struct {
@@ -226,38 +282,47 @@ func TestAcquireScript_queue(t *testing.T) {
 		after  []string // tokens in the queue after
 		alive  bool     // whether w's key is there after
 	}{
-		{"busy, plain attempt", "h", nil, "", 10000, grant{writer: "h"}, nil, false},
-		{"busy, does not wait", "h", []string{"a"}, "", 0, grant{writer: "h"}, []string{"a"}, false},
-		{"busy, joins", "h", []string{"a"}, "q", 10000, grant{writer: "h"}, []string{"a", "w"}, true},
-		{"busy, still queued", "h", []string{"w", "a"}, "r", 10000, grant{seen: 7, writer: "h"}, []string{"w", "a"}, true},
-		{"busy, skipped meanwhile", "h", []string{"a"}, "r", 10000, grant{seen: 7, writer: "h"}, []string{"a", "w"}, true},
-		{"busy, not listening", "h", []string{"w"}, "x", 10000, grant{seen: 7, writer: "h"}, []string{"w"}, true},
-		{"busy, not listening, skipped", "h", []string{"a"}, "x", 10000, grant{seen: 7, writer: "h"}, []string{"a"}, false},
-		{"free, plain attempt", "", []string{"a"}, "", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
-		{"free, joins not", "", []string{"a"}, "q", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
-		{"free, leaves", "", []string{"a", "w"}, "r", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
-		{"free, leaves unheard", "", []string{"w", "a"}, "x", 10000, grant{ok: true, fence: 8}, []string{"a"}, false},
-		{"handed to us", "w", []string{"a"}, "r", 10000, grant{ok: true, fence: 7}, []string{"a"}, false},
+		{"busy, plain attempt", "h 3", nil, "", 10000, grant{writer: "h"}, nil, false},
+		{"busy, does not wait", "h 3", []string{"a"}, "", 0, grant{writer: "h"}, []string{"a"}, false},
+		{"busy, joins", "h 3", []string{"a"}, "q", 10000, grant{writer: "h"}, []string{"a", "w"}, true},
+		{"busy, still queued", "h 3", []string{"w", "a"}, "r", 10000, grant{writer: "h"}, []string{"w", "a"}, true},
+		{"busy, skipped meanwhile", "h 3", []string{"a"}, "r", 10000, grant{writer: "h"}, []string{"a", "w"}, true},
+		{"busy, not listening", "h 3", []string{"w"}, "x", 10000, grant{writer: "h"}, []string{"w"}, true},
+		{"busy, not listening, skipped", "h 3", []string{"a"}, "x", 10000, grant{writer: "h"}, []string{"a"}, false},
+		{"busy, by the gem", "0cc175b9c0f1b6a831c399e269772661", nil, "", 10000, grant{writer: "0cc175b9c0f1b6a831c399e269772661"}, nil, false},
+		{"free, plain attempt", "", []string{"a"}, "", 10000, grant{ok: true}, []string{"a"}, false},
+		{"free, joins not", "", []string{"a"}, "q", 10000, grant{ok: true}, []string{"a"}, false},
+		{"free, leaves", "", []string{"a", "w"}, "r", 10000, grant{ok: true}, []string{"a"}, false},
+		{"free, leaves unheard", "", []string{"w", "a"}, "x", 10000, grant{ok: true}, []string{"a"}, false},
+		{"handed to us", "w 7", []string{"a"}, "r", 10000, grant{ok: true, fence: 7}, []string{"a"}, false},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
 			t.Run(server+"/"+tc.name, func(t *testing.T) {
 				conn := scriptConn(t, pool)
 				must(t, conn, "FLUSHALL")
-				must(t, conn, "SET", "fence", 7)
 				if tc.holder != "" {
 					must(t, conn, "SET", "lock", tc.holder)
 				}
 				for _, tok := range tc.queue {
-					enqueue(t, conn, "queue", tok, entry(tok))
+					enqueue(t, conn, "queue", tok, entry(tok, 1))
 				}
-				args := attemptArgs{token: "w", lease: 10000, entry: entry("w"), op: tc.op, expiry: int64(tc.expiry), form: mutexArgs}
+				before := clockOf(t, conn)
+				args := attemptArgs{token: "w", lease: 10000, entry: entry("w", 2), op: tc.op, expiry: int64(tc.expiry), form: mutexArgs}
 				reply, err := doScript(conn, acquireScript, with(mutexKeys, args.argv()...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, err := parseGrant(reply, true); err != nil || !grantsEqual(got, tc.want) {
+				got, err := parseGrant(reply, true)
+				if tc.want.ok && tc.want.fence == 0 && err == nil { // a new fence
+					newFence(t, got.fence, before, 0)
+					tc.want.fence = got.fence
+				}
+				if err != nil || !grantsEqual(got, tc.want) {
 					t.Errorf("acquire = %+v, %v; want %+v", got, err, tc.want)
+				}
+				if token, fence := holderOf(t, conn, "lock"); got.ok && (token != "w" || fence != got.fence) {
+					t.Errorf("lock = %q %d; want w %d", token, fence, got.fence)
 				}
 				if _, bare := reply.(int64); bare != (tc.holder == "" && tc.op != "r" && tc.op != "x") {
 					t.Errorf("acquire replied %#v; want the bare fence exactly when an attempt not yet queued sets the lock", reply)
@@ -268,33 +333,44 @@ func TestAcquireScript_queue(t *testing.T) {
 				if alive := alive(t, conn, "queue", "w"); alive != tc.alive {
 					t.Errorf("w's key there after = %v; want %v", alive, tc.alive)
 				}
+				if tc.alive {
+					if v, _ := redis.String(conn.Do("GET", "queue:w")); v != entry("w", 2) {
+						t.Errorf("w's entry = %q; want the one its attempt wrote, %q", v, entry("w", 2))
+					}
+				}
+				if ttl, _ := redis.Int64(conn.Do("PTTL", "queue")); tc.alive && (ttl <= 0 || ttl > int64(tc.expiry)) {
+					t.Errorf("queue's PTTL = %d; want at most the waiter's expiry, %d", ttl, tc.expiry)
+				}
 			})
 		}
 	}
 }
 
 // A release hands the lock to the oldest live waiter whose Client listens,
-// dropping the entries of those that do not, and frees it when none does.
+// dropping the entries of those that do not, under a fence above its own,
+// and frees it when none does, with the fence counter an earlier version
+// left.
 func TestReleaseScript_handOff(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			psc := subscribe(t, pool, "wake:b")
 			must(t, conn, "SET", "fence", 7)
-			must(t, conn, "SET", "lock", "h")
-			enqueue(t, conn, "queue", "a", "x 10000 3100 wake:a")
-			enqueue(t, conn, "queue", "b", "x 0 3100 wake:b")
-			enqueue(t, conn, "queue", "c", "x 10000 3100 wake:c")
+			must(t, conn, "SET", "lock", "h 9000000000000000")
+			enqueue(t, conn, "queue", "a", "x 10000 3100 4 wake:a")
+			enqueue(t, conn, "queue", "b", "x 0 3100 5 wake:b")
+			enqueue(t, conn, "queue", "c", "x 10000 3100 6 wake:c")
 
-			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h")...))
+			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h 9000000000000000")...))
 			if err != nil || next != "b" {
 				t.Fatalf("release = %q, %v; want b, the first waiter listening", next, err)
 			}
-			if got := message(t, psc); got != "b 9" {
-				t.Errorf("wake-up = %q; want \"b 9\" (a's fence was spent on a)", got)
+			token, wu, ok := parseWakeUp(message(t, psc))
+			if !ok || token != "b" || wu.attempt != 5 || wu.fence <= 9000000000000000 {
+				t.Errorf("wake-up = %q %+v; want b, attempt 5, a fence above h's", token, wu)
 			}
-			if v, _ := redis.String(conn.Do("GET", "lock")); v != "b" {
-				t.Errorf("lock = %q; want b", v)
+			if token, fence := holderOf(t, conn, "lock"); token != "b" || fence != wu.fence {
+				t.Errorf("lock = %q %d; want b %d", token, fence, wu.fence)
 			}
 			if ttl, _ := redis.Int64(conn.Do("PTTL", "lock")); ttl != -1 {
 				t.Errorf("PTTL = %d; want -1 (b asked for no lease)", ttl)
@@ -303,50 +379,49 @@ func TestReleaseScript_handOff(t *testing.T) {
 				t.Errorf("queue = %q; want [c]", got)
 			}
 
-			freed, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "", "b")...))
+			freed, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "", fenced("b", wu.fence))...))
 			if err != nil || freed != 1 {
 				t.Errorf("release with no one listening = %d, %v; want 1", freed, err)
 			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "queue:a", "queue:b", "queue:c")); n != 0 {
-				t.Errorf("%d of lock, queue and the waiters' keys left; want none", n)
+			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence", "queue", "queue:a", "queue:b", "queue:c")); n != 0 {
+				t.Errorf("%d of lock, fence counter, queue and the waiters' keys left; want none", n)
 			}
 		})
 	}
 }
 
 // A release passes over any number of dead entries, whose waiters' keys
-// expired, or are not there, or hold no entry, without spending a fence on
-// them, and hands the lock to the live waiter behind them in one call.
+// expired, or are not there, or hold no entry, without a message to them,
+// and hands the lock to the live waiter behind them in one call.
 func TestReleaseScript_skipsDeadEntries(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			psc := subscribe(t, pool, "chan")
 			must(t, conn, "FLUSHALL")
-			must(t, conn, "SET", "fence", 7)
-			must(t, conn, "SET", "lock", "h")
+			must(t, conn, "SET", "lock", "h 3")
 			for i := range 200 {
 				dead := fmt.Sprintf("dead%d", i)
 				must(t, conn, "RPUSH", "queue", dead)
 				switch {
 				case i%3 == 1 && server == "redis-server": // miniredis's keys expire only when told
-					must(t, conn, "SET", "queue:"+dead, "x 0 1 chan", "PX", 1)
+					must(t, conn, "SET", "queue:"+dead, "x 0 1 1 chan", "PX", 1)
 				case i%3 == 2:
 					must(t, conn, "SET", "queue:"+dead, "not an entry")
 				}
 			}
 			time.Sleep(5 * time.Millisecond) // the keys of PX 1 expire
-			enqueue(t, conn, "queue", "live", "x 0 3100 chan")
+			enqueue(t, conn, "queue", "live", "x 0 3100 1 chan")
 
-			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h")...))
+			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h 3")...))
 			if err != nil || next != "live" {
 				t.Fatalf("release = %q, %v; want live, behind 200 dead entries", next, err)
 			}
-			if got := message(t, psc); got != "live 8" {
-				t.Errorf("first message = %q; want \"live 8\": none to the dead, no fence spent on them", got)
+			if token, _, _ := parseWakeUp(message(t, psc)); token != "live" {
+				t.Errorf("first message to %q; want live: none to the dead", token)
 			}
-			if v, _ := redis.String(conn.Do("GET", "lock")); v != "live" {
-				t.Errorf("lock = %q; want live", v)
+			if token, _ := holderOf(t, conn, "lock"); token != "live" {
+				t.Errorf("lock = %q; want live", token)
 			}
 			if n, _ := redis.Int64(conn.Do("LLEN", "queue")); n != 0 {
 				t.Errorf("queue length = %d; want 0", n)
@@ -360,9 +435,9 @@ func TestReleaseScript_handOffLease(t *testing.T) {
 	srv := redistest.Shared(t)
 	conn := scriptConn(t, srv.Pool(t))
 	subscribe(t, srv.Pool(t), "lease:w")
-	must(t, conn, "SET", "lease:lock", "h")
-	enqueue(t, conn, "lease:queue", "w", "x 5000 3100 lease:w")
-	if _, err := doScript(conn, releaseScript, "lease:lock", "lease:fence", "lease:queue", "", "h"); err != nil {
+	must(t, conn, "SET", "lease:lock", "h 3")
+	enqueue(t, conn, "lease:queue", "w", "x 5000 3100 1 lease:w")
+	if _, err := doScript(conn, releaseScript, "lease:lock", "lease:fence", "lease:queue", "", "h 3"); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, _ := redis.Int64(conn.Do("PTTL", "lease:lock")); ttl <= 4000 || ttl > 5000 {
@@ -377,8 +452,8 @@ func TestReleaseScript_leave(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
-			enqueue(t, conn, "queue", "w", "x 0 3100 wake:w")
-			enqueue(t, conn, "queue", "a", "x 0 3100 wake:a")
+			enqueue(t, conn, "queue", "w", "x 0 3100 1 wake:w")
+			enqueue(t, conn, "queue", "a", "x 0 3100 1 wake:a")
 			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "q", "w")...)); err != nil || n != 0 {
 				t.Errorf("leave = %d, %v; want 0", n, err)
 			}
@@ -388,7 +463,7 @@ func TestReleaseScript_leave(t *testing.T) {
 			if alive(t, conn, "queue", "w") || !alive(t, conn, "queue", "a") {
 				t.Errorf("keys of w and a there = %v, %v; want false, true", alive(t, conn, "queue", "w"), alive(t, conn, "queue", "a"))
 			}
-			must(t, conn, "SET", "lock", "w")
+			must(t, conn, "SET", "lock", "w 8")
 			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "q", "w")...)); err != nil || n != 1 {
 				t.Errorf("leave holding the lock = %d, %v; want 1 (released, a does not listen)", n, err)
 			}
@@ -399,25 +474,34 @@ func TestReleaseScript_leave(t *testing.T) {
 	}
 }
 
-// A broken fence counter does not strand the lock: the release frees it and
-// keeps the waiter's entry.
-func TestReleaseScript_badFence(t *testing.T) {
+// A fence counter that an earlier version left, a number or not, changes
+// nothing: fences go on above it, and the release that frees the lock
+// deletes it.
+func TestMutexScripts_earlierFenceCounter(t *testing.T) {
 	for server, pool := range scriptServers(t) {
-		t.Run(server, func(t *testing.T) {
-			conn := scriptConn(t, pool)
-			must(t, conn, "SET", "fence", "not a number")
-			must(t, conn, "SET", "lock", "h")
-			enqueue(t, conn, "queue", "w", "x 0 3100 wake:w")
-			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "", "h")...)); err != nil || n != 1 {
-				t.Errorf("release = %d, %v; want 1", n, err)
-			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "lock")); n != 0 {
-				t.Error("lock still set")
-			}
-			if got := queued(t, conn, "queue"); !slices.Equal(got, []string{"w"}) || !alive(t, conn, "queue", "w") {
-				t.Errorf("queue = %q, w's key there %v; want [w], true", got, alive(t, conn, "queue", "w"))
-			}
-		})
+		for _, counter := range []string{"588", "not a number"} {
+			t.Run(server+"/"+counter, func(t *testing.T) {
+				conn := scriptConn(t, pool)
+				must(t, conn, "FLUSHALL")
+				must(t, conn, "SET", "fence", counter)
+				before := clockOf(t, conn)
+				reply, err := doScript(conn, acquireScript, with(mutexKeys, "w", 10000)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				g, err := parseGrant(reply, true)
+				if err != nil || !g.ok {
+					t.Fatalf("acquire = %+v, %v; want the lock", g, err)
+				}
+				newFence(t, g.fence, before, 588)
+				if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "", fenced("w", g.fence))...)); err != nil || n != 1 {
+					t.Errorf("release = %d, %v; want 1", n, err)
+				}
+				if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence")); n != 0 {
+					t.Errorf("%d of the lock and the counter left; want none", n)
+				}
+			})
+		}
 	}
 }
 
@@ -442,8 +526,7 @@ func TestAcquireScript_oursRestartsLease(t *testing.T) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
-			must(t, conn, "SET", "fence", 7)
-			must(t, conn, "SET", "lock", "mine", "PX", 100)
+			must(t, conn, "SET", "lock", "mine 7", "PX", 100)
 			reply, err := doScript(conn, acquireScript, with(mutexKeys, "mine", 60000, "", "", 0)...)
 			if err != nil {
 				t.Fatal(err)
@@ -497,5 +580,56 @@ func TestAttemptArgs_argv(t *testing.T) {
 		if got := a.argv(); len(got) < 5 {
 			t.Errorf("%+v: argv() = %q; want the five of every attempt first", a, got)
 		}
+	}
+}
+
+// The wire formats that Go and Lua share agree: a holder's value (fenced,
+// cutFence; fencedLua, fenceOf), and a queue entry and its hand-off
+// message (queueEntry, nextWaiter, offer, parseWakeUp).
+func TestWireFormats(t *testing.T) {
+	values := driver.NewScript(0, fencedLua+fenceOfLua+`
+return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
+`)
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			for _, fence := range []uint64{1, 1795836806281263, 1<<53 - 1} {
+				r, err := redis.Values(doScript(conn, values, "tok", fence, fenced("tok", fence)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				lua, _ := redis.String(r[0], nil)
+				read, _ := redis.Uint64(r[1], nil)
+				if lua != fenced("tok", fence) || read != fence {
+					t.Errorf("Lua made %q and read %d; Go makes %q of fence %d", lua, read, fenced("tok", fence), fence)
+				}
+				if token, f := cutFence(lua); token != "tok" || f != fence {
+					t.Errorf("cutFence(%q) = %q, %d; want tok, %d", lua, token, f, fence)
+				}
+			}
+			for _, v := range []string{"tok", "tok x", "tok 9007199254740992", "a b c"} {
+				r, _ := redis.Values(doScript(conn, values, "", 0, v))
+				read, _ := redis.Uint64(r[1], nil)
+				if _, f := cutFence(v); f != read {
+					t.Errorf("fence of %q: Lua %d, Go %d", v, read, f)
+				}
+			}
+
+			must(t, conn, "FLUSHALL")
+			psc := subscribe(t, pool, "wake:{x}:c1")
+			must(t, conn, "SET", "lock", fenced("h", 7))
+			entry := queueEntry(entryExclusive, 1500*time.Millisecond, 3100*time.Millisecond, 42, "wake:{x}:c1")
+			enqueue(t, conn, "queue", "w", entry)
+			if next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", fenced("h", 7))...)); err != nil || next != "w" {
+				t.Fatalf("release = %q, %v; want the lock handed to w", next, err)
+			}
+			token, wu, ok := parseWakeUp(message(t, psc))
+			holder, fence := holderOf(t, conn, "lock")
+			ttl, _ := redis.Int64(conn.Do("PTTL", "lock"))
+			if !ok || token != "w" || wu.attempt != 42 || holder != "w" || fence != wu.fence || ttl <= 1000 || ttl > 1500 {
+				t.Errorf("message to %q %+v (ok %v), lock %q %d with PTTL %d; want w's attempt 42, its fence, and its claim, 1500 ms",
+					token, wu, ok, holder, fence, ttl)
+			}
+		})
 	}
 }

@@ -50,6 +50,28 @@ func cutWriter(blocker string) (string, bool) {
 	return "", false
 }
 
+// A holder's value is what a lock's key holds of a Mutex's holder, or of
+// an RWMutex's writer: its token, a space and its fence, as fenced makes
+// it and fencedLua too; a holder of an earlier version, or of the Ruby
+// gem, has its token alone.
+func fenced(token string, fence uint64) string {
+	return token + " " + strconv.FormatUint(fence, 10)
+}
+
+// cutFence returns the token and the fence of a holder's value, fence 0
+// when it carries none; it reads value as fenceOfLua's fenceOf does.
+func cutFence(value string) (token string, fence uint64) {
+	i := strings.LastIndexByte(value, ' ')
+	if i < 0 {
+		return value, 0
+	}
+	f, err := strconv.ParseUint(value[i+1:], 10, 64)
+	if err != nil || f >= 1<<53 {
+		return value, 0
+	}
+	return value[:i], f
+}
+
 // tokenTail is what follows since in the tokens of a lock with cfg: its
 // timeout and escaped label, each after a '.'.
 func tokenTail(cfg config) string {
@@ -153,7 +175,7 @@ type owned struct {
 type release struct {
 	kind   *holdKind
 	keys   []string // the lock's keys, shared with its locks
-	tokens []string // the hold's tokens, and those its last Refreshes replaced
+	tokens []string // the hold's tokens, and those its last Refreshes replaced, as its release passes them (see hold.inKey)
 	// failed is set when the release did not surely reach Redis: the watch
 	// repeats it at its next reading, whatever the run_id.
 	failed bool

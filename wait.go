@@ -22,7 +22,7 @@ import (
 // claim (see claim.go), and wakes it; the ticks go on all the same, so
 // that a waiter never depends on wake-ups.
 
-// The kinds of queue entry (see queueLua) of a waiter for the lock itself
+// The kinds of queue entry (see queueEntry) of a waiter for the lock itself
 // (a Mutex's, an RWMutex's writer) and of an RWMutex's reader; a
 // Semaphore's waiter's is its number of permits.
 const (
@@ -33,7 +33,7 @@ const (
 // A spec is what differs between the locks' acquisitions: the kind of
 // hold, the lock's keys and channel, and the scripts of an attempt and a
 // take-over, with the arguments that follow the five of an attempt (see
-// queueLua).
+// attemptArgs).
 type spec struct {
 	primitive string // the primitive, for an Observer
 	kind      *holdKind
@@ -173,12 +173,12 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			w.blocked(g)
 			left = p.overtaken(g.blockers(), now, b.cfg.tick())
 		}
-		fence, err := w.sleep(ctx, obs, left)
+		wu, err := w.sleep(ctx, obs, left)
 		if err != nil {
 			return nil, b.gaveUp(ctx, err, w.busy(&p))
 		}
-		if w.handedOver(fence, from) {
-			return b.granted(ctx, c, w.token, fence, from, observe.HandedOff, o)
+		if w.handedOver(wu, from) {
+			return b.granted(ctx, c, w.token, wu.fence, from, observe.HandedOff, o)
 		}
 	}
 }
@@ -227,10 +227,11 @@ type waiter struct {
 	c       *spec
 	token   string
 	o       *observing
-	entry   string    // its queue entry, once it may be in the queue
 	l       *listener // its wake-ups; nil until it first finds the lock taken
-	inQueue bool      // an attempt may have put entry in the queue
-	seen    uint64    // the highest fence counter a failed attempt saw
+	inQueue bool      // an attempt may have put its entry in the queue
+	// entries counts its attempts that may have written its queue entry,
+	// which carries the number of the one that wrote it (see queueEntry).
+	entries uint64
 	// attempts counts those that found the lock taken, each of which
 	// may have counted it as waiting (an RWMutex's waiting writers).
 	attempts int
@@ -240,11 +241,15 @@ type waiter struct {
 
 // attempt makes one attempt, or with stale blockers a take-over.
 func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
-	s, op := w.c.acquire, w.queue()
+	s, op, entry := w.c.acquire, w.queue(), ""
 	if stale != nil {
 		s, op = w.c.takeOver, w.queued()
 	}
-	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: w.entry, op: op,
+	if op != "" {
+		w.entries++
+		entry = queueEntry(w.c.entry, w.b.cfg.claim(), w.b.cfg.expiry(), w.entries, w.c.channel)
+	}
+	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: entry, op: op,
 		expiry: w.b.cfg.expiryMillis(), form: w.c.args, stale: stale, permits: w.c.permits}
 	return w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
 }
@@ -254,7 +259,6 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 // queue.
 func (w *waiter) blocked(g grant) {
 	w.o.waiting()
-	w.seen = max(w.seen, g.seen)
 	w.attempts++
 	w.blockers = g.blockers()
 	if w.l != nil {
@@ -265,11 +269,11 @@ func (w *waiter) blocked(g grant) {
 	}
 }
 
-// handedOver reports whether fence, what the waiter's sleep heard, is a
+// handedOver reports whether wu, what the waiter's sleep heard, is a
 // hand-off it can trust, and if so takes the waiter out of the queue.
 //
-// A hand-off whose fence is not above what the last attempt saw came
-// before that attempt, which found the lock taken: its claim ended
+// A hand-off that took the entry of an attempt before the last came
+// before the last attempt, which found the lock taken: its claim ended
 // unheard (the process paused, or the listening connection lagged). One
 // that came after the last attempt ran has a claim that ends no sooner
 // than from + claim. The waiter trusts it only until from + claim/2, so
@@ -278,8 +282,8 @@ func (w *waiter) blocked(g grant) {
 // attempt's reply was held up, and the message with it), the next attempt,
 // made at once, tells whether the lock is ours, and restarts the lease if
 // it is.
-func (w *waiter) handedOver(fence uint64, from time.Time) bool {
-	if fence == 0 || fence <= w.seen || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim()/2)) {
+func (w *waiter) handedOver(wu wakeUp, from time.Time) bool {
+	if wu.fence == 0 || wu.attempt != w.entries || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim()/2)) {
 		return false
 	}
 	w.inQueue = false
@@ -348,7 +352,7 @@ func (w *waiter) drain() {
 	}
 }
 
-// queue tells the attempt what to do with the entry (see queueLua).
+// queue tells the attempt what to do with the entry (see attemptArgs).
 func (w *waiter) queue() string {
 	switch {
 	case w.l != nil && w.listening():
@@ -356,7 +360,6 @@ func (w *waiter) queue() string {
 			return "r"
 		}
 		w.inQueue = true
-		w.entry = w.c.entry + " " + strconv.FormatInt(w.b.cfg.claim().Milliseconds(), 10) + " " + strconv.FormatInt(w.b.cfg.expiryMillis(), 10) + " " + w.c.channel
 		return "q"
 	case w.inQueue:
 		return "x"
@@ -377,6 +380,15 @@ func (w *waiter) queued() string {
 	return ""
 }
 
+// queueEntry is a waiter's entry in the queue, as queueHandLua's nextWaiter
+// reads it: "<kind> <claim> <expiry> <attempt> <channel>", the claim and
+// the expiry in milliseconds, attempt the number of the waiter's attempt
+// that writes it, channel where its Client hears of hand-offs.
+func queueEntry(kind string, claim, expiry time.Duration, attempt uint64, channel string) string {
+	return kind + " " + strconv.FormatInt(claim.Milliseconds(), 10) + " " + strconv.FormatInt(expiry.Milliseconds(), 10) +
+		" " + strconv.FormatUint(attempt, 10) + " " + channel
+}
+
 // end stops listening and, unless the waiter got the lock, takes it out of
 // the waiters and the queue, releasing the lock if a release has just
 // handed it over. The Client remembers its token, so that a hand-off that
@@ -388,7 +400,7 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 	if w.l != nil {
 		var gone func(context.Context)
 		if w.inQueue && !acquired {
-			gone = func(ctx context.Context) { w.b.background(ctx, w.c.kind.release, w.c.keys, "", w.token) }
+			gone = func(ctx context.Context) { w.b.background(ctx, w.c.kind.release, w.c.keys, "-", w.token) }
 		}
 		w.l.close(gone)
 	}
@@ -403,21 +415,21 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 
 // sleep is nap for the waiter, which wakes when its subscription is
 // confirmed until it is in the queue.
-func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Duration) (uint64, error) {
+func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Duration) (wakeUp, error) {
 	return w.b.sleepFor(ctx, obs, w.l, w.token, !w.inQueue, left)
 }
 
 // sleepFor waits a random time below the tick, but not past left, the rest of
 // the waiter's patience, so that staleness is judged exactly at the timeout.
-// It returns early with what l hears (the fence of a hand-off to token),
+// It returns early with what l hears (a hand-off to token),
 // and, with ready, at once when l's subscription is confirmed, or when the
 // listening connection fails while the waiter waits for that; with ctx's
 // error when ctx ends, and ErrClosed when the Client closes.
-func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (uint64, error) {
+func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (wakeUp, error) {
 	d := min(jitter(b.cfg.tick()), left)
 	t := b.cfg.clock.Timer(d)
 	defer t.Stop()
-	var wake <-chan uint64
+	var wake <-chan wakeUp
 	var confirmed, changed <-chan struct{}
 	coming := false
 	if l != nil {
@@ -431,21 +443,21 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 	}
 	select {
 	case <-t.C:
-		return 0, nil
-	case fence := <-wake:
-		return fence, nil
+		return wakeUp{}, nil
+	case wu := <-wake:
+		return wu, nil
 	case <-confirmed:
-		return 0, nil
+		return wakeUp{}, nil
 	case <-changed: // a failed connection: back to ticks, asleep
-		return 0, nil
+		return wakeUp{}, nil
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return wakeUp{}, ctx.Err()
 	case <-b.c.done:
-		return 0, ErrClosed
+		return wakeUp{}, ErrClosed
 	}
 }
 
-// attempt runs an acquiring script with args (see queueLua). When its
+// attempt runs an acquiring script with args (see attemptArgs). When its
 // reply is lost after it may have run, it runs it again: the scripts reply
 // the hold when the token has it already, and the entry, if it was joining
 // the queue, rejoins only if it is not there. When that fails too, or the
@@ -466,7 +478,7 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 		}
 		err = errors.Join(err, again)
 	}
-	b.background(ctx, kind.release, keys, "", args.token)
+	b.background(ctx, kind.release, keys, "-", args.token)
 	return grant{}, err
 }
 
@@ -519,7 +531,7 @@ func (w *waiter) releaseOrphans(ctx context.Context, g grant) bool {
 			w.orphans = map[string]bool{}
 		}
 		w.orphans[token] = true
-		reply, _, err := w.b.eval(ctx, kind.release, w.c.keys, "", token)
+		reply, _, err := w.b.eval(ctx, kind.release, w.c.keys, "-", token)
 		if err != nil {
 			continue
 		}

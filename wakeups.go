@@ -16,7 +16,7 @@ import (
 
 // Wake-ups: a release hands the lock to the oldest waiter in its queue
 // whose Client listens, and publishes that on the channel of that Client
-// and lock (see queueLua). A Client listens on one connection (see
+// and lock (see queueHandLua). A Client listens on one connection (see
 // driver), subscribed to a lock's channel while one of its goroutines
 // waits for that lock. It delivers each hand-off to the waiter of its
 // token, whatever the lock. Waiters never depend on it: they keep trying on ticks, and
@@ -67,7 +67,7 @@ type wakeups struct {
 
 // channel is one subscription of a Client.
 type channel struct {
-	waiters    map[string]chan uint64 // by token: receives the fence of a hand-off
+	waiters    map[string]chan wakeUp // by token: receives its hand-offs
 	subscribed bool                   // the last command sent for it was SUBSCRIBE
 	pending    int                    // commands sent and not yet confirmed
 	ready      chan struct{}          // closed once Redis confirmed the subscription
@@ -90,7 +90,7 @@ type listener struct {
 	name  string
 	token string
 	ch    *channel
-	wake  chan uint64 // receives the fence when the lock is handed to token
+	wake  chan wakeUp // receives a hand-off of the lock to token
 }
 
 // listen registers the waiter with token on channel name and subscribes to
@@ -104,7 +104,7 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 		return nil
 	}
 	if ch == nil {
-		ch = &channel{waiters: map[string]chan uint64{}, ready: make(chan struct{})}
+		ch = &channel{waiters: map[string]chan wakeUp{}, ready: make(chan struct{})}
 		w.chans[name] = ch
 	}
 	if ch.idle != nil {
@@ -116,7 +116,7 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 		ch.subscribed = true
 		ch.pending++
 	}
-	l := &listener{w: w, name: name, token: token, ch: ch, wake: make(chan uint64, 1)}
+	l := &listener{w: w, name: name, token: token, ch: ch, wake: make(chan wakeUp, 1)}
 	ch.waiters[token] = l.wake
 	return l
 }
@@ -218,7 +218,7 @@ func (w *wakeups) run() {
 
 // open opens a listening connection, sharded if Redis has sharded pub/sub:
 // SPUBLISH, which the release scripts use where Redis has it (see
-// queueLua), is tried once per Client, on "<prefix>:probe", a channel
+// queueHandLua), is tried once per Client, on "<prefix>:probe", a channel
 // under the prefix that an ACL for the locks allows, where nobody listens.
 func (w *wakeups) open() (driver.Subscription, error) {
 	if w.sharded == 0 {
@@ -383,15 +383,40 @@ func (w *wakeups) confirm(e driver.Event) {
 // channel: an Election announces a new leader so to its observers.
 const broadcast = "*"
 
-// deliver passes a hand-off, "<token> <fence>", to its waiter, or a
-// broadcast to every listener of the channel. A hand-off
-// to a waiter that left the queue without the lock is released: its leave
-// script may have failed. Other tokens are ignored: their waiter got the
-// lock by an attempt of its own.
-func (w *wakeups) deliver(name string, data []byte) {
-	token, f, ok := strings.Cut(string(data), " ")
+// A wakeUp is a hand-off as its waiter hears it: the fence the lock was
+// handed over under, and the number of the waiter's attempt whose queue
+// entry the release took (see queueEntry); 0 for a broadcast.
+type wakeUp struct {
+	fence, attempt uint64
+}
+
+// parseWakeUp reads a message on a wake-up channel: a hand-off, "<token>
+// <fence> <attempt>", as queueHandLua's offer publishes it, or a broadcast,
+// "* <fence>". It reports false for anything else.
+func parseWakeUp(data string) (token string, wu wakeUp, ok bool) {
+	token, rest, _ := strings.Cut(data, " ")
+	f, a, hasAttempt := strings.Cut(rest, " ")
 	fence, err := strconv.ParseUint(f, 10, 64)
-	if !ok || err != nil || fence == 0 {
+	if err != nil || fence == 0 || token == "" || hasAttempt == (token == broadcast) {
+		return "", wakeUp{}, false
+	}
+	wu.fence = fence
+	if hasAttempt {
+		if wu.attempt, err = strconv.ParseUint(a, 10, 64); err != nil || wu.attempt == 0 {
+			return "", wakeUp{}, false
+		}
+	}
+	return token, wu, true
+}
+
+// deliver passes a hand-off to its waiter, or a broadcast to every
+// listener of the channel (see parseWakeUp). A hand-off to a waiter that
+// left the queue without the lock is released: its leave script may have
+// failed. Other tokens are ignored: their waiter got the lock by an
+// attempt of its own.
+func (w *wakeups) deliver(name string, data []byte) {
+	token, wu, ok := parseWakeUp(string(data))
+	if !ok {
 		return
 	}
 	w.mu.Lock()
@@ -400,10 +425,10 @@ func (w *wakeups) deliver(name string, data []byte) {
 	if ch := w.chans[name]; ch != nil {
 		if token == broadcast {
 			for _, wake := range ch.waiters {
-				send(wake, fence)
+				send(wake, wu)
 			}
 		} else if wake := ch.waiters[token]; wake != nil {
-			send(wake, fence)
+			send(wake, wu)
 		}
 	}
 	w.mu.Unlock()
@@ -412,10 +437,10 @@ func (w *wakeups) deliver(name string, data []byte) {
 	}
 }
 
-// send gives wake the fence unless it has one waiting already.
-func send(wake chan uint64, fence uint64) {
+// send gives wake the hand-off unless it has one waiting already.
+func send(wake chan wakeUp, wu wakeUp) {
 	select {
-	case wake <- fence:
+	case wake <- wu:
 	default:
 	}
 }

@@ -125,6 +125,10 @@ metrics=("p99 wait ms:wait_p99_ms" "hand-off p50 µs:handoff_p50_us"
 # The fleet workload's lines (-workload fleet) have measures of their own.
 if grep -q '"redis_cpu_us_per_pair"' "$tmp/new.jsonl"; then
 	metrics=("Redis CPU µs/pair:redis_cpu_us_per_pair" "pairs/s:pairs_per_second" "Redis commands/pair:cmds_per_pair")
+	# and what a row left in Redis, where the program reports it
+	if grep -q '"keys_left"' "$tmp/old.jsonl"; then
+		metrics+=("keys left:keys_left" "memory left, bytes:memory_left_bytes")
+	fi
 fi
 for m in "${metrics[@]}"; do
 	o=$(field old "${m#*:}" | median)

@@ -31,7 +31,9 @@ import (
 // -goroutines goroutines; each locks a random key of -keys and unlocks it
 // at once, for -duration. A row reports the lock+unlock pairs per second,
 // and the Redis CPU and commands per pair (INFO cpu and INFO stats, read
-// before and after the run).
+// before and after the run), and what the row left in Redis once its
+// client closed: the keys (DBSIZE) and used_memory, against before its
+// warm-up.
 
 // A fleetRow is one lock library on the fleet workload.
 type fleetRow struct {
@@ -67,6 +69,8 @@ type fleetResult struct {
 	elapsed     time.Duration
 	cmdsPerPair float64
 	cpuPerPair  time.Duration
+	keysLeft    int64 // DBSIZE after, less before
+	memoryLeft  int64 // used_memory after, less before, in bytes
 	errors      int64
 	err         error
 }
@@ -74,12 +78,22 @@ type fleetResult struct {
 // runFleet runs r on e for cfg.duration.
 func (e *env) runFleet(r fleetRow, cfg config) fleetResult {
 	res := fleetResult{name: r.name, peer: r.peer}
+	keys0, mem0, err := e.stored()
+	if err != nil {
+		res.err = err
+		return res
+	}
 	p, closeAll, err := r.open(e.addr)
 	if err != nil {
 		res.err = err
 		return res
 	}
-	defer closeAll()
+	closed := false
+	defer func() {
+		if !closed {
+			closeAll()
+		}
+	}()
 	keys := make([]string, cfg.keys)
 	for i := range keys {
 		keys[i] = "fleet-" + strconv.Itoa(i)
@@ -103,7 +117,27 @@ func (e *env) runFleet(r fleetRow, cfg config) fleetResult {
 		res.cmdsPerPair = float64(cmds) / float64(res.pairs)
 		res.cpuPerPair = cpu / time.Duration(res.pairs)
 	}
+	closeAll()
+	closed = true
+	keys1, mem1, err := e.stored()
+	if err != nil && res.err == nil {
+		res.err = err
+	}
+	res.keysLeft, res.memoryLeft = keys1-keys0, mem1-mem0
 	return res
+}
+
+// stored returns the keys (DBSIZE) and used_memory of the nodes, summed.
+func (e *env) stored() (keys, memory int64, err error) {
+	counts, err := e.keys()
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, n := range counts {
+		keys += n
+	}
+	memory, err = e.usedMemory()
+	return keys, memory, err
 }
 
 // fleetLoop runs n goroutines for d, each pairing random keys; it counts
@@ -141,16 +175,17 @@ func fleetLoop(p pairer, keys []string, n int, d time.Duration, pairs, fails *at
 func printFleet(w io.Writer, cfg config, results []fleetResult) {
 	fmt.Fprintf(w, "\nFleet workload: %d goroutines of one process sharing one client, each locking a random key of %d and unlocking it at once, for %v; medians of %d rounds.\n\n",
 		cfg.goroutines, cfg.keys, cfg.duration, cfg.rounds)
-	rows := [][]string{{"row", "Redis CPU per pair", "pairs/s", "Redis commands per pair", "errors"}}
+	rows := [][]string{{"row", "Redis CPU per pair", "pairs/s", "Redis commands per pair", "keys left", "memory left", "errors"}}
 	byName := map[string]fleetResult{}
 	for _, r := range results {
 		byName[r.name] = r
 		if r.err != nil {
-			rows = append(rows, []string{r.name, "failed: " + r.err.Error(), "", "", ""})
+			rows = append(rows, []string{r.name, "failed: " + r.err.Error(), "", "", "", "", ""})
 			continue
 		}
 		rows = append(rows, []string{r.name, fmt.Sprintf("%.1f µs", float64(r.cpuPerPair)/float64(time.Microsecond)), fmt.Sprintf("%.0f", r.rate()),
-			fmt.Sprintf("%.2f", r.cmdsPerPair), strconv.FormatInt(r.errors, 10)})
+			fmt.Sprintf("%.2f", r.cmdsPerPair), strconv.FormatInt(r.keysLeft, 10), fmt.Sprintf("%.1f KiB", float64(r.memoryLeft)/1024),
+			strconv.FormatInt(r.errors, 10)})
 	}
 	writeMarkdown(w, rows)
 	ratios := [][]string{{"ours ÷ peer", "Redis CPU per pair", "pairs/s"}}
@@ -170,8 +205,8 @@ func printFleet(w io.Writer, cfg config, results []fleetResult) {
 }
 
 // medianFleet returns the run of rs whose Redis CPU per pair is the
-// median, with the median pairs per second of rs and their errors summed;
-// the first failure when one failed.
+// median, with the median pairs per second of rs, their errors summed and
+// the most any left in Redis; the first failure when one failed.
 func medianFleet(rs []fleetResult) fleetResult {
 	for _, r := range rs {
 		if r.err != nil {
@@ -188,6 +223,7 @@ func medianFleet(rs []fleetResult) fleetResult {
 	m.errors = 0
 	for _, r := range rs {
 		m.errors += r.errors
+		m.keysLeft, m.memoryLeft = max(m.keysLeft, r.keysLeft), max(m.memoryLeft, r.memoryLeft)
 	}
 	return m
 }
@@ -201,12 +237,14 @@ type fleetJSON struct {
 	CPUPerPairUs   float64 `json:"redis_cpu_us_per_pair"`
 	PairsPerSecond float64 `json:"pairs_per_second"`
 	CmdsPerPair    float64 `json:"cmds_per_pair"`
+	KeysLeft       int64   `json:"keys_left"`
+	MemoryLeft     int64   `json:"memory_left_bytes"`
 	Errors         int64   `json:"errors"`
 	Failed         string  `json:"failed,omitempty"`
 }
 
 func (r fleetResult) json() fleetJSON {
-	j := fleetJSON{Name: r.name, CmdsPerPair: r.cmdsPerPair, Errors: r.errors}
+	j := fleetJSON{Name: r.name, CmdsPerPair: r.cmdsPerPair, KeysLeft: r.keysLeft, MemoryLeft: r.memoryLeft, Errors: r.errors}
 	if r.err != nil {
 		j.Failed = r.err.Error()
 		return j

@@ -568,7 +568,7 @@ func TestPercentile(t *testing.T) {
 }
 
 // TestFleet runs every fleet row briefly: each pairs keys without error,
-// and ours send the commands of a lock and an unlock.
+// ours send the commands of a lock and an unlock, and leave no key.
 func TestFleet(t *testing.T) {
 	e := testEnv(t)
 	cfg := config{duration: 300 * time.Millisecond, keys: 100, goroutines: 4, workload: "fleet", rounds: 1}
@@ -580,6 +580,9 @@ func TestFleet(t *testing.T) {
 		}
 		if r.peer != "" && (res.cmdsPerPair < 6.9 || res.cmdsPerPair > 7.5) {
 			t.Errorf("%s: %.2f commands a pair; want a lock's and an unlock's 7", r.name, res.cmdsPerPair)
+		}
+		if r.peer != "" && res.keysLeft != 0 {
+			t.Errorf("%s: %d keys left of %d locks; want none", r.name, res.keysLeft, cfg.keys)
 		}
 		results = append(results, res)
 	}
@@ -595,8 +598,8 @@ func TestFleet(t *testing.T) {
 // A fleet row reads as JSON in the units of its table, and a failed one
 // as its failure.
 func TestFleetJSON(t *testing.T) {
-	r := fleetResult{name: "x", pairs: 500, elapsed: 2 * time.Second, cmdsPerPair: 7, cpuPerPair: 18500 * time.Nanosecond, errors: 1}
-	if j := r.json(); j.Name != "x" || j.PairsPerSecond != 250 || j.CPUPerPairUs != 18.5 || j.CmdsPerPair != 7 || j.Errors != 1 || j.Failed != "" {
+	r := fleetResult{name: "x", pairs: 500, elapsed: 2 * time.Second, cmdsPerPair: 7, cpuPerPair: 18500 * time.Nanosecond, keysLeft: 3, memoryLeft: 40, errors: 1}
+	if j := r.json(); j.Name != "x" || j.PairsPerSecond != 250 || j.CPUPerPairUs != 18.5 || j.CmdsPerPair != 7 || j.KeysLeft != 3 || j.MemoryLeft != 40 || j.Errors != 1 || j.Failed != "" {
 		t.Errorf("json() = %+v", j)
 	}
 	r.err = errors.New("no server")

@@ -39,15 +39,15 @@ func Example() {
 		log.Fatal(err)
 	}
 	err = m.Do(ctx, func(ctx context.Context) error {
-		fence, _ := uncomplicated.FenceOf(ctx)
-		fmt.Println("charging order", order.N, "under", m.Name(), "with fence", fence)
-		return nil
+		fence, _ := uncomplicated.FenceOf(ctx) // or m.Fence(): above every earlier hold's
+		fmt.Println("charging order", order.N, "under", m.Name(), "with a fence:", fence > 0)
+		return nil // your work here, passing fence to the store it writes to
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	// Output:
-	// charging order 42 under lock:goredis_test.Order:42 with fence 1
+	// charging order 42 under lock:goredis_test.Order:42 with a fence: true
 }
 
 // A master that Redis Sentinel watches: go-redis finds the master through

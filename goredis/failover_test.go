@@ -85,6 +85,7 @@ func failover(t *testing.T, rdb redis.UniversalClient, ms []*uncomplicated.Mutex
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	counts := make([]int, len(ms))
+	fences := make([][]uint64, len(ms)) // of each lock, in the order of its holds
 	for i, m := range ms {
 		wg.Add(1)
 		go func() {
@@ -104,6 +105,7 @@ func failover(t *testing.T, rdb redis.UniversalClient, ms []*uncomplicated.Mutex
 				}
 				mu.Lock()
 				counts[i]++
+				fences[i] = append(fences[i], m.Fence())
 				mu.Unlock()
 				_ = m.Unlock(ctx)
 			}
@@ -132,6 +134,11 @@ func failover(t *testing.T, rdb redis.UniversalClient, ms []*uncomplicated.Mutex
 	for i := range ms {
 		if counts[i] <= before[i] {
 			t.Errorf("lock %s: %d acquisitions before the failover ended, %d after 2s more; want more", ms[i].Name(), before[i], counts[i])
+		}
+		for j := 1; j < len(fences[i]); j++ {
+			if fences[i][j] <= fences[i][j-1] {
+				t.Errorf("lock %s: hold %d got fence %d, not above hold %d's, %d", ms[i].Name(), j, fences[i][j], j-1, fences[i][j-1])
+			}
 		}
 	}
 	if err := held.Unlock(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {
@@ -443,9 +450,17 @@ type workload struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu       sync.Mutex             // guards acquired and unlocks
+	mu       sync.Mutex             // guards acquired, grants and unlocks
 	acquired map[string][]time.Time // by lock name, in order
+	grants   map[string][]grant     // by lock name
 	unlocks  map[string][]error     // the failed Unlocks, by lock name
+}
+
+// A grant is one acquisition of a workload's lock: when its Lock began
+// and returned, and its fence.
+type grant struct {
+	began, got time.Time
+	fence      uint64
 }
 
 // workFor is how long a worker holds a lock, so that a failover finds
@@ -455,7 +470,7 @@ const workFor = 5 * time.Millisecond
 // newWorkload returns a workload without workers; it stops at t's end.
 func newWorkload(t *testing.T) *workload {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &workload{ctx: ctx, cancel: cancel, acquired: map[string][]time.Time{}, unlocks: map[string][]error{}}
+	w := &workload{ctx: ctx, cancel: cancel, acquired: map[string][]time.Time{}, grants: map[string][]grant{}, unlocks: map[string][]error{}}
 	t.Cleanup(w.stop)
 	return w
 }
@@ -478,6 +493,7 @@ func (w *workload) add(t *testing.T, name string, clients ...*uncomplicated.Clie
 func (w *workload) run(m *uncomplicated.Mutex) {
 	defer w.wg.Done()
 	for w.ctx.Err() == nil {
+		began := time.Now()
 		if err := m.Lock(w.ctx); err != nil {
 			// Redis unreachable, or not replicating: try again shortly.
 			select {
@@ -486,8 +502,10 @@ func (w *workload) run(m *uncomplicated.Mutex) {
 			}
 			continue
 		}
+		got := time.Now()
 		w.mu.Lock()
-		w.acquired[m.Name()] = append(w.acquired[m.Name()], time.Now())
+		w.acquired[m.Name()] = append(w.acquired[m.Name()], got)
+		w.grants[m.Name()] = append(w.grants[m.Name()], grant{began, got, m.Fence()})
 		w.mu.Unlock()
 		time.Sleep(workFor)
 		if err := m.Unlock(context.Background()); err != nil {
@@ -568,10 +586,12 @@ func (w *workload) awaitAcquired(t *testing.T, c *uncomplicated.Client, names []
 // checkFree stops w and checks that Redis has no holder of its locks
 // left: every worker unlocked what it held, so a holder left is a token
 // released, or a hand-off to a worker that stopped waiting, which lasts
-// its claim, a second. It waits that second.
+// its claim, a second. It waits that second. It checks the fences too
+// (see checkFences).
 func (w *workload) checkFree(t *testing.T, c *uncomplicated.Client) {
 	t.Helper()
 	w.stop()
+	w.checkFences(t)
 	deadline := time.Now().Add(3 * time.Second)
 	for _, name := range w.names {
 		for {
@@ -584,6 +604,33 @@ func (w *workload) checkFree(t *testing.T, c *uncomplicated.Client) {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
+
+// checkFences checks that no grant of a lock got a fence at or below that
+// of a grant of the lock that had returned before it began, failovers
+// included: what a failover loses of a lock never makes its fences go
+// back. (Grants that overlap in time may come in either order.)
+func (w *workload) checkFences(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for name, gs := range w.grants {
+		byGot := slices.Clone(gs)
+		slices.SortFunc(byGot, func(a, b grant) int { return a.got.Compare(b.got) })
+		var highest uint64 // of the grants that returned before the one looked at began
+		i, bad := 0, 0
+		for _, g := range slices.SortedFunc(slices.Values(gs), func(a, b grant) int { return a.began.Compare(b.began) }) {
+			for ; i < len(byGot) && byGot[i].got.Before(g.began); i++ {
+				highest = max(highest, byGot[i].fence)
+			}
+			if g.fence <= highest {
+				bad++
+			}
+		}
+		if bad > 0 {
+			t.Errorf("%s: %d of %d grants got a fence at or below that of a grant before them", name, bad, len(gs))
 		}
 	}
 }

@@ -46,8 +46,9 @@ const NoLease = inspection.NoLease
 type Info struct {
 	Name string // the lock's full name, as Mutex.Name returns it
 	Kind Kind   // "" when Redis has nothing of the lock
-	// Fence is the lock's fence counter: the highest fence handed out so
-	// far, which the next holder's exceeds; 0 before the first.
+	// Fence is the highest fence of the lock's holders, which the next
+	// holder's exceeds; 0 when it is free, or held by readers alone (a
+	// fence is Redis's clock in microseconds at its grant, or just above).
 	Fence uint64
 	// Holders are the lock's holders: the holder of a Mutex, the writer
 	// or the readers of an RWMutex, the permits of a Semaphore.
@@ -106,8 +107,9 @@ func Lock(ctx context.Context, c *uncomplicated.Client, name string) (Info, erro
 // The pattern is "" for all, or in path.Match's syntax
 // ("lock:orders.Order:*"). It returns the first limit found, in SCAN's
 // order (1,000 when limit is 0), and more reports that there were others.
-// A lock counts while Redis has anything of it, its fence counter
-// included, which stays after its last release. It costs Redis a SCAN of
+// A lock counts while Redis has anything of it: while it is held or
+// waited for, and a few seconds after a waiter died (it shows free
+// then). It costs Redis a SCAN of
 // the whole keyspace, 1,000 keys per call (on a Cluster, of every master),
 // and then one script per lock. A bad pattern or a negative limit gives an
 // error wrapping uncomplicated.ErrInvalidArgument.

@@ -147,8 +147,8 @@ func TestForceRelease_expiredHolders(t *testing.T) {
 	}
 }
 
-// A name that a Mutex used (its fence counter stays) and an RWMutex now
-// holds shows, and is released, as the RWMutex.
+// A name that a Mutex used and an RWMutex now holds shows, and is
+// released, as the RWMutex.
 func TestInspect_kindInUse(t *testing.T) {
 	env := uncomplicatedtest.New(t)
 	ctx := context.Background()
@@ -170,6 +170,33 @@ func TestInspect_kindInUse(t *testing.T) {
 	}
 	if held, err := rw.Held(ctx); held || err != nil {
 		t.Errorf("Held() after ForceRelease = %v, %v; want false", held, err)
+	}
+}
+
+// A lock that nobody holds or waits for shows free, with fence 0, whatever
+// keys of it are left: the fence counter of an earlier version, a queue
+// whose waiter's entry has expired, a released lock's nothing.
+func TestInspect_freeWithKeysLeft(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	ctx := context.Background()
+	m := mustNamed(t, env.Client, "left")
+	mustLock(t, m)
+	if info, err := inspect.Lock(ctx, env.Client, m.Name()); err != nil || !info.Held() || info.Fence != m.Fence() {
+		t.Fatalf("Inspect of the held lock = %+v, %v; want held, fence %d", info, err, m.Fence())
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, left := range []func(){
+		func() {},
+		func() { env.Redis.Set("lock:fence:{lock:left}", "588") },
+		func() { _, _ = env.Redis.Push("lock:queue:{lock:left}", "gone") },
+	} {
+		left()
+		info, err := inspect.Lock(ctx, env.Client, m.Name())
+		if err != nil || info.Held() || info.Fence != 0 || len(info.Waiters) != 0 {
+			t.Errorf("Inspect with keys %q left = %+v, %v; want free, fence 0, no waiters", env.Redis.Keys(), info, err)
+		}
 	}
 }
 

@@ -55,8 +55,8 @@ func TestSpans_staleHolder(t *testing.T) {
 			if got := s.Status().Code; got != tc.wantStatus {
 				t.Errorf("span status %v; want %v", got, tc.wantStatus)
 			}
-			if fence, ok := attr(s.Attributes(), otel.KeyFence); ok != tc.wantFence || ok && fence.AsInt64() != 2 {
-				t.Errorf("span %s = %v (set: %v); want 2 (set: %v)", otel.KeyFence, fence.AsInt64(), ok, tc.wantFence)
+			if fence, ok := attr(s.Attributes(), otel.KeyFence); ok != tc.wantFence || ok && uint64(fence.AsInt64()) != waiter.Fence() {
+				t.Errorf("span %s = %v (set: %v); want the waiter's, %d (set: %v)", otel.KeyFence, fence.AsInt64(), ok, waiter.Fence(), tc.wantFence)
 			}
 			a := attrs(inspect.KindMutex, tc.outcome)
 			if got := r.count(t, otel.MetricAcquisitions, a); got != 1 {
@@ -99,8 +99,10 @@ func TestSpans_doLost(t *testing.T) {
 	m := r.mutex(t, uncomplicated.WithAutoRefresh(time.Second))
 	running := make(chan trace.SpanContext, 1)
 	done := make(chan error, 1)
+	var fence uint64 // the hold's, set before running receives
 	go func() {
 		done <- m.Do(ctx, func(ctx context.Context) error {
+			fence, _ = uncomplicated.FenceOf(ctx)
 			running <- trace.SpanContextFromContext(ctx)
 			<-ctx.Done()
 			return nil
@@ -129,8 +131,8 @@ func TestSpans_doLost(t *testing.T) {
 	if name, _ := attr(s.Attributes(), otel.KeyName); name.AsString() != m.Name() {
 		t.Errorf("span %s = %q; want %q", otel.KeyName, name.AsString(), m.Name())
 	}
-	if fence, _ := attr(s.Attributes(), otel.KeyFence); fence.AsInt64() != 1 {
-		t.Errorf("span %s = %d; want 1", otel.KeyFence, fence.AsInt64())
+	if f, _ := attr(s.Attributes(), otel.KeyFence); fence == 0 || f.AsInt64() != int64(fence) {
+		t.Errorf("span %s = %d; want the hold's, %d", otel.KeyFence, f.AsInt64(), fence)
 	}
 	if got := r.count(t, otel.MetricLost, mutex); got != 1 {
 		t.Errorf("%s = %d; want 1", otel.MetricLost, got)

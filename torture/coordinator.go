@@ -47,6 +47,10 @@ type coordinator struct {
 	rw      []string        // RWMutex names
 	sem     []string        // Semaphore names
 	onLock  map[string]bool // the lock names (as Name gives them) that lock holds
+	snaps   *snapshots      // of the locks on lock, for the lose fault's rollbacks; nil without it
+
+	losses       int  // lose faults injected; used by the goroutine that injects
+	loseRollback bool // the last lose fault rolled back rather than restarted the server
 
 	mu      sync.Mutex // guards procs and rec
 	procs   map[int]*proc
@@ -87,7 +91,12 @@ func run(opts options) (*record, error) {
 		}
 	}
 	end := time.Now().Add(opts.Duration)
+	stopSnapshots := func() {}
+	if slices.Contains(opts.Faults, faultLose) {
+		stopSnapshots = c.keepSnapshots()
+	}
 	c.injectUntil(end)
+	stopSnapshots()
 	if wait := time.Until(end); wait > 0 {
 		time.Sleep(wait)
 	}

@@ -22,14 +22,15 @@ const (
 	faultBlackhole = "blackhole"   // the proxy forwards nothing, past the timeout
 	faultLatency   = "latency"     // the proxy delays traffic by more than the timeout
 	faultExpire    = "expire"      // PEXPIRE a held lock's key to 1 ms
+	faultLose      = "lose"        // Redis loses its data: the lock server restarts empty, or a held lock's keys roll back (see lose.go)
 )
 
 // The fault kinds of each deployment, in the order the report lists them.
 // A Cluster has no proxy (see cluster.go); a master down or stopped takes
 // the place of the proxy's faults there.
 var (
-	serverFaults  = []string{faultKill, faultStop, faultPauseWait, faultRestart, faultReset, faultBlackhole, faultLatency, faultExpire}
-	clusterFaults = []string{faultKill, faultStop, faultPauseWait, faultRestart, faultOutage, faultPause, faultExpire}
+	serverFaults  = []string{faultKill, faultStop, faultPauseWait, faultRestart, faultReset, faultBlackhole, faultLatency, faultExpire, faultLose}
+	clusterFaults = []string{faultKill, faultStop, faultPauseWait, faultRestart, faultOutage, faultPause, faultExpire, faultLose}
 )
 
 // faultKinds returns the fault kinds of the lock server, or of a Cluster.
@@ -67,7 +68,9 @@ func parseFaults(s string, cluster bool) ([]string, error) {
 // before each: first every enabled kind once, in a random order, so that
 // even a short run has them all, then kinds at random. After a fault of a
 // worker, the next waits at least until the bound of the idle stretches
-// it may cause has passed (see idleBound).
+// it may cause has passed (see idleBound), and after the lose fault until
+// loseBound has passed since Redis answered again (see settled). It
+// returns only once the last fault's bound has passed, even past end.
 func (c *coordinator) injectUntil(end time.Time) {
 	kinds := c.opts.Faults
 	if len(kinds) == 0 {
@@ -82,6 +85,7 @@ func (c *coordinator) injectUntil(end time.Time) {
 		// budget: leave that much of the run without a new fault, once
 		// every kind has had its turn.
 		if len(first) == 0 && time.Now().Add(gap+2*c.opts.Timeout+budget(c.opts.Timeout)).After(end) {
+			time.Sleep(time.Until(quiet))
 			return
 		}
 		time.Sleep(gap)
@@ -98,9 +102,24 @@ func (c *coordinator) injectUntil(end time.Time) {
 		c.rec.Faults[kind]++
 		c.rec.Injected = append(c.rec.Injected, injection{kind: kind, at: at.UnixNano()})
 		c.mu.Unlock()
-		quiet = at.Add(idleBound(kind, c.opts.Timeout))
+		quiet = c.settled(kind, at)
 		c.trace(fmt.Sprintf(`{"ev":"fault","kind":%q,"enter":%d,"ret":%d}`, kind, at.UnixNano(), time.Now().UnixNano()))
 	}
+}
+
+// settled returns when the effects of a fault of kind, which took effect
+// at, have had the time their bound gives them: the bound of the idle
+// stretches it may cause (see idleBound) and, after the lose fault, that
+// of the first write accepted once Redis answered again (loseBound).
+func (c *coordinator) settled(kind string, at time.Time) time.Time {
+	quiet := at.Add(idleBound(kind, c.opts.Timeout))
+	if kind == faultLose {
+		c.mu.Lock()
+		back := time.Unix(0, c.rec.Losses[len(c.rec.Losses)-1].back)
+		c.mu.Unlock()
+		quiet = later(quiet, back.Add(loseBound))
+	}
+	return quiet
 }
 
 // stopFor is how long the stop and pausewaiter faults keep a worker
@@ -154,6 +173,8 @@ func (c *coordinator) inject(kind string) (at time.Time, err error) {
 		c.proxy.SetLatency(0)
 	case faultExpire:
 		return c.expire()
+	case faultLose:
+		return c.lose()
 	default:
 		return at, fmt.Errorf("unknown fault %q", kind)
 	}
@@ -187,7 +208,7 @@ func (c *coordinator) lockNode() string {
 }
 
 // holder waits, up to a few timeouts, for a critical section the events
-// show open, and returns it.
+// show open that pick picks (nil: none of them), and returns it.
 func (c *coordinator) holder(pick func([]*hold) *hold) (*hold, error) {
 	deadline := time.Now().Add(3 * c.opts.Timeout)
 	for time.Now().Before(deadline) {
@@ -201,7 +222,9 @@ func (c *coordinator) holder(pick func([]*hold) *hold) (*hold, error) {
 		c.mu.Unlock()
 		if len(open) > 0 {
 			slices.SortFunc(open, func(a, b *hold) int { return int(a.enter.Seq - b.enter.Seq) })
-			return pick(open), nil
+			if h := pick(open); h != nil {
+				return h, nil
+			}
 		}
 		time.Sleep(time.Millisecond)
 	}

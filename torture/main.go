@@ -2,14 +2,17 @@
 // processes hold a few Mutexes, RWMutexes (mostly as readers) and
 // Semaphores through a fault-injecting proxy while the coordinator kills,
 // stops and cuts them off, stops one queued for a lock just before the
-// lock is released, restarts the lock server and expires held locks; a
-// fenced store on a second server records what each critical section did,
-// on its own clock. At the end it reports lost updates, overlapping
-// critical sections, semaphores over their permits, holds the library
-// confirmed that it should not have, late calls, leaked goroutines and how
-// long locks stayed free while someone waited, and exits non-zero when any
-// of the first ones is not 0, or when a fault of a worker left a lock free
-// past its bound (see idleBound).
+// lock is released, restarts the lock server, expires held locks and makes
+// Redis lose its data (restarts the lock server empty, or rolls a held
+// lock's keys back to an earlier snapshot; see lose.go); a fenced store on
+// a second server records what each critical section did, on its own
+// clock. At the end it reports lost updates, overlapping critical
+// sections, semaphores over their permits, holds the library confirmed
+// that it should not have, late calls, leaked goroutines, how long locks
+// stayed free while someone waited and how soon after Redis lost its data
+// the store took a new holder's write, and exits non-zero when any of the
+// first ones is not 0, when a fault of a worker left a lock free past its
+// bound (see idleBound), or when that write took loseBound or longer.
 //
 // The workers' Client runs on redigo or, with -client goredis, on go-redis.
 // With -cluster the locks live on a Redis Cluster of 3 masters, reached

@@ -16,12 +16,14 @@ type record struct {
 	Samples   map[string]string // "op: kind" -> one message
 	Late      []event           // calls that returned after their bound
 	TakenOver map[string]int    // role -> "... taken over" records of the library
+	Entered   map[string]int    // lock name -> sections begun (enter events)
 
 	Faults   map[string]int    // kind -> injected
 	Injected []injection       // every fault injected, in order
 	Targets  map[string]int    // "kind role" -> faults aimed at a holder of that role
 	Kills    map[int]time.Time // pid -> when the kill fault killed it
 	Stops    []stop            // by the stop and pausewaiter faults
+	Losses   []loss            // by the lose fault, in order
 
 	Workers int           // started, replacements included
 	Finals  map[int]event // pid -> its final event
@@ -90,7 +92,7 @@ func newRecord() *record {
 	return &record{
 		Sections: map[secID]*hold{}, Open: map[secID]*hold{}, Waits: map[secID]*wait{}, Waiting: map[secID]*wait{},
 		Parked: map[int]event{}, Errors: map[string]int{}, Samples: map[string]string{},
-		TakenOver: map[string]int{}, Faults: map[string]int{}, Targets: map[string]int{}, Kills: map[int]time.Time{},
+		TakenOver: map[string]int{}, Entered: map[string]int{}, Faults: map[string]int{}, Targets: map[string]int{}, Kills: map[int]time.Time{},
 		Finals: map[int]event{}, Store: map[string]tally{}, Examples: map[string][]string{},
 	}
 }
@@ -110,6 +112,7 @@ func (r *record) add(e event) {
 	case evEnter:
 		h := &hold{enter: e}
 		r.Sections[id], r.Open[id] = h, h
+		r.Entered[e.Key]++
 		r.waited(id, e.Enter)
 	case evPark:
 		r.Parked[e.Pid] = e

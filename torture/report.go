@@ -23,6 +23,7 @@ type summary struct {
 	RW                          rwFigures
 	Sem                         semFigures
 	Idle                        map[string]*idleFigures // by fault kind, and faultNone
+	Lose                        loseFigures             // of the lose fault
 	Leaks                       int                     // workers whose goleak.Find failed
 	NoFinal                     int                     // workers that ended unkilled without a final event
 	Failures                    []string
@@ -31,7 +32,7 @@ type summary struct {
 // summarize computes the figures and checks the pass criteria.
 func (r *record) summarize(opts options) summary {
 	s := summary{counts: r.counts(), Faults: r.Faults, Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits),
-		Idle: r.idleByFault(opts.Permits, opts.Timeout)}
+		Idle: r.idleByFault(opts.Permits, opts.Timeout), Lose: r.lose()}
 	s.Stops, s.Unnoticed = r.stopped(opts.Timeout)
 	s.Fenced, s.Unfenced, s.Confirmed = r.overlaps()
 	for _, t := range r.Store {
@@ -77,6 +78,10 @@ func (r *record) summarize(opts options) summary {
 			r.Examples[exIdle] = append(r.Examples[exIdle], k+": "+r.explain(f.Longest[0]))
 		}
 	}
+	for _, rc := range s.Lose.late() {
+		fail(true, "a new holder's first write accepted %.2fs after Redis answered again after a lose fault (%s), not under %.2fs",
+			rc.after.Seconds(), r.describeRecovery(rc), s.Lose.Bound.Seconds())
+	}
 	for _, want := range []struct {
 		role string
 		keys int
@@ -109,6 +114,9 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 			longest, total = max(longest, d), total+d
 		}
 		p("Cluster ok again after a master's fault: %.1fs at most, %.1fs in all (%d faults)", longest.Seconds(), total.Seconds(), len(r.Recoveries))
+	}
+	if slices.Contains(opts.Faults, faultLose) {
+		s.printLose(p, r)
 	}
 	s.printIdle(p, r, opts)
 	p("Mutex sections completed:               %d", s.Completed)
@@ -185,6 +193,24 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	}
 }
 
+// printLose writes how the lose faults went and how soon, after each, the
+// store took a new holder's write.
+func (s summary) printLose(p func(string, ...any), r *record) {
+	f := s.Lose
+	p("Redis lost its data (lose):             %d restarts without persistence, %d rollbacks of a held lock's keys (about %d acquisitions back)",
+		f.Restarts, f.Rollbacks, rollbackDepth)
+	unmeasured := ""
+	if f.Unmeasured > 0 {
+		unmeasured = fmt.Sprintf(" (%d more hit a Semaphore, which writes nothing)", f.Unmeasured)
+	}
+	if len(f.Recoveries) == 0 {
+		p("  a new holder's first write accepted, after Redis answered again: no fault measured%s", unmeasured)
+		return
+	}
+	p("  a new holder's first write accepted, after Redis answered again (must be under %.2fs): median %.2fs, max %.2fs (%s) of %d faults%s",
+		f.Bound.Seconds(), f.median().Seconds(), f.Recoveries[0].after.Seconds(), r.describeRecovery(f.Recoveries[0]), len(f.Recoveries), unmeasured)
+}
+
 // printIdle writes, by fault kind, the median and the longest of the
 // longest idle stretch after each fault, and the bound of each.
 func (s summary) printIdle(p func(string, ...any), r *record, opts options) {
@@ -238,7 +264,8 @@ func (s summary) printDeployment(p func(string, ...any), r *record, opts options
 }
 
 // targets lists, for a fault aimed at a holder, the roles it hit, and for
-// a fault of the lock server, the roles of the holds open on it.
+// a fault of the lock server, the roles of the holds open on it (for the
+// lose fault's rollback, on the lock it rolled back).
 func (s summary) targets(r *record, kind string) string {
 	var hit []string
 	for _, role := range roles {
@@ -249,8 +276,11 @@ func (s summary) targets(r *record, kind string) string {
 	if len(hit) == 0 {
 		return ""
 	}
-	if slices.Contains([]string{faultRestart, faultOutage, faultPause}, kind) {
+	switch kind {
+	case faultRestart, faultOutage, faultPause:
 		return " (holds open on it: " + strings.Join(hit, ", ") + ")"
+	case faultLose:
+		return " (holds open on the server restarted, or on the lock rolled back: " + strings.Join(hit, ", ") + ")"
 	}
 	return " (" + strings.Join(hit, ", ") + ")"
 }

@@ -17,7 +17,9 @@ import (
 // after restart, reset and blackhole faults (fixed on main by 2f2f5f9): a
 // waiter that gives up while Redis is unreachable leaves its queue entry,
 // and since its Client still listens on the lock, the next Unlock handed
-// the lock to nobody for a whole lease. It takes about 10 s.
+// the lock to nobody for a whole lease. Its entry now expires a few of its
+// ticks after its last attempt, and the queue with it, so that nothing of
+// it is left when Redis is reachable again. It takes about 10 s.
 func TestMutex_staleQueueEntry(t *testing.T) {
 	const lease = 2 * time.Second
 	srv, p, a, b := proxied(t, uncomplicated.WithTimeout(lease), uncomplicated.WithTakeOver(true))
@@ -44,11 +46,12 @@ func TestMutex_staleQueueEntry(t *testing.T) {
 	p.Blackhole(false)
 	time.Sleep(2500 * time.Millisecond) // b's listening connection is back
 
-	// A second waiter of the same Client queues behind the entry the first
-	// one left: the Client listens on the lock again.
+	awaitQueue(t, srv.Addr, 0) // the entry the first one left expired, and the queue
+	// A second waiter of the same Client queues: the Client listens on the
+	// lock again.
 	second, _ := uncomplicated.New(b, uncomplicated.Named("k"))
 	go func() { done <- second.Lock(ctx) }()
-	awaitQueue(t, srv.Addr, 2)
+	awaitQueue(t, srv.Addr, 1)
 
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)

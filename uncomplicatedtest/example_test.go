@@ -38,10 +38,10 @@ func Example() {
 	env.Advance(time.Minute - time.Second)
 	fmt.Println("waiting after 59s:", env.Waiters())
 	env.Advance(time.Second)
-	fmt.Println("Lock:", <-done, "fence:", second.Fence())
+	fmt.Println("Lock:", <-done, "fence above the hung one's:", second.Fence() > hung.Fence())
 	// Output:
 	// waiting after 59s: 1
-	// Lock: <nil> fence: 2
+	// Lock: <nil> fence above the hung one's: true
 }
 
 // standIn is the *testing.T of Example, which has none: just the methods

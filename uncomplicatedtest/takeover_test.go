@@ -51,8 +51,8 @@ func TestSecondWorkerTakesOverFromHungOne(t *testing.T) {
 		if err := <-done; !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 			t.Fatalf("policy %v: second Lock() = %v; want %v", tc.policy, err, tc.want)
 		}
-		if tc.want == nil && second.Fence() != 2 {
-			t.Errorf("second's fence = %d; want 2, above the hung holder's", second.Fence())
+		if tc.want == nil && second.Fence() <= hung.Fence() {
+			t.Errorf("second's fence = %d; want above the hung holder's, %d", second.Fence(), hung.Fence())
 		}
 	}
 }

@@ -47,11 +47,12 @@ const settleLimit = 10 * time.Second
 type Env struct {
 	Client *uncomplicated.Client // uses Redis and Clock; closed at cleanup
 	Clock  *clock.Mock           // starts near the current time
-	Redis  *miniredis.Miniredis  // its TTLs follow Clock as Advance moves it
+	Redis  *miniredis.Miniredis  // its TTLs follow Clock as Advance moves it; its TIME, a microsecond more per script
 
-	t     testing.TB
-	pool  *redis.Pool
-	clock *observedClock // Clock, watching the waiters of Env's clients
+	t          testing.TB
+	pool       *redis.Pool
+	clock      *observedClock // Clock, watching the waiters of Env's clients
+	redisClock *redisClock    // Redis's, a little ahead of Clock
 }
 
 // New starts an Env whose Client has opts. The Client, its pool and the
@@ -65,8 +66,8 @@ func New(t testing.TB, opts ...uncomplicated.Option) *Env {
 	t.Cleanup(mr.Close)
 	mock := clock.NewMock()
 	mock.Set(time.Now().Round(0))
-	mr.SetTime(mock.Now())
-	mr.ClockTTL(true)
+	rc := &redisClock{redis: mr, clock: mock}
+	rc.redis.SetTime(mock.Now())
 
 	pool := &redis.Pool{
 		MaxIdle: 16,
@@ -75,12 +76,12 @@ func New(t testing.TB, opts ...uncomplicated.Option) *Env {
 			if err != nil {
 				return nil, err
 			}
-			return mockTimeConn{c.(redis.ConnWithContext)}, nil
+			return mockTimeConn{c.(redis.ConnWithContext), rc}, nil
 		},
 	}
 	t.Cleanup(func() { _ = pool.Close() })
 
-	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, clock: &observedClock{Mock: mockclock.Wrap(mock), parked: map[*parking]struct{}{}, handed: map[string]bool{}, due: map[*time.Time]struct{}{}}}
+	e := &Env{Clock: mock, Redis: mr, t: t, pool: pool, redisClock: rc, clock: &observedClock{Mock: mockclock.Wrap(mock), parked: map[*parking]struct{}{}, handed: map[string]bool{}, due: map[*time.Time]struct{}{}}}
 	e.Client = e.NewClient(opts...)
 	return e
 }
@@ -165,10 +166,10 @@ func (e *Env) settle() (time.Time, bool) {
 
 func pause() { time.Sleep(50 * time.Microsecond) }
 
-// set moves Redis's time, then the clock, to t, while no timer is made
-// (see mockclock).
+// set moves Redis's time and TTLs, then the clock, to t, while no timer
+// is made (see mockclock).
 func (e *Env) set(t time.Time) {
-	e.Redis.SetTime(t)
+	e.redisClock.advance(t)
 	e.clock.Set(t)
 }
 
@@ -264,15 +265,26 @@ func (c *observedClock) state() (settled bool, parked int, next time.Time, due b
 
 // mockTimeConn keeps deadlines of the mock clock away from the connection:
 // redigo would compare them with real time. Cancellation, which the mock
-// clock drives, still ends a call.
-type mockTimeConn struct{ redis.ConnWithContext }
+// clock drives, still ends a call. It moves Redis's clock before each
+// script (see redisClock).
+type mockTimeConn struct {
+	redis.ConnWithContext
+	clock *redisClock
+}
+
+func (c mockTimeConn) Do(cmd string, args ...any) (any, error) {
+	c.clock.before(cmd)
+	return c.ConnWithContext.Do(cmd, args...)
+}
 
 func (c mockTimeConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
+	c.clock.before(cmd)
 	return c.ConnWithContext.DoContext(noDeadline{ctx}, cmd, args...)
 }
 
 // DoWithTimeout is the connection's own: its timeout is real time.
 func (c mockTimeConn) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, error) {
+	c.clock.before(cmd)
 	return redis.DoWithTimeout(c.ConnWithContext, d, cmd, args...)
 }
 

@@ -17,6 +17,41 @@ func TestNew_clockNearNow(t *testing.T) {
 	}
 }
 
+// Redis's clock moves with each script, as a real server's does, so that
+// holds that follow each other while the mock clock stands still get
+// rising fences; a lease set meanwhile still ends when Advance says.
+func TestEnv_fencesRiseWhileTheClockStands(t *testing.T) {
+	env := uncomplicatedtest.New(t, uncomplicated.WithLease(time.Second))
+	ctx := context.Background()
+	m, err := uncomplicated.New(env.Client, uncomplicated.Named("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	for i := range 100 {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if f := m.Fence(); f <= last {
+			t.Fatalf("hold %d: fence %d; want above %d", i, f, last)
+		}
+		last = m.Fence()
+		if i < 99 {
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	env.Advance(time.Second - time.Nanosecond)
+	if !env.Redis.Exists(m.Name()) {
+		t.Fatal("lock gone before its lease")
+	}
+	env.Advance(time.Nanosecond)
+	if env.Redis.Exists(m.Name()) {
+		t.Error("lock still there after its lease")
+	}
+}
+
 // Advance moves Redis TTLs with the clock: a key with a 10s TTL is there
 // after 10s less a nanosecond and gone at 10s.
 func TestEnv_Advance_ttl(t *testing.T) {

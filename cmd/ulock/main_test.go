@@ -286,7 +286,7 @@ func TestStatus_binary(t *testing.T) {
 	e := newEnv(t)
 	m := e.hold(t, "job", "t-holder")
 	r := e.ulock(t, "status", "--json", "job")
-	want := `"name":"` + e.prefix + `:job","kind":"mutex","state":"held","fence":1,"holders":[{"role":"holder","label":"t-holder"`
+	want := `"name":"` + e.prefix + `:job","kind":"mutex","state":"held","fence":` + strconv.FormatUint(m.Fence(), 10) + `,"holders":[{"role":"holder","label":"t-holder"`
 	if r.Code != 0 || !strings.Contains(r.Stdout, want) {
 		t.Errorf("status --json: exit %d, stdout %q; want it to hold %q", r.Code, r.Stdout, want)
 	}

@@ -89,19 +89,24 @@ func TestRun_exitStatus(t *testing.T) {
 func TestRun_environment(t *testing.T) {
 	e := newEnv(t)
 	cases := []struct {
-		kind  string
-		fence string
+		kind   string
+		fenced bool
 	}{
-		{"mutex", "1"}, {"mutex", "2"}, {"rwmutex-write", "1"}, {"rwmutex-read", "unset"}, {"semaphore:2", "1"},
+		{"mutex", true}, {"mutex", true}, {"rwmutex-write", true}, {"rwmutex-read", false}, {"semaphore:2", true},
 	}
+	last := map[string]uint64{} // by name
 	for _, tc := range cases {
 		name := strings.ReplaceAll(tc.kind, ":", "-")
 		p := ulocktest.Start(t, []string{"ULOCK_FENCE=inherited"}, "run", "--redis=redis://"+e.srv.Addr+"/0", "--prefix", e.prefix,
 			"--kind", tc.kind, name, "--", "sh", "-c", `echo "$ULOCK_NAME ${ULOCK_FENCE-unset}"`)
 		r := p.Wait(t)
-		if want := e.prefix + ":" + name + " " + tc.fence + "\n"; r.Code != 0 || r.Stdout != want {
-			t.Errorf("--kind %s: exit %d, stdout %q; want 0, %q", tc.kind, r.Code, r.Stdout, want)
+		got, fence, _ := strings.Cut(strings.TrimSuffix(r.Stdout, "\n"), " ")
+		f, err := strconv.ParseUint(fence, 10, 64)
+		ok := r.Code == 0 && got == e.prefix+":"+name && (tc.fenced && err == nil && f > last[name] || !tc.fenced && fence == "unset")
+		if !ok {
+			t.Errorf("--kind %s: exit %d, stdout %q; want 0, the name and a fence above %d (none for a reader)", tc.kind, r.Code, r.Stdout, last[name])
 		}
+		last[name] = f
 	}
 }
 
@@ -310,14 +315,15 @@ func TestRun_signalWhileWaiting(t *testing.T) {
 func TestRun_waitThenRun(t *testing.T) {
 	e := newEnv(t)
 	m := e.hold(t, "job", "t-holder")
+	held := m.Fence()
 	p := e.start(t, "run", "--wait", "10s", "--label", "t-waiting", "job", "--", "sh", "-c", "echo $ULOCK_FENCE")
 	await(t, "ulock waits in the queue", func() bool { return len(e.inspect(t, "job").Waiters) == 1 })
 	if err := m.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	r := p.Wait(t)
-	if r.Code != 0 || r.Stdout != "2\n" {
-		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and fence 2", r.Code, r.Stdout, r.Stderr)
+	if f, err := strconv.ParseUint(strings.TrimSpace(r.Stdout), 10, 64); r.Code != 0 || err != nil || f <= held {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 0 and a fence above the holder's, %d", r.Code, r.Stdout, r.Stderr, held)
 	}
 	if r.Took > 5*time.Second {
 		t.Errorf("it took %v; want the hand-off at once", r.Took)

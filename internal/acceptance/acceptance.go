@@ -51,8 +51,7 @@ var tests = []struct {
 	{"Mutex_exclusion", mutexExclusion},
 	{"Mutex_TryLock", mutexTryLock},
 	{"Mutex_lease", mutexLease},
-	{"Mutex_fenceCounter", mutexFenceCounter},
-	{"Mutex_brokenFence", mutexBrokenFence},
+	{"Mutex_fences", mutexFences},
 	{"Mutex_staleHolder_Fail", mutexStaleHolderFail},
 	{"Mutex_staleHolder_TakeOver", mutexStaleHolderTakeOver},
 	{"crashedHolders", crashedHolders},
@@ -74,4 +73,7 @@ var tests = []struct {
 	{"Election_handOver", electionHandOver},
 	{"Election_takeOver", electionTakeOver},
 	{"Election_leadLost", electionLeadLost},
+	{"keysGone", keysGone},
+	{"fencesAcrossLoss", fencesAcrossLoss},
+	{"earlierCounters", earlierCounters},
 }

@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -87,6 +88,25 @@ func (r *rig) texts(key, cmd string, args ...any) []string {
 		r.t.Fatalf("%s: %s %s: %v", r.d.Name, cmd, key, err)
 	}
 	return ss
+}
+
+// clock returns Redis's clock on the node of key, in microseconds (TIME):
+// what every new fence reaches.
+func (r *rig) clock(key string) uint64 {
+	r.t.Helper()
+	ts := r.texts(key, "TIME")
+	s, _ := strconv.ParseUint(ts[0], 10, 64)
+	us, _ := strconv.ParseUint(ts[1], 10, 64)
+	return s*1_000_000 + us
+}
+
+// leftovers returns the keys that Redis has of the lock name, of any kind:
+// the key name itself and those holding {name}, all on name's node.
+func (r *rig) leftovers(name string) []string {
+	r.t.Helper()
+	keys := r.texts(name, "KEYS", "*"+name+"*")
+	slices.Sort(keys)
+	return keys
 }
 
 // llen is the length of the list at key.

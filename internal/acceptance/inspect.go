@@ -153,7 +153,7 @@ func checkInspected(t *testing.T, info inspect.Info, kind inspect.Kind, role str
 		t.Errorf("waiter = %+v; want label %q", w, "waiter 2")
 	}
 	if fence := held[len(held)-1].fence(); fence != 0 && info.Fence < fence {
-		t.Errorf("fence counter = %d; want at least the last holder's %d", info.Fence, fence)
+		t.Errorf("Fence = %d; want at least the last holder's %d", info.Fence, fence)
 	}
 	if kind == inspect.KindSemaphore && info.Permits != 2 {
 		t.Errorf("Permits = %d; want 2, as the waiter's entry states", info.Permits)

@@ -83,8 +83,8 @@ func mutexStaleHolderTakeOver(t *testing.T, d Deployment) {
 			if holder != nil {
 				held = holder.Fence()
 			}
-			if f := m.Fence(); f != held+1 {
-				t.Errorf("Fence() = %d; want %d, above the stuck holder's", f, held+1)
+			if f := m.Fence(); f <= held {
+				t.Errorf("Fence() = %d; want above the stuck holder's, %d", f, held)
 			}
 			if holder != nil {
 				if err := holder.Unlock(context.Background()); !errors.Is(err, uncomplicated.ErrNotHeld) {

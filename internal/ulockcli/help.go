@@ -109,9 +109,10 @@ Everything after -- is COMMAND; flags may come before or after NAME.
 COMMAND inherits ulock's stdin, stdout and stderr, and its environment with:
   ULOCK_NAME   the lock's full name: lock:NAME, with NAME escaped (see
                'ulock help')
-  ULOCK_FENCE  the hold's fence: higher than every earlier hold's. Pass it to
+  ULOCK_FENCE  the hold's fence: higher than every earlier hold's (Redis's
+               clock in microseconds at the grant, or just above). Pass it to
                the store COMMAND writes to, and have the store refuse a write
-               whose fence is not above the highest it has seen. Unset for
+               whose fence is below the highest it has seen. Unset for
                --kind rwmutex-read: read locks have no fence.
 
 Flags (a duration D as Go writes it: 300ms, 30s, 5m, 1h30m):
@@ -216,10 +217,10 @@ Examples:
 	"status": `usage: ulock status [--json] [flags] NAME...
 
 Shows what Redis has of each lock NAME: its kind, whether it is held, by whom,
-for how long, the lease left, the holder's timeout, the fence counter, the
-waiters, and the readers or permits in use. It costs Redis one script per
-lock. A lock that Redis has nothing of is shown free, with kind "" (- in the
-table) and fence 0.
+for how long, the lease left, the holder's timeout, its fence, the waiters,
+and the readers or permits in use. It costs Redis one script per lock. A lock
+that nobody holds is shown free, with fence 0, and with kind "" (- in the
+table) when Redis has nothing of it.
 
 Flags:
   --json          one JSON object per lock and line (JSON Lines), as below
@@ -238,8 +239,8 @@ Table columns:
   TIMEOUT     the first holder's --timeout (WithTimeout), by which waiters
               judge it stuck (see 'ulock help run'); - when unknown (a
               holder of an older version)
-  FENCE       the fence counter: the last fence handed out; the next holder's
-              is higher. It outlives the lock's last release
+  FENCE       the highest fence of the holders, which the next holder's
+              exceeds; 0 when free or held by readers alone
   WAITERS     waiters queued, and for an RWMutex how many are writers
   IN USE      RWMutex: writer, or N readers; Semaphore: N of PERMITS (PERMITS
               only when a waiter tells it); Mutex: -
@@ -249,7 +250,7 @@ JSON fields (every field is always present):
   kind                 string   "mutex", "rwmutex", "semaphore",
                                 "election", or ""
   state                string   "free" or "held"
-  fence                number   the fence counter, as FENCE above
+  fence                number   as FENCE above
   holders              array    the holders, the oldest first, up to 100:
     role               string   "holder" (Mutex), "writer" or "reader"
                                 (RWMutex), "permit" (Semaphore)
@@ -277,8 +278,8 @@ Times to the millisecond; durations in seconds, to the millisecond.
 
 Shows every lock under the prefix, as 'ulock status' shows a lock (see
 'ulock help status' for the table and the JSON fields). A lock counts while
-Redis has anything of it, its fence counter included, which stays after its
-last release. It costs Redis a SCAN of the whole keyspace, 1000 keys per
+Redis has anything of it: while it is held or waited for, and a few seconds
+after a waiter died. It costs Redis a SCAN of the whole keyspace, 1000 keys per
 call (of every master of a Cluster), never KEYS, and a script per lock: each
 call has 10 s, the listing as a whole no time limit (see 'ulock help').
 

@@ -59,8 +59,12 @@ func broke(s *session, was inspect.Info) error {
 		_, err := fmt.Fprintf(s.stdout, "%s was free: nothing removed\n", was.Name)
 		return err
 	}
-	fmt.Fprintf(s.stdout, "released %s (%s, fence counter %d): removed %d %s\n",
-		was.Name, was.Kind, was.Fence, len(was.Holders), plural(len(was.Holders), "holder", "holders"))
+	what := string(was.Kind)
+	if was.Fence > 0 {
+		what += fmt.Sprintf(", fence %d", was.Fence)
+	}
+	fmt.Fprintf(s.stdout, "released %s (%s): removed %d %s\n",
+		was.Name, what, len(was.Holders), plural(len(was.Holders), "holder", "holders"))
 	tw := tabwriter.NewWriter(s.stdout, 0, 4, 2, ' ', 0)
 	for _, h := range was.Holders {
 		cells := []string{"", h.Role, cmp.Or(h.Label, "(no label)"), "fence -", "held for ?"}
@@ -76,7 +80,7 @@ func broke(s *session, was inspect.Info) error {
 		return err
 	}
 	if n := len(was.Waiters); n > 0 {
-		fmt.Fprintf(s.stdout, "%d %s queued: the next holder gets a fence above %d\n", n, plural(n, "waiter", "waiters"), was.Fence)
+		fmt.Fprintf(s.stdout, "%d %s queued: the next holder gets a higher fence\n", n, plural(n, "waiter", "waiters"))
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package ulockcli_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -374,9 +375,9 @@ func TestStatus_table(t *testing.T) {
 	rows := table(t, r.Stdout)
 	p := f.prefix + ":"
 	want := map[string]map[string]string{
-		p + "m":       {"KIND": "mutex", "STATE": "held", "HOLDER": "t-mutex", "TIMEOUT": "5m0s", "FENCE": "1", "WAITERS": "1", "IN USE": "-"},
+		p + "m":       {"KIND": "mutex", "STATE": "held", "HOLDER": "t-mutex", "TIMEOUT": "5m0s", "FENCE": fmt.Sprint(f.m.Fence()), "WAITERS": "1", "IN USE": "-"},
 		p + "rw":      {"KIND": "rwmutex", "STATE": "held", "TIMEOUT": "5m0s", "WAITERS": "0", "IN USE": "2 readers"},
-		p + "sem":     {"KIND": "semaphore", "HOLDER": "t-permit +1", "FENCE": "2", "WAITERS": "1", "IN USE": "2 of 2"},
+		p + "sem":     {"KIND": "semaphore", "HOLDER": "t-permit +1", "FENCE": fmt.Sprint(max(f.sem[0].Fence(), f.sem[1].Fence())), "WAITERS": "1", "IN USE": "2 of 2"},
 		p + "forever": {"HOLDER": "t-forever", "LEASE LEFT": "none", "TIMEOUT": "1m30s"},
 		p + "old":     {"KIND": "mutex", "HOLDER": "t-old", "TIMEOUT": "-"},
 		p + "none":    {"KIND": "-", "STATE": "free", "HOLDER": "-", "HELD FOR": "-", "TIMEOUT": "-", "FENCE": "0", "WAITERS": "0"},
