@@ -34,7 +34,7 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // of permits, and attempt numbers the attempt that wrote it. The key lives
 // for the waiter's expiry (a few ticks), which each of its attempts
 // restarts: a waiter that died soon stops counting, without a clock read.
-// The queue lives as long as its longest-lived key. A waiter joins the
+// The queue outlives each of them, by one expiry at most. A waiter joins the
 // queue once its Client listens on channel. A release hands the lock to
 // the oldest waiter whose key is still there: it makes that waiter a
 // holder for its claim (a short lease, which the waiter restarts as its
@@ -279,17 +279,16 @@ func (a attemptArgs) argv() []any {
 }
 
 // The queue's Lua, in pieces, so that a script defines only the
-// functions it may call: queueKeepLua makes a queue live as long as its
-// longest-lived entry; queueWaitLua is an acquiring script's (wait,
-// joined), queueLeaveLua a waiter's leave, queueHandLua a hand-off's
-// (nextWaiter, putBack, offer). The first is needed by the second and the
-// last.
+// functions it may call: queueKeepLua makes a queue outlive each entry
+// written (expiry ms): when less than the expiry is left, it gives the
+// queue twice that, so that a busy queue costs a write only once per
+// expiry; queueWaitLua is an acquiring script's (wait, joined),
+// queueLeaveLua a waiter's leave, queueHandLua a hand-off's (nextWaiter,
+// putBack, offer). The first is needed by the second and the last.
 const queueKeepLua = `
-local function keepQueue(queue, expiry, fresh)
-  if fresh then
-    redis.call('PEXPIRE', queue, expiry)
-  elseif redis.call('PEXPIRE', queue, expiry, 'GT') == 0 then
-    redis.call('PEXPIRE', queue, expiry, 'NX')
+local function keepQueue(queue, expiry)
+  if redis.call('PTTL', queue) < tonumber(expiry) then
+    redis.call('PEXPIRE', queue, 2 * expiry)
   end
 end
 `
@@ -305,9 +304,9 @@ local function wait(queue)
     keepQueue(queue, ARGV[5])
     return
   end
-  local n = redis.call('RPUSH', queue, ARGV[1])
+  redis.call('RPUSH', queue, ARGV[1])
   redis.call('SET', key, ARGV[3], 'PX', ARGV[5])
-  keepQueue(queue, ARGV[5], n == 1)
+  keepQueue(queue, ARGV[5])
 end
 local function joined(queue)
   if ARGV[4] == 'r' or ARGV[4] == 'x' then
@@ -328,9 +327,9 @@ end
 
 const queueHandLua = `
 local function putBack(queue, w)
-  local n = redis.call('LPUSH', queue, w.token)
+  redis.call('LPUSH', queue, w.token)
   redis.call('SET', queue .. ':' .. w.token, w.entry, 'PX', w.expiry)
-  keepQueue(queue, w.expiry, n == 1)
+  keepQueue(queue, w.expiry)
 end
 local function nextWaiter(queue, fits, first)
   while true do
