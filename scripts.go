@@ -11,16 +11,17 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // mutexHandOff is the Lua of a release: it hands the lock to the oldest
 // waiter that is alive and listens, under a fence above above (the
 // releaser's), and returns that waiter's token, or deletes the lock and
-// returns 1 when there is none.
+// returns 1 when there is none. An offer nobody heard spends no fence.
 const mutexHandOff = clockLua + newFenceLua + fencedLua + leaseLua + queueKeepLua + queueHandLua + `
 local function handOff(first, above)
+  local fence
   while true do
     local w = nextWaiter(KEYS[3], nil, first)
     first = nil
     if not w then
       break
     end
-    local fence = newFence(above)
+    fence = fence or newFence(above)
     if offer(w, fence) then
       setLease(KEYS[1], fenced(w.token, fence), w.claim)
       return w.token
@@ -33,19 +34,20 @@ end
 
 // acquireScript makes one attempt (see attemptArgs for ARGV[1..5]): SET
 // NX the token under a new fence, Redis's clock, which is all a grant of a
-// free lock needs (see newFenceLua); a waiter that has found the lock
-// taken looks first, and spares the clock while it still is. Replies the
-// fence when it set the lock,
-// the cheapest reply for Redis to make; {1, fence} when the lock is ours
-// otherwise, when a release has just handed it to us (then the whole
-// lease restarts in place of the claim, so that it starts after the caller
-// sent the attempt), and {0, holder, {}} when it is taken. Up to the
-// reply of a set lock it defines no function, and writes the holder's
-// value as fenced does, for the Redis CPU of the most common attempt;
-// TestWireFormats checks that both agree.
+// free lock needs (see newFenceLua); a waiter in the queue (op "r" or
+// "x") has found the lock taken, so it looks first and spares the clock
+// while it still is; a first attempt ("" or "q") sets at once. Replies the
+// fence when it set the lock, the cheapest reply for Redis to make; {1,
+// fence} when the lock is ours otherwise, when a release has just handed
+// it to us (then the whole lease restarts in place of the claim, so that
+// it starts after the caller sent the attempt), and {0, holder, {}} when
+// it is taken. Up to the reply of a set lock it defines no function, and
+// writes the holder's value as fenced does, for the Redis CPU of the most
+// common attempt; TestAcquireScript_writesTheValueAsFencedDoes checks
+// that both agree.
 var acquireScript = driver.NewScript(3, `
 local op, cur, fence = ARGV[4], nil, nil
-if op == 'q' or op == 'r' or op == 'x' then
+if op == 'r' or op == 'x' then
   cur = redis.call('GET', KEYS[1])
 end
 if not cur then

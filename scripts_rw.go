@@ -17,7 +17,8 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // rwHandOff is the Lua of a release that left the lock free: it hands it
 // to the oldest waiter that is alive and listens, a writer, or the readers
 // queued before the next writer, all under one new fence above above (the
-// releasing writer's, or nil), which their hand-off messages carry.
+// releasing writer's, or nil), which their hand-off messages carry; an
+// offer nobody heard spends no fence.
 // Returns the token of the writer, the tokens of the readers, or 1 when
 // nobody waits.
 const rwHandOff = clockLua + newFenceLua + fencedLua + timeLua + leaseLua + queueKeepLua + queueHandLua + `
@@ -40,9 +41,7 @@ local function handOff(above)
       redis.call('ZREM', KEYS[3], w.token)
       expireWith(KEYS[3])
     end
-    if not reading(w) or not fence then
-      fence = newFence(above)
-    end
+    fence = fence or newFence(above)
     if offer(w, fence) then
       if not reading(w) then
         setLease(KEYS[1], fenced(w.token, fence), w.claim)

@@ -9,41 +9,45 @@ import "github.com/uncomplicated-mutex/uncomplicated/driver"
 // (see expireWith). An entry's kind is the number of permits of the
 // semaphore its waiter asks.
 
-// semFenceLua makes a holder's fence: above the counter, which it sets to
-// it. grantFence returns nil, and changes nothing, when the counter is not
-// an integer.
+// semFenceLua makes a holder's fence: nextFence returns one above the
+// counter, or nil when the counter is not an integer; keepFence sets the
+// counter to the fence a holder got.
 const semFenceLua = clockLua + newFenceLua + fenceOfLua + `
-local function grantFence()
+local function nextFence()
   local c = redis.pcall('GET', KEYS[3])
   local above = c and fenceNumber(c)
   if type(c) == 'table' or c and not above then
     return nil
   end
-  local f = newFence(above)
+  return newFence(above)
+end
+local function keepFence(f)
   redis.call('SET', KEYS[3], string.format('%d', f), 'KEEPTTL')
-  return f
 end
 `
 
 // semHandOff is the Lua of a release: it hands the permit to the oldest
 // waiter that is alive and listens, if that waiter's number of permits
-// lets it in, under a new fence. Returns its token, or 1.
+// lets it in, under a new fence; an offer nobody heard spends none.
+// Returns its token, or 1.
 const semHandOff = semFenceLua + timeLua + queueKeepLua + queueHandLua + `
 local function free(w)
   return redis.call('ZCARD', KEYS[1]) < (tonumber(w.kind) or 0)
 end
 local function handOff()
+  local fence
   while true do
     local w = nextWaiter(KEYS[4], free)
     if not w then
       return 1
     end
-    local fence = grantFence()
+    fence = fence or nextFence()
     if not fence then
       putBack(KEYS[4], w)
       return 1
     end
     if offer(w, fence) then
+      keepFence(fence)
       redis.call('ZADD', KEYS[1], expiry(now(), w.claim), w.token)
       redis.call('HSET', KEYS[2], w.token, ms(fence))
       return w.token
@@ -90,10 +94,11 @@ if taken >= permits then
   wait(KEYS[4])
   return {0, '', holders or redis.call('ZRANGEBYSCORE', KEYS[1], alive, '+inf')}
 end
-local fence = grantFence()
+local fence = nextFence()
 if not fence then
   return redis.error_reply('uncomplicated: fence counter is not an integer: ' .. KEYS[3])
 end
+keepFence(fence)
 prune(KEYS[1], KEYS[2], t)
 if evict then
   redis.call('ZREM', KEYS[1], ARGV[7])

@@ -633,3 +633,85 @@ return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
 		})
 	}
 }
+
+// A release whose offers nobody hears, to waiters whose Clients stopped
+// listening, spends no fence on them: the waiter that takes the lock gets
+// the fence of one grant, so that a later grant, at a clock only a little
+// further on, is still above it. Run where Redis's clock stands still.
+func TestHandOffs_offersNobodyHeardSpendNoFence(t *testing.T) {
+	mr := miniredis.RunT(t)
+	now := time.Now().Truncate(time.Second)
+	mr.SetTime(now)
+	clock := uint64(now.UnixMicro())
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	conn := scriptConn(t, pool)
+	psc := subscribe(t, pool, "chan")
+	cases := []struct {
+		name    string
+		kind    string // of the waiters' entries
+		queue   string
+		hold    func() // makes "h" the holder, under fence clock
+		release []any
+	}{
+		{"Mutex", entryExclusive, "queue", func() {
+			must(t, conn, "SET", "lock", fenced("h", clock))
+		}, with(mutexKeys, "", fenced("h", clock))},
+		{"RWMutex", entryExclusive, "rwqueue", func() {
+			must(t, conn, "SET", "w", fenced("h", clock))
+		}, with(rwKeys, "", "h")},
+		{"Semaphore", "1", "semqueue", func() {
+			must(t, conn, "ZADD", "permits", "+inf", "h")
+			must(t, conn, "HSET", "fences", "h", clock)
+			must(t, conn, "SET", "fence", clock)
+		}, with(semKeys, "", "h")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			must(t, conn, "FLUSHALL")
+			c.hold()
+			for i := range 3 {
+				enqueue(t, conn, c.queue, fmt.Sprintf("gone%d", i), c.kind+" 0 3600000 1 nobody")
+			}
+			enqueue(t, conn, c.queue, "live", c.kind+" 0 3600000 1 chan")
+			must2(doScript(conn, releaseScriptOf(c.name), c.release...))
+			token, wu, _ := parseWakeUp(message(t, psc))
+			if token != "live" || wu.fence != clock+1 {
+				t.Errorf("message to %q, fence %d; want live, %d: one above the releaser's, none spent on the three offers nobody heard",
+					token, wu.fence, clock+1)
+			}
+		})
+	}
+}
+
+// releaseScriptOf returns the release script of a primitive, by name.
+func releaseScriptOf(primitive string) *driver.Script {
+	return map[string]*driver.Script{"Mutex": releaseScript, "RWMutex": rwUnlockScript, "Semaphore": semReleaseScript}[primitive]
+}
+
+// acquireScript writes the holder's value itself, without fenced: at a
+// clock whose microseconds have fewer than six digits it pads them as
+// fenced writes the fence it replies.
+func TestAcquireScript_writesTheValueAsFencedDoes(t *testing.T) {
+	mr := miniredis.RunT(t)
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", mr.Addr())
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	conn := scriptConn(t, pool)
+	for _, us := range []int{0, 7, 42_000, 99_999, 100_000, 999_999} {
+		must(t, conn, "FLUSHALL")
+		at := time.Unix(1795836806, int64(us)*1000)
+		mr.SetTime(at)
+		fence, err := redis.Uint64(doScript(conn, acquireScript, with(mutexKeys, "tok", 1000)...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ := redis.String(conn.Do("GET", "lock"))
+		if fence != uint64(at.UnixMicro()) || v != fenced("tok", fence) {
+			t.Errorf("at %d µs: fence %d, lock %q; want %d, %q", us, fence, v, at.UnixMicro(), fenced("tok", uint64(at.UnixMicro())))
+		}
+	}
+}

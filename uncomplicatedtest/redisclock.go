@@ -10,10 +10,10 @@ import (
 )
 
 // redisClock is Redis's clock in an Env: the mock clock's time plus a
-// microsecond for every script sent so far. On a real server no two
-// scripts read the same time (TIME), and the locks' fences, which Redis's
-// clock makes, rise with every grant; so they do here while the mock
-// clock stands still. TTLs follow the mock clock alone: Advance moves them
+// microsecond for every script sent so far. On a real server two scripts
+// in practice never read the same time (TIME: a script takes longer than a
+// microsecond), and the locks' fences, which Redis's clock makes, rise
+// with every grant; so they do here while the mock clock stands still. TTLs follow the mock clock alone: Advance moves them
 // by exactly its step (FastForward).
 type redisClock struct {
 	redis *miniredis.Miniredis

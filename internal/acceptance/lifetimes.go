@@ -209,6 +209,9 @@ func fencesAcrossLoss(t *testing.T, d Deployment) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				if fence <= store.highest { // the store would take it, but a fence is another hold's
+					t.Errorf("fence %d; want above the last hold's, %d", fence, store.highest)
+				}
 				if !store.write(fence) {
 					t.Errorf("fence %d refused by the store, which has taken %d", fence, store.highest)
 				}
