@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -91,6 +92,18 @@ func (b *base) gaveUp(ctx context.Context, err error, busy string) error {
 		return b.notObtained("ctx ended waiting for Redis: "+cerr.Error(), cerr)
 	}
 	return b.notObtained(err.Error(), err)
+}
+
+// failing is the error of a wait that ended, with err, while Redis was
+// failing with last: it says what Redis last answered, and matches
+// ErrNotObtained, ctx's error and last.
+func (b *base) failing(ctx context.Context, err, last error) error {
+	cerr := b.ctxErr(ctx)
+	if cerr == nil || errors.Is(err, ErrClosed) {
+		return b.gaveUp(ctx, err, "")
+	}
+	return newError(b.name, ErrNotObtained.Error()+": "+b.name+": ctx ended while Redis failed ("+last.Error()+"): "+cerr.Error(),
+		cerr, ErrNotObtained, last)
 }
 
 // ctxErr is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed:
@@ -357,6 +370,45 @@ func (b *base) logFailure(ctx context.Context, err error) {
 	if b.logs(ctx, level) {
 		b.log(ctx, level, "Redis call failed", slog.Any("error", err))
 	}
+}
+
+// logFailed logs a failed attempt of a wait as logFailure does, at most
+// once a second for the lock in its Client, however many wait for it.
+func (b *base) logFailed(ctx context.Context, err error) {
+	if b.c.failures.allow(b.name, b.cfg.clock.Now()) {
+		b.logFailure(ctx, err)
+	}
+}
+
+// A logLimit lets a lock's failed attempts be logged once a second.
+type logLimit struct {
+	mu   sync.Mutex
+	last map[string]time.Time // by lock name, when one was last logged
+}
+
+// maxLogLimits bounds the locks a logLimit remembers at once.
+const maxLogLimits = 1024
+
+// allow reports whether a failure of the lock name may be logged at now,
+// and if so records it.
+func (l *logLimit) allow(name string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[name]; ok && now.Sub(t) < time.Second && !now.Before(t) {
+		return false
+	}
+	if len(l.last) >= maxLogLimits {
+		for n, t := range l.last {
+			if now.Sub(t) >= time.Second || now.Before(t) {
+				delete(l.last, n)
+			}
+		}
+	}
+	if l.last == nil || len(l.last) >= maxLogLimits {
+		l.last = map[string]time.Time{}
+	}
+	l.last[name] = now
+	return true
 }
 
 // newHold records a hold that Redis granted to token, for a call sent at

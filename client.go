@@ -30,6 +30,7 @@ type Client struct {
 
 	tokens   owned        // the tokens of its waiters and holds, and the holds it released
 	restarts restartWatch // its holds and releases, checked when Redis restarts
+	failures logLimit     // when each lock's failed attempts were last logged
 }
 
 func newClient(l *link, opts []Option) *Client {

@@ -184,14 +184,14 @@ func TestAcquiring_failuresMatchErrNotObtained(t *testing.T) {
 			c := uncomplicated.NewClient(redigo.New(fp))
 			t.Cleanup(func() { _ = c.Close() })
 			fp.down.Store(true)
-			return a.call(t, context.Background(), c)
+			return a.call(t, briefly(t), c) // a waiting call tries again until its ctx ends
 		}, func(err error) bool { return errors.Is(err, errLostReply) }, errLostReply.Error()},
 		{"the command timeout", false, func(t *testing.T, a acquiring) error {
 			fp, _ := newFaultPool(t)
 			c := uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithCommandTimeout(50*time.Millisecond))
 			t.Cleanup(func() { _ = c.Close() })
 			defer fp.hangNext()()
-			return a.call(t, context.Background(), c)
+			return a.call(t, briefly(t), c)
 		}, func(err error) bool { return errors.Is(err, os.ErrDeadlineExceeded) }, "WithCommandTimeout"},
 		{"an error reply", false, func(t *testing.T, a acquiring) error {
 			r := newHostileRig(t)
@@ -218,6 +218,14 @@ func TestAcquiring_failuresMatchErrNotObtained(t *testing.T) {
 			})
 		}
 	}
+}
+
+// briefly is a ctx that ends soon, for a waiting call that would try again
+// for ever.
+func briefly(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 // The calls about a hold say in their *Error which call failed on which

@@ -158,9 +158,10 @@ func TestFault_lostAcquireReply(t *testing.T) {
 	}
 }
 
-// When the question that would resolve a lost reply fails too, Lock fails
-// and leaves no key behind: the Client deletes it, if it still holds our
-// token, and Close waits for that.
+// When the question that would resolve a lost reply fails too, TryLock
+// fails, and Lock tries again as a new waiter, with a token of its own, and
+// gets the lock; neither leaves a key behind: the Client deletes the first
+// token's, if it still holds it, and Close waits for that.
 func TestFault_lostAcquireReply_unresolved(t *testing.T) {
 	for _, try := range []string{"Lock", "TryLock"} {
 		t.Run(try, func(t *testing.T) {
@@ -169,14 +170,15 @@ func TestFault_lostAcquireReply_unresolved(t *testing.T) {
 			m := mustNew(t, client, Order{1})
 			fp.then.Store(true)
 			fp.loseNextReply()
-			var err error
 			if try == "Lock" {
-				err = m.Lock(context.Background())
-			} else {
-				_, err = m.TryLock(context.Background())
-			}
-			if !errors.Is(err, errLostReply) {
-				t.Fatalf("%s() = %v; want the lost reply's error", try, err)
+				if err := m.Lock(context.Background()); err != nil {
+					t.Fatalf("Lock() = %v; want the lock, at a later attempt", err)
+				}
+				if err := m.Unlock(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := m.TryLock(context.Background()); !errors.Is(err, errLostReply) {
+				t.Fatalf("TryLock() = %v; want the lost reply's error", err)
 			}
 			if err := client.Close(); err != nil {
 				t.Fatal(err)
@@ -258,7 +260,9 @@ func TestFault_unlockWhileRefreshHangs(t *testing.T) {
 func TestFault_nilConn(t *testing.T) {
 	client := uncomplicated.NewClient(redigo.New(nilPool{}))
 	m := mustNew(t, client, Order{1})
-	if err := m.Lock(context.Background()); err == nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := m.Lock(ctx); err == nil {
 		t.Fatal("Lock() = nil with a Pool returning nil connections")
 	}
 	if ok, err := m.TryLock(context.Background()); ok || err == nil {

@@ -118,6 +118,28 @@ func loading(err error) bool {
 	return errors.As(err, &se) && strings.HasPrefix(se.msg, "LOADING ")
 }
 
+// transient reports whether err, a failed call, may pass by itself, so
+// that a blocking acquisition tries again on its next tick: no connection,
+// a connection broken or a reply that did not come in time, or Redis
+// answering that it is loading its data, a replica, cut off from its
+// master or its Cluster, or between slots (LOADING, READONLY, MASTERDOWN,
+// CLUSTERDOWN, TRYAGAIN). Other error replies (a wrong type, NOPERM, OOM,
+// a bad argument), a reply that cannot be read, a closed Client and an
+// ended ctx are not.
+func transient(err error) bool {
+	var se *serverError
+	if errors.As(err, &se) {
+		code, _, _ := strings.Cut(se.msg, " ")
+		switch code {
+		case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN":
+			return true
+		}
+		return false
+	}
+	return !errors.Is(err, driver.ErrUnexpectedReply) && !errors.Is(err, ErrClosed) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
 // mayHaveRun reports whether a script that failed with err after it was
 // sent may have run: its reply was lost, rather than Redis refusing it or
 // answering what cannot be read.

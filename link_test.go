@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -118,13 +119,21 @@ func TestNewDriverClient_commandTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Lock(context.Background()); !errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Lock = %v; want os.ErrDeadlineExceeded, not the ctx's", err)
+	if _, err := m.TryLock(context.Background()); !errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("TryLock = %v; want os.ErrDeadlineExceeded, not the ctx's", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotObtained) {
 		t.Errorf("Lock under a shorter ctx = %v; want the ctx's DeadlineExceeded and ErrNotObtained", err)
+	}
+	// Lock tries again on its ticks while Redis does not answer, and says
+	// so when its ctx ends.
+	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotObtained) ||
+		!errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "Redis failed") {
+		t.Errorf("Lock under a longer ctx = %v; want the ctx's DeadlineExceeded, ErrNotObtained and what Redis last did", err)
 	}
 	if _, err := New(NewClient(nil), Named("x")); !errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("Named on a nil Driver = %v; want ErrInvalidArgument", err)
@@ -153,9 +162,10 @@ func (d *unsentDriver) Listen(context.Context, bool) (driver.Subscription, error
 	return nil, driver.ErrNoPubSub
 }
 
-// An acquisition whose script was never sent fails at once: nothing can
-// hold the lock, so it neither asks again nor releases in the background,
-// as it does when a sent script's reply is lost.
+// A TryLock whose script was never sent fails at once: nothing can hold
+// the lock, so it neither asks again nor releases in the background, as it
+// does when a sent script's reply is lost. A Lock tries again on its ticks
+// until its ctx ends, and releases nothing either.
 func TestNewDriverClient_notSent(t *testing.T) {
 	d := &unsentDriver{}
 	c := NewClient(d)
@@ -163,13 +173,21 @@ func TestNewDriverClient_notSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Lock(context.Background()); !errors.Is(err, ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) {
-		t.Errorf("Lock = %v; want ErrNotObtained and the driver's not-sent error", err)
+	if _, err := m.TryLock(context.Background()); !errors.Is(err, ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) {
+		t.Errorf("TryLock = %v; want ErrNotObtained and the driver's not-sent error", err)
+	}
+	if n := d.calls.Load(); n != 1 {
+		t.Errorf("%d calls to the driver; want 1: no second attempt, no release", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := m.Lock(ctx); !errors.Is(err, ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lock = %v; want ErrNotObtained, the driver's not-sent error and the ctx's", err)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if n := d.calls.Load(); n != 1 {
-		t.Errorf("%d calls to the driver; want 1: no second attempt, no release", n)
+	if n := d.calls.Load(); n < 3 {
+		t.Errorf("%d calls to the driver; want Lock's attempts on its ticks", n)
 	}
 }

@@ -117,7 +117,6 @@ func serverStopsAnswering(ctx context.Context, t *testing.T, p primitive, d time
 		name string
 		call func() error
 	}{
-		{"Lock", func() error { _, err := p.wait(ctx, c, "other"); return err }},
 		{"TryLock", func() error { _, err := p.try(ctx, c, "other"); return err }},
 		{"Refresh", func() error { return h.refresh(ctx) }},
 		{"Held", func() error { _, err := h.check(ctx); return err }},
@@ -136,6 +135,19 @@ func serverStopsAnswering(ctx context.Context, t *testing.T, p primitive, d time
 		if took < d || took >= 3*d/2 {
 			t.Errorf("%s() returned after %v; want about %v", tc.name, took, d)
 		}
+	}
+	// Lock tries again on its ticks until its ctx ends, and says what the
+	// last attempt found.
+	lctx, cancel := context.WithTimeout(ctx, 2*d)
+	defer cancel()
+	start := time.Now()
+	_, err := p.wait(lctx, c, "other")
+	if took := time.Since(start); took < 2*d || took >= 5*d/2 {
+		t.Errorf("Lock() returned after %v; want about its ctx's %v", took, 2*d)
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "WithCommandTimeout") ||
+		!errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, uncomplicated.ErrNotObtained) {
+		t.Errorf("Lock() = %v; want ErrNotObtained, its ctx's DeadlineExceeded, and the last attempt's timeout", err)
 	}
 	if err := c.Close(); err != nil {
 		t.Fatal(err)

@@ -117,6 +117,7 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 	args := attemptArgs{token: token, lease: b.cfg.leaseMillis(), form: c.args, permits: c.permits}
 	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
 	if err != nil {
+		b.logFailure(ctx, err)
 		return nil, b.gaveUp(ctx, err, "")
 	}
 	if !g.ok {
@@ -132,19 +133,30 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 	w.listenIfReady()
 	defer func() { w.end(ctx, err == nil) }()
 	p := patience{each: c.each, own: b.cfg.timeout}
+	var failing error // what Redis last answered, while it fails
 	for {
 		w.drain()
 		from := b.cfg.clock.Now()
 		g, err := w.attempt(ctx, nil)
-		if loading(err) { // a restarted Redis reading its data: not a failure yet
+		if err != nil && b.ctxErr(ctx) == nil && transient(err) {
+			// Redis restarting, failing over or out of reach: try again on
+			// the next tick, as a new waiter (see again).
+			b.logFailed(ctx, err)
+			failing = err
+			w.again(ctx)
 			if _, err := w.sleep(ctx, obs, b.cfg.tick()); err != nil {
-				return nil, b.gaveUp(ctx, err, w.busy(&p))
+				return nil, b.failing(ctx, err, failing)
 			}
 			continue
 		}
 		if err != nil {
+			b.logFailed(ctx, err)
+			if failing != nil && b.ctxErr(ctx) != nil {
+				return nil, b.failing(ctx, err, failing)
+			}
 			return nil, b.gaveUp(ctx, err, "")
 		}
+		failing = nil
 		if g.ok {
 			return b.granted(ctx, c, w.token, g.fence, from, observe.Acquired, o)
 		}
@@ -163,6 +175,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			}
 			from = b.cfg.clock.Now()
 			if g, err = w.attempt(ctx, stale); err != nil {
+				b.logFailed(ctx, err)
 				return nil, b.gaveUp(ctx, err, "")
 			}
 			if g.ok {
@@ -252,6 +265,17 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: entry, op: op,
 		expiry: w.b.cfg.expiryMillis(), form: w.c.args, stale: stale, permits: w.c.permits}
 	return w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
+}
+
+// again makes w a new waiter, with a token of its own, after an attempt
+// that failed: that attempt may have set its token in Redis, which is then
+// released in the background (see base.attempt), and that release must not
+// free a later grant. The old waiter leaves as one that gives up does.
+func (w *waiter) again(ctx context.Context) {
+	w.end(ctx, false)
+	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.clock.Now()), o: w.o, orphans: w.orphans}
+	w.b.c.tokens.own(w.token)
+	w.listenIfReady()
 }
 
 // blocked records what an attempt that found the lock taken saw, and
@@ -486,7 +510,7 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 // a reply lost after the script may have run. Its error is the call's
 // (see gaveUp).
 func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
-	reply, sent, err := b.eval(ctx, s, keys, args...)
+	reply, sent, err := b.c.redis.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
 	if err == nil {
 		g, err = parseGrant(reply, kind == mutexKind)
 		if err == nil && g.ok && kind.fenced && g.fence == 0 {
