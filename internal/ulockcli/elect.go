@@ -36,6 +36,9 @@ func (s *session) elect(ctx context.Context, args []string) int {
 	}
 	defer stop()
 	e, err := c.Election(name, opts...)
+	if err == nil {
+		err = reachable(ctx, c, e.Name())
+	}
 	if err != nil {
 		return s.fail(err)
 	}

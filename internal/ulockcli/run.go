@@ -54,10 +54,23 @@ func (s *session) run(ctx context.Context, args []string) int {
 	}
 	defer stop()
 	l, err := newLockable(c, f.kind, name, opts)
+	if err == nil {
+		err = reachable(ctx, c, l.name)
+	}
 	if err != nil {
 		return s.fail(err)
 	}
 	return s.exit(s.hold(ctx, l, &f, argv), c, l, &f)
+}
+
+// reachable checks that Redis answers before ulock waits for the lock
+// name: a wrong address fails at once, while a wait under way rides out
+// Redis restarting.
+func reachable(ctx context.Context, c *uncomplicated.Client, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	_, err := inspect.Lock(ctx, c, name)
+	return err
 }
 
 // add defines the flags that ulock run and ulock elect share on fs, with
