@@ -397,14 +397,7 @@ func (l *logLimit) allow(name string, now time.Time) bool {
 	if t, ok := l.last[name]; ok && now.Sub(t) < time.Second && !now.Before(t) {
 		return false
 	}
-	if len(l.last) >= maxLogLimits {
-		for n, t := range l.last {
-			if now.Sub(t) >= time.Second || now.Before(t) {
-				delete(l.last, n)
-			}
-		}
-	}
-	if l.last == nil || len(l.last) >= maxLogLimits {
+	if l.last == nil || len(l.last) >= maxLogLimits { // forgetting costs a record more at most
 		l.last = map[string]time.Time{}
 	}
 	l.last[name] = now

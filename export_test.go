@@ -13,6 +13,9 @@ func SetMaxIdleChannels(n int) (restore func()) {
 // KeySlot is hashslot.Of, Redis Cluster's slot of a key, for the external tests.
 var KeySlot = hashslot.Of
 
+// ReleaseSHA names the Mutex's release script in EVALSHA.
+var ReleaseSHA = releaseScript.SHA1()
+
 // IsClosed reports whether a channel is closed.
 var IsClosed = isClosed
 

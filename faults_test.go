@@ -36,6 +36,28 @@ type faultPool struct {
 	hungScripts atomic.Bool
 	stall       atomic.Pointer[chan struct{}] // when set, the next script's reply waits for it to close
 	stalled     chan struct{}                 // gets a value when a reply starts to wait
+	delay       atomic.Pointer[delayed]       // when set, the next EVALSHA of its script waits to be sent
+}
+
+// A delayed is a script's call held back (see delayNext).
+type delayed struct {
+	sha        string
+	until, ran chan struct{}
+}
+
+// delayNext holds the next EVALSHA of the script sha back until the
+// returned func is called, which then waits for it to have run.
+func (p *faultPool) delayNext(t *testing.T, sha string) (release func()) {
+	d := &delayed{sha: sha, until: make(chan struct{}), ran: make(chan struct{})}
+	p.delay.Store(d)
+	return func() {
+		close(d.until)
+		select {
+		case <-d.ran:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the delayed script never ran")
+		}
+	}
 }
 
 func newFaultPool(t *testing.T) (*faultPool, *miniredis.Miniredis) {
@@ -96,6 +118,10 @@ func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	if d := c.p.delay.Load(); d != nil && cmd == "EVALSHA" && len(args) > 0 && args[0] == d.sha && c.p.delay.CompareAndSwap(d, nil) {
+		<-d.until
+		defer close(d.ran)
 	}
 	if c.p.loading.Add(-1) >= 0 {
 		return nil, redis.Error("LOADING Redis is loading the dataset in memory")
@@ -187,6 +213,30 @@ func TestFault_lostAcquireReply_unresolved(t *testing.T) {
 				t.Errorf("key %s left behind by an acquisition whose reply was lost", m.Name())
 			}
 		})
+	}
+}
+
+// A Lock whose attempt's reply was lost, and the question after it too,
+// goes on as a new waiter with a new token: the release of the first
+// token, which the Client sends in the background, cannot free what a
+// later attempt got, however late it reaches Redis.
+func TestFault_lostAcquireReply_lateRelease(t *testing.T) {
+	fp, _ := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
+	late := fp.delayNext(t, uncomplicated.ReleaseSHA)
+	fp.then.Store(true)
+	fp.loseNextReply()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock() = %v; want the lock, at a later attempt", err)
+	}
+	late() // the first token's release reaches Redis now
+	if held, err := m.Held(ctx); !held || err != nil {
+		t.Errorf("Held() after the first token's release = %v, %v; want true: the hold has a token of its own", held, err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Error(err)
 	}
 }
 

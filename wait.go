@@ -115,7 +115,7 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 		}
 	}()
 	args := attemptArgs{token: token, lease: b.cfg.leaseMillis(), form: c.args, permits: c.permits}
-	g, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
+	g, _, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
 	if err != nil {
 		b.logFailure(ctx, err)
 		return nil, b.gaveUp(ctx, err, "")
@@ -140,10 +140,9 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 		g, err := w.attempt(ctx, nil)
 		if err != nil && b.ctxErr(ctx) == nil && transient(err) {
 			// Redis restarting, failing over or out of reach: try again on
-			// the next tick, as a new waiter (see again).
+			// the next tick.
 			b.logFailed(ctx, err)
 			failing = err
-			w.again(ctx)
 			if _, err := w.sleep(ctx, obs, b.cfg.tick()); err != nil {
 				return nil, b.failing(ctx, err, failing)
 			}
@@ -252,7 +251,9 @@ type waiter struct {
 	orphans  map[string]bool // the orphans it released
 }
 
-// attempt makes one attempt, or with stale blockers a take-over.
+// attempt makes one attempt, or with stale blockers a take-over. When its
+// token was given back (see base.attempt), the waiter goes on as a new one
+// (see again).
 func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 	s, op, entry := w.c.acquire, w.queue(), ""
 	if stale != nil {
@@ -264,13 +265,17 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 	}
 	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: entry, op: op,
 		expiry: w.b.cfg.expiryMillis(), form: w.c.args, stale: stale, permits: w.c.permits}
-	return w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
+	g, released, err := w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
+	if released {
+		w.again(ctx)
+	}
+	return g, err
 }
 
 // again makes w a new waiter, with a token of its own, after an attempt
-// that failed: that attempt may have set its token in Redis, which is then
-// released in the background (see base.attempt), and that release must not
-// free a later grant. The old waiter leaves as one that gives up does.
+// whose token is released in the background (see base.attempt): that
+// release must not free a later grant. The old waiter leaves as one that
+// gives up does.
 func (w *waiter) again(ctx context.Context) {
 	w.end(ctx, false)
 	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.clock.Now()), o: w.o, orphans: w.orphans}
@@ -486,11 +491,12 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 // the hold when the token has it already, and the entry, if it was joining
 // the queue, rejoins only if it is not there. When that fails too, or the
 // lost reply did not come in time (see askAgain), the release of kind
-// gives back in the background whatever the token may hold.
-func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args attemptArgs) (grant, error) {
+// gives back in the background whatever the token may hold, and released
+// says so: the token must not be used again.
+func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args attemptArgs) (g grant, released bool, err error) {
 	g, unknown, err := b.grantOf(ctx, s, keys, kind, args.argv())
 	if !unknown {
-		return g, err
+		return g, false, err
 	}
 	if askAgain(err) {
 		if args.op == "q" {
@@ -498,12 +504,12 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 		}
 		var again error
 		if g, _, again = b.grantOf(ctx, s, keys, kind, args.argv()); again == nil {
-			return g, nil
+			return g, false, nil
 		}
 		err = errors.Join(err, again)
 	}
 	b.background(ctx, kind.release, keys, "-", args.token)
-	return grant{}, err
+	return grant{}, true, err
 }
 
 // grantOf runs s and reads its grant of a hold of kind; unknown reports
