@@ -47,12 +47,26 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, er
 // clean-up, not the process. Once Close has begun, it runs in the caller's
 // goroutine instead, which is then returning, bounded by the deadline of
 // ctx as Do's release is.
+//
+// It waits first for the calls about the lock whose callers left before
+// their replies came (see link.call): one may yet acquire what s gives
+// back.
 func (b *base) background(ctx context.Context, s *driver.Script, keys []string, args ...string) {
 	c := b.c
+	release := func(ctx context.Context) {
+		if settled := c.redis.behind.settled(keys[0]); settled != nil {
+			select {
+			case <-settled:
+			case <-ctx.Done():
+				return
+			}
+		}
+		_, _, _ = b.eval(ctx, s, keys, anys(args)...)
+	}
 	if !c.backgroundStarts() {
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
-		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
+		release(rctx)
 		return
 	}
 	go func() {
@@ -60,7 +74,7 @@ func (b *base) background(ctx context.Context, s *driver.Script, keys []string, 
 		defer func() { _ = recover() }()
 		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
+		release(rctx)
 	}()
 }
 

@@ -59,15 +59,21 @@ type leadership struct {
 
 // Election returns the Election name on c, with opts over c's options. Its
 // lock lives in a key space of its own, so it never meets a Mutex named
-// name. A leader stuck for its timeout is taken over, unless
+// name. Its lease, unless WithLease (here or on c) sets one, is 15s, or
+// twice the timeout if shorter, so that a leader that died or froze makes
+// way within it. A leader stuck for its timeout is taken over, unless
 // WithTakeOver(false) says otherwise: campaigning for ever behind a frozen
 // leader is rarely what anyone wants. The leader's hold is always
-// refreshed, every third of the timeout (or of the lease, if shorter)
+// refreshed, every third of the lease (or of the timeout, if shorter)
 // unless WithAutoRefresh says otherwise, and so needs a lease. An empty
 // name, a lease of 0 or a bad option gives an error wrapping
 // ErrInvalidArgument.
 func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	cfg, err := c.config(opts)
+	if err == nil && !cfg.leaseSet {
+		cfg.lease = min(cfg.lease, limits.ElectionLease)
+		err = cfg.validate()
+	}
 	switch {
 	case err != nil:
 		return nil, err
@@ -346,10 +352,11 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 	fctx, stop := e.term(ctx, l, lost)
 	defer func() {
 		stop()
-		rctx, rcancel := releaseContext(ctx)
-		defer rcancel()
 		if e.forget(l) != nil {
-			if rerr := opError("Resign", e.name, l.m.x.unlock(rctx, l.h)); rerr != nil {
+			rerr := releaseAfter(ctx, isClosed(lost), func(rctx context.Context) error {
+				return opError("Resign", e.name, l.m.x.unlock(rctx, l.h))
+			})
+			if rerr != nil {
 				err = errors.Join(err, rerr)
 			}
 		}

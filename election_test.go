@@ -384,3 +384,35 @@ func TestElection_observeWokenByAnnouncement(t *testing.T) {
 		t.Errorf("leader observed = %+v; want b, a fence above %d", l, first.Fence)
 	}
 }
+
+// An Election's lease is 15s unless WithLease, on the Election or its
+// Client, sets one, or twice the timeout is shorter: a dead leader makes
+// way within it.
+func TestElection_defaultLease(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client []uncomplicated.Option
+		opts   []uncomplicated.Option
+		want   time.Duration
+	}{
+		{"defaults", nil, nil, 15 * time.Second},
+		{"short timeout", nil, []uncomplicated.Option{uncomplicated.WithTimeout(2 * time.Second)}, 4 * time.Second},
+		{"lease given", nil, []uncomplicated.Option{uncomplicated.WithLease(time.Minute)}, time.Minute},
+		{"lease given to the Client", []uncomplicated.Option{uncomplicated.WithLease(time.Minute)}, nil, time.Minute},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mr, cs := miniClients(t, 1, tc.client...)
+			e := mustElection(t, cs[0], "scheduler", tc.opts...)
+			if err := e.Campaign(context.Background(), "host-a"); err != nil {
+				t.Fatal(err)
+			}
+			if got := mr.TTL(e.Name()); got != tc.want {
+				t.Errorf("the leader's key lives %v; want %v", got, tc.want)
+			}
+		})
+	}
+	_, cs := miniClients(t, 1)
+	if _, err := cs[0].Election("scheduler", uncomplicated.WithAutoRefresh(time.Minute)); !errors.Is(err, uncomplicated.ErrInvalidArgument) {
+		t.Errorf("Election(WithAutoRefresh(1m)) under the 15s default lease = %v; want ErrInvalidArgument", err)
+	}
+}

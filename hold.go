@@ -359,8 +359,10 @@ func (h *hold) lostSignal() *signal {
 	return h.signal()
 }
 
-// leaseLeft is how long the current lease surely lasts; for a hold
-// without a lease (WithLease(0)), for ever.
+// leaseLeft is how long the holder may count on the current lease: until
+// its margin before the lease can end in Redis, counted from the send time
+// of the call that began it; for a hold without a lease (WithLease(0)),
+// for ever.
 func (h *hold) leaseLeft() time.Duration {
 	h.mu.Lock()
 	from, lease := h.from, h.lease
@@ -368,7 +370,18 @@ func (h *hold) leaseLeft() time.Duration {
 	if lease == 0 {
 		return math.MaxInt64
 	}
-	return from.Add(lease).Sub(h.b.cfg.clock.Now())
+	return from.Add(lease - margin(lease)).Sub(h.b.cfg.clock.Now())
+}
+
+// timerSlack is what a holder's margin allows for a timer that fires late
+// on a busy machine, and for the goroutine it wakes.
+const timerSlack = 10 * time.Millisecond
+
+// margin is how long before a lease of length lease can end in Redis its
+// holder counts the hold as lost: 1% of the lease, for clocks that drift
+// apart, plus timerSlack; at most half the lease.
+func margin(lease time.Duration) time.Duration {
+	return min(lease/100+timerSlack, lease/2)
 }
 
 // run is Do for a hold acquired for it: fn, with auto-refresh if
@@ -403,24 +416,47 @@ func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, r
 		if panicked != nil {
 			defer panic(panicked) // the driver's, once the holds are released
 		}
-		lost := make([]*signal, len(hs))
+		lost := make([]bool, len(hs))
 		for i, h := range hs {
 			h.mu.Lock()
-			lost[i] = h.lost // made by whatever found the hold lost
+			lost[i] = h.lost != nil && isClosed(h.lost.ch) // made by whatever found the hold lost
 			h.mu.Unlock()
 		}
-		rctx, cancel := releaseContext(ctx)
-		defer cancel()
-		if rerr := release(rctx); rerr != nil {
+		if rerr := releaseAfter(ctx, slices.Contains(lost, true), release); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 		for i, h := range hs {
-			if lost[i] != nil && isClosed(lost[i].ch) && !errors.Is(err, ErrLost) {
+			if lost[i] && !errors.Is(err, ErrLost) {
 				err = errors.Join(err, h.b.lostError(h.kind.what+" lost while fn ran"))
 			}
 		}
 	}()
 	return fn(fctx)
+}
+
+// lostRelease bounds the wait for the release that ends Do, or Lead, once
+// a hold is known lost: Redis may be out of reach, and the caller has
+// heard what matters.
+const lostRelease = 500 * time.Millisecond
+
+// releaseAfter makes release, the release that ends Do or Lead, under
+// releaseContext. With lost (a hold is known lost), it waits lostRelease
+// at most: a release cut short goes on in the background, as far as
+// Client.Close, and its error is dropped unless the caller's ctx ended, so
+// that the caller hears of the loss, and of no deadline but its own.
+func releaseAfter(ctx context.Context, lost bool, release func(context.Context) error) error {
+	rctx, cancel := releaseContext(ctx)
+	defer cancel()
+	if lost {
+		var lcancel context.CancelFunc
+		rctx, lcancel = context.WithTimeout(rctx, lostRelease)
+		defer lcancel()
+	}
+	err := release(rctx)
+	if lost && ctx.Err() == nil {
+		return nil
+	}
+	return err
 }
 
 // releaseTimeout bounds the Redis calls made without the caller's ctx: the

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -43,33 +44,109 @@ func NewClient(d driver.Driver, opts ...Option) *Client {
 
 // A link is a Client's way to Redis: its driver, each call bounded by the
 // command timeout, and Redis's error replies read as *serverError.
-type link struct{ d driver.Driver }
+type link struct {
+	d      driver.Driver
+	behind behind // the calls whose callers left before the reply came
+}
+
+// A reply is what a call to Redis returned.
+type reply struct {
+	v        any
+	acked    int64 // WAIT's, for evalWait
+	err      error
+	panicked any // what the driver panicked with, if it did
+}
+
+// got returns rep to the caller, or panics as the driver did, in the
+// caller's goroutine, whose callers handle a driver's panic.
+func (rep reply) got() reply {
+	if rep.panicked != nil {
+		panic(rep.panicked)
+	}
+	return rep
+}
 
 // eval runs s on keys with args, bounded by ctx and by the command timeout
 // d (0: by ctx alone). sent reports whether the script may have reached
 // Redis, even when err says the reply did not come.
-func (r *link) eval(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args ...any) (reply any, sent bool, err error) {
-	l, ctx := newLimit(ctx, d)
-	defer l.stop()
-	reply, err = r.d.Eval(ctx, s, keys, args)
-	return reply, !errors.Is(err, driver.ErrNotSent), l.timedOut(replyError(err))
+func (r *link) eval(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args ...any) (v any, sent bool, err error) {
+	rep := r.call(ctx, d, keys, func(ctx context.Context) reply {
+		v, err := r.d.Eval(ctx, s, keys, args)
+		return reply{v: v, err: err}
+	})
+	return rep.v, !errors.Is(rep.err, driver.ErrNotSent), rep.err
 }
 
 // evalWait runs s as eval does, then WAIT on the same connection (see
 // driver.Driver.EvalWait).
 func (r *link) evalWait(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
-	l, ctx := newLimit(ctx, d)
-	defer l.stop()
-	reply, acked, err := r.d.EvalWait(ctx, s, keys, args, replicas, timeout)
-	return reply, acked, l.timedOut(replyError(err))
+	rep := r.call(ctx, d, keys, func(ctx context.Context) reply {
+		v, acked, err := r.d.EvalWait(ctx, s, keys, args, replicas, timeout)
+		return reply{v: v, acked: acked, err: err}
+	})
+	return rep.v, rep.acked, rep.err
 }
 
 // command runs one command about keys, bounded as eval is.
 func (r *link) command(ctx context.Context, d time.Duration, keys []string, cmd string, args ...any) (any, error) {
-	l, ctx := newLimit(ctx, d)
-	defer l.stop()
-	reply, err := r.d.Do(ctx, keys, cmd, args...)
-	return reply, l.timedOut(replyError(err))
+	rep := r.call(ctx, d, keys, func(ctx context.Context) reply {
+		v, err := r.d.Do(ctx, keys, cmd, args...)
+		return reply{v: v, err: err}
+	})
+	return rep.v, rep.err
+}
+
+// call makes a call to Redis about keys, do, bounded by ctx and by the
+// command timeout d, and reads its error. A caller whose ctx may end
+// before the reply comes leaves it behind: do runs in a goroutine under
+// the command timeout alone, so that its connection reads the reply and
+// goes back to its pool rather than being closed half-way, which would
+// cost the pool a new connection for each caller that gives up; the caller
+// returns as soon as ctx ends, with ctx's error, and what it sent may have
+// run. A release that follows waits for such calls (see behind). A call
+// whose ctx has already ended is not made.
+func (r *link) call(ctx context.Context, d time.Duration, keys []string, do func(context.Context) reply) reply {
+	if ctx.Done() == nil || d <= 0 {
+		l, lctx := newLimit(ctx, d)
+		defer l.stop()
+		rep := do(lctx)
+		rep.err = l.timedOut(replyError(rep.err))
+		return rep
+	}
+	if err := ctx.Err(); err != nil {
+		return reply{err: driver.NotSent(err)}
+	}
+	l, lctx := newLimit(context.WithoutCancel(ctx), d)
+	l.caller = ctx
+	done := make(chan reply, 1)
+	go func() {
+		defer l.stop()
+		var rep reply
+		defer func() {
+			if p := recover(); p != nil { // the caller's to panic with, if it waits
+				rep = reply{panicked: p, err: fmt.Errorf("uncomplicated: the driver panicked: %v", p)}
+			}
+			done <- rep
+		}()
+		rep = do(lctx)
+		rep.err = l.timedOut(replyError(rep.err))
+	}()
+	select {
+	case rep := <-done:
+		return rep.got()
+	case <-ctx.Done():
+	}
+	select { // both at once: the reply wins
+	case rep := <-done:
+		return rep.got()
+	default:
+	}
+	key := ""
+	if len(keys) > 0 {
+		key = keys[0]
+	}
+	r.behind.leave(key, done)
+	return reply{err: ctx.Err()}
 }
 
 // listen opens a pub/sub connection, sharded or not, waiting no longer
@@ -227,4 +304,55 @@ func (l limit) timedOut(err error) error {
 		cause = err
 	}
 	return newError("", msg, cause, os.ErrDeadlineExceeded)
+}
+
+// behind keeps the calls whose callers left before their replies came, by
+// the first key they name, so that a release of the same lock waits for
+// them: a left attempt may yet acquire the lock, even after the caller
+// gave it back (its connection was still being dialled), and the release
+// must come after it.
+type behind struct {
+	mu    sync.Mutex
+	calls map[string]*leftCalls
+}
+
+// leftCalls are the calls left behind on one key.
+type leftCalls struct {
+	n    int
+	done chan struct{} // closed when the last has ended
+}
+
+// leave records a call on key that ends when done sends.
+func (b *behind) leave(key string, done <-chan reply) {
+	b.mu.Lock()
+	if b.calls == nil {
+		b.calls = map[string]*leftCalls{}
+	}
+	c := b.calls[key]
+	if c == nil {
+		c = &leftCalls{done: make(chan struct{})}
+		b.calls[key] = c
+	}
+	c.n++
+	b.mu.Unlock()
+	go func() {
+		<-done
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if c.n--; c.n == 0 {
+			close(c.done)
+			delete(b.calls, key)
+		}
+	}()
+}
+
+// settled returns a channel closed once no call on key is left behind;
+// nil when none is now.
+func (b *behind) settled(key string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.calls[key]; c != nil {
+		return c.done
+	}
+	return nil
 }

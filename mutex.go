@@ -164,10 +164,11 @@ func (m *Mutex) Lost() <-chan struct{} {
 // fn's ctx is cancelled when the lock is lost. The Unlock ignores ctx's
 // cancellation, so that a lock is released even when fn returned because
 // ctx ended, but it ends 50ms after ctx's deadline, if ctx has one, and
-// after 5s otherwise; a release cut short then goes on in the background,
-// as far as Client.Close. Do returns Lock's error without running fn, or
-// fn's error joined with Unlock's. When the lock was lost while fn ran, the
-// error wraps ErrLost, also when fn returned nil.
+// after 5s otherwise, or 0.5s once the lock is known lost; a release cut
+// short then goes on in the background, as far as Client.Close. Do returns
+// Lock's error without running fn, or fn's error joined with Unlock's. When
+// the lock was lost while fn ran, the error wraps ErrLost, also when fn
+// returned nil, and Unlock's own error is left out unless ctx ended.
 func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
 	if err := m.check(ctx, fn); err != nil {
 		return err

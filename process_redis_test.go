@@ -42,6 +42,7 @@ var processModes = map[string][]uncomplicated.Option{
 	"holder": {uncomplicated.WithTimeout(4 * time.Second), uncomplicated.WithAutoRefresh(2 * time.Second)},
 	"elect":  {uncomplicated.WithTimeout(2 * time.Second)},
 	"resign": {uncomplicated.WithTimeout(2 * time.Second)},
+	"elects": nil, // campaigns as "elect" does, with the default options
 }
 
 // A process is the test binary running in one of the processModes.
@@ -110,7 +111,7 @@ func TestRedis_helperProcess(t *testing.T) {
 		return redis.DialContext(ctx, "tcp", spec[1])
 	}}
 	c := uncomplicated.NewClient(redigo.New(pool), append([]uncomplicated.Option{uncomplicated.WithPrefix(spec[2])}, processModes[spec[0]]...)...)
-	if spec[0] == "elect" || spec[0] == "resign" {
+	if spec[0] == "elect" || spec[0] == "elects" || spec[0] == "resign" {
 		campaign(t, c, spec[0], spec[3])
 		return
 	}
@@ -381,6 +382,32 @@ func TestRedis_electionProcesses(t *testing.T) {
 					t.Errorf("fence %d elected %v after fence %d resigned; want within a second", l.fence, gap, prev.fence)
 				}
 			}
+		})
+	}
+}
+
+// With the default options, a leader killed (SIGKILL) or stopped
+// (SIGSTOP) is replaced within 20s: its lease, 15s, ends.
+func TestRedis_electionDefaultsReplaceADeadLeader(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGSTOP} {
+		t.Run(sig.String(), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t)
+			ps := []*process{startProcess(t, r, "elects", "elect"), startProcess(t, r, "elects", "elect")}
+			eventually(t, "a leader", func() bool { return len(leaders(ps)) == 1 })
+			first := leaders(ps)[0]
+			first.p.signal(t, sig)
+			hit := time.Now()
+			for len(leaders(ps)) < 2 {
+				if time.Since(hit) > 20*time.Second {
+					t.Fatalf("no new leader 20s after the leader's %v", sig)
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			if next := leaders(ps)[1]; next.p == first.p {
+				t.Errorf("the %v leader led again", sig)
+			}
+			t.Logf("new leader %v after the leader's %v", time.Since(hit).Round(time.Millisecond), sig)
 		})
 	}
 }

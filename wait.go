@@ -428,8 +428,9 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 	}
 	if w.l != nil {
 		var gone func(context.Context)
-		if w.inQueue && !acquired {
-			gone = func(ctx context.Context) { w.b.background(ctx, w.c.kind.release, w.c.keys, "-", w.token) }
+		if w.inQueue && !acquired { // what it needs, as again reuses w
+			b, kind, keys, token := w.b, w.c.kind, w.c.keys, w.token
+			gone = func(ctx context.Context) { b.background(ctx, kind.release, keys, "-", token) }
 		}
 		w.l.close(gone)
 	}

@@ -51,8 +51,10 @@ func Example() {
 }
 
 // A master that Redis Sentinel watches: go-redis finds the master through
-// the sentinels and follows a failover. WithReplicas makes an acquisition
-// wait until a replica has it, so that a failover keeps it.
+// the sentinels and follows a failover, and locks go on at once on the new
+// master. (WithReplicas(1, d) would make an acquisition wait until a
+// replica has it, so that a failover keeps it; but with one replica, a
+// failover then blocks every lock until the old master has resynced.)
 func Example_sentinel() {
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:            "mymaster",
@@ -60,7 +62,7 @@ func Example_sentinel() {
 		ContextTimeoutEnabled: true,
 	})
 	defer rdb.Close()
-	locks := goredis.NewClient(rdb, uncomplicated.WithReplicas(1, 100*time.Millisecond))
+	locks := goredis.NewClient(rdb)
 	defer locks.Close()
 	m, err := uncomplicated.New(locks, Order{N: 42})
 	if err != nil {

@@ -11,15 +11,17 @@
 // node that owns its slot; wake-ups use sharded pub/sub, with one
 // listening connection per master that owns a slot with waiters.
 //
-// With ContextTimeoutEnabled, go-redis bounds a call by its ctx's
-// deadline, and a call runs in the caller's goroutine, the cheapest way;
-// but a ctx cancelled before its deadline ends the call only when its
-// reply comes or its deadline passes: the sooner of the ctx's own and the
-// command timeout (uncomplicated.WithCommandTimeout), or with neither,
-// go-redis's ReadTimeout. On a server that stopped answering, a Lock whose
-// ctx was cancelled, or a Do whose fn returned while a Refresh was under
-// way, returns that much later. Without it, each call runs in a goroutine
-// of its own, which the caller leaves as soon as its ctx ends.
+// A caller whose ctx ends while its call is under way returns at once and
+// leaves the call to read its reply, under the command timeout
+// (uncomplicated.WithCommandTimeout), so that its connection goes back to
+// the pool rather than being closed. With ContextTimeoutEnabled, go-redis
+// bounds a call by the command timeout, and it runs in that goroutine;
+// without it, go-redis ignores a call's ctx, so the call runs in a
+// goroutine of its own that the driver leaves once the command timeout
+// has passed. With a command timeout of 0, a call under a ctx that may end
+// is bounded by that ctx alone, and with ContextTimeoutEnabled a ctx
+// cancelled before its deadline ends it only when its reply comes or its
+// deadline passes.
 package goredis
 
 import (

@@ -42,12 +42,12 @@ type coordinator struct {
 	lock    *redistest.Server  // the lock server, or the Cluster's master that the faults hit
 	cluster *redistest.Cluster // the locks' Cluster; nil: the lock server
 	store   *redistest.Server
-	proxy   *proxy          // in front of the lock server; nil on a Cluster
-	keys    []string        // Mutex names, as the workers give them
-	rw      []string        // RWMutex names
-	sem     []string        // Semaphore names
-	onLock  map[string]bool // the lock names (as Name gives them) that lock holds
-	snaps   *snapshots      // of the locks on lock, for the lose fault's rollbacks; nil without it
+	proxy   *redistest.Proxy // in front of the lock server; nil on a Cluster
+	keys    []string         // Mutex names, as the workers give them
+	rw      []string         // RWMutex names
+	sem     []string         // Semaphore names
+	onLock  map[string]bool  // the lock names (as Name gives them) that lock holds
+	snaps   *snapshots       // of the locks on lock, for the lose fault's rollbacks; nil without it
 
 	losses       int  // lose faults injected; used by the goroutine that injects
 	loseRollback bool // the last lose fault rolled back rather than restarted the server
@@ -143,7 +143,7 @@ func (c *coordinator) launchServer() error {
 	if c.lock, err = redistest.Launch(persistent...); err != nil {
 		return fmt.Errorf("lock server: %w", err)
 	}
-	if c.proxy, err = newProxy(c.lock.Addr); err != nil {
+	if c.proxy, err = redistest.NewProxy(c.lock.Addr); err != nil {
 		return err
 	}
 	return c.name([]string{c.lock.Addr}, func(string) (int, error) { return 0, nil })

@@ -11,6 +11,7 @@ type record struct {
 	Open      map[secID]*hold   // those that began and have not ended, as far as events tell
 	Waits     map[secID]*wait   // every call to lock, by its process and Seq
 	Waiting   map[secID]*wait   // those still waiting, as far as events tell
+	Failed    map[secID]string  // the calls to lock that did not obtain it -> the error's kind
 	Parked    map[int]event     // pid -> its section parked for the pausewaiter fault (see parking)
 	Errors    map[string]int    // "op: kind" -> count
 	Samples   map[string]string // "op: kind" -> one message
@@ -90,7 +91,7 @@ type stop struct {
 
 func newRecord() *record {
 	return &record{
-		Sections: map[secID]*hold{}, Open: map[secID]*hold{}, Waits: map[secID]*wait{}, Waiting: map[secID]*wait{},
+		Sections: map[secID]*hold{}, Open: map[secID]*hold{}, Waits: map[secID]*wait{}, Waiting: map[secID]*wait{}, Failed: map[secID]string{},
 		Parked: map[int]event{}, Errors: map[string]int{}, Samples: map[string]string{},
 		TakenOver: map[string]int{}, Entered: map[string]int{}, Faults: map[string]int{}, Targets: map[string]int{}, Kills: map[int]time.Time{},
 		Finals: map[int]event{}, Store: map[string]tally{}, Examples: map[string][]string{},
@@ -127,6 +128,7 @@ func (r *record) add(e event) {
 	case evError:
 		if e.Ret != 0 { // a lock not obtained
 			r.waited(id, e.Ret)
+			r.Failed[id] = e.Kind
 		}
 		k := e.Op + ": " + e.Kind
 		r.Errors[k]++

@@ -24,6 +24,7 @@ type summary struct {
 	Sem                         semFigures
 	Idle                        map[string]*idleFigures // by fault kind, and faultNone
 	Lose                        loseFigures             // of the lose fault
+	Restarts                    restartFigures          // the calls to lock while Redis restarted
 	Leaks                       int                     // workers whose goleak.Find failed
 	NoFinal                     int                     // workers that ended unkilled without a final event
 	Failures                    []string
@@ -32,7 +33,7 @@ type summary struct {
 // summarize computes the figures and checks the pass criteria.
 func (r *record) summarize(opts options) summary {
 	s := summary{counts: r.counts(), Faults: r.Faults, Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits),
-		Idle: r.idleByFault(opts.Permits, opts.Timeout), Lose: r.lose()}
+		Idle: r.idleByFault(opts.Permits, opts.Timeout), Lose: r.lose(), Restarts: r.restarts()}
 	s.Stops, s.Unnoticed = r.stopped(opts.Timeout)
 	s.Fenced, s.Unfenced, s.Confirmed = r.overlaps()
 	for _, t := range r.Store {
@@ -64,6 +65,7 @@ func (r *record) summarize(opts options) summary {
 		fail(f.FencedConfirmed > 0, "%s holds the fence rejected while Do confirmed them: %d", role, f.FencedConfirmed)
 		fail(f.DupFences > 0, "%s fences shown by two holds: %d", role, f.DupFences)
 	}
+	fail(s.Restarts.GaveUp > 0, "calls to lock that gave up while Redis restarted: %d", s.Restarts.GaveUp)
 	fail(len(s.Late) > 0, "late calls: %d", len(s.Late))
 	fail(s.Leaks > 0, "workers with leaked goroutines: %d", s.Leaks)
 	fail(s.Stops.LateAccepted > 0, "stopped holders whose late write was accepted after a take-over: %d", s.Stops.LateAccepted)
@@ -160,6 +162,9 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 		p("  sections begun over the permits:      %d (with the confirmed ones over, must be 0: %d)", sem.Over, sem.OverConfirmed)
 	}
 	s.printRoles(p)
+	rs := s.Restarts
+	p("calls that gave up while Redis restarted (must be 0): %d of %d under way (%d more ended with their ctx, %d otherwise)",
+		rs.GaveUp, rs.Waits, rs.CtxEnded, rs.Other)
 	p("late calls (must be 0):                 %d (%d more excused: their process was stopped)", len(s.Late), len(s.LateExcused))
 	for _, e := range s.Late {
 		p("  late %-12s by %.0fms (worker %d)", e.Op, float64(e.Over)/1e6, e.Pid)

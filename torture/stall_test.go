@@ -71,11 +71,11 @@ func TestMutex_staleQueueEntry(t *testing.T) {
 // returns them with two Clients with opts: a, the holder, talks to the
 // server directly; b, the waiter, through the proxy. All stop at the
 // test's end.
-func proxied(t *testing.T, opts ...uncomplicated.Option) (srv *redistest.Server, p *proxy, a, b *uncomplicated.Client) {
+func proxied(t *testing.T, opts ...uncomplicated.Option) (srv *redistest.Server, p *redistest.Proxy, a, b *uncomplicated.Client) {
 	t.Helper()
 	requireRedis(t)
 	srv = redistest.Start(t)
-	p, err := newProxy(srv.Addr)
+	p, err := redistest.NewProxy(srv.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,13 +54,22 @@ func TestElect_again(t *testing.T) {
 }
 
 // Without --again, ulock elect runs COMMAND once, as leader, and exits
-// with its status; --lease 0 and --wait 0 are refused.
+// with its status; its lease is 15s by default, so that a dead leader
+// makes way within it; --lease 0 and --wait 0 are refused.
 func TestElect_once(t *testing.T) {
 	e := newEnv(t)
-	r := e.ulock(t, "elect", "once", "--", "sh", "-c", `echo "$ULOCK_NAME $ULOCK_FENCE"; exit 3`)
-	name, fence, _ := strings.Cut(strings.TrimSuffix(r.Stdout, "\n"), " ")
+	_, port, _ := strings.Cut(e.srv.Addr, ":")
+	r := e.ulock(t, "elect", "once", "--", "sh", "-c", `echo "$ULOCK_NAME $ULOCK_FENCE $(redis-cli -p `+port+` PTTL "$ULOCK_NAME")"; exit 3`)
+	fields := strings.Fields(r.Stdout)
+	if len(fields) != 3 {
+		t.Fatalf("ulock elect: exit %d, stdout %q, stderr %q; want the name, fence and PTTL", r.Code, r.Stdout, r.Stderr)
+	}
+	name, fence := fields[0], fields[1]
 	if f, err := strconv.ParseUint(fence, 10, 64); r.Code != 3 || name != e.prefix+":election:once" || err != nil || f == 0 {
 		t.Errorf("ulock elect: exit %d, stdout %q; want 3, the election's name and a fence", r.Code, r.Stdout)
+	}
+	if pttl, err := strconv.Atoi(fields[2]); err != nil || pttl <= 14000 || pttl > 15000 {
+		t.Errorf("the leader's key lives %q ms; want the default lease, 15s", fields[2])
 	}
 	for _, flag := range []string{"--lease=0", "--wait=0"} {
 		if r := e.ulock(t, "elect", flag, "once", "--", "true"); r.Code != 2 {

@@ -16,6 +16,10 @@ const (
 	Ticks          = 100              // WithTicks
 	Prefix         = "lock"           // WithPrefix
 	CommandTimeout = 10 * time.Second // WithCommandTimeout
+	// ElectionLease is an Election's lease when no WithLease gives one, if
+	// shorter than twice the timeout: a dead or frozen leader makes way
+	// within it.
+	ElectionLease = 15 * time.Second
 )
 
 // Label bounds the length of a holder label (WithHolderLabel).

@@ -370,11 +370,15 @@ func (s *Server) Stop() {
 }
 
 // Pool returns a pool of connections to the server, closed at cleanup.
-func (s *Server) Pool(tb testing.TB) *redis.Pool {
+func (s *Server) Pool(tb testing.TB) *redis.Pool { return Pool(tb, s.Addr) }
+
+// Pool returns a redigo pool of connections to addr, closed at the end of
+// the test.
+func Pool(tb testing.TB, addr string) *redis.Pool {
 	p := &redis.Pool{
 		MaxIdle: 32,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return redis.DialContext(ctx, "tcp", s.Addr)
+			return redis.DialContext(ctx, "tcp", addr)
 		},
 	}
 	tb.Cleanup(func() { _ = p.Close() })

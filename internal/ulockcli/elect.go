@@ -18,7 +18,7 @@ import (
 // Election NAME, and returns the exit code ("ulock help elect").
 func (s *session) elect(ctx context.Context, args []string) int {
 	fs := newFlags("elect")
-	var f runFlags
+	f := runFlags{election: true}
 	f.add(fs, "takeover")
 	again := fs.Bool("again", false, "")
 	name, argv, opts, code := s.parseRun(fs, &f, args)

@@ -191,9 +191,9 @@ NAME.
 
 The leader announces its --label (default host:pid), which 'ulock status
 election:NAME' shows as the holder of the election's lock (KIND election).
-A leader stuck for --timeout (it stopped renewing) is taken over by the next
-campaigner unless --policy fail; one killed is replaced once its renewals
-stop for --timeout. COMMAND gets ULOCK_NAME (the election's lock,
+A leader killed or frozen is replaced once its lease ends, within 15s by
+default; one stuck for --timeout (renewing with one token) is taken over by
+the next campaigner unless --policy fail. COMMAND gets ULOCK_NAME (the election's lock,
 lock:election:NAME) and ULOCK_FENCE (the leader's fence, higher than every
 earlier leader's).
 
@@ -202,8 +202,8 @@ differences:
   --policy P      takeover (default) or fail
   --wait D        give up campaigning after D and exit 75; 0 is refused.
                   Default: campaign as long as it takes
-  --lease D       must not be 0: an election needs a lease, so that a dead
-                  leader makes way
+  --lease D       default 15s, or twice --timeout if shorter; must not be 0:
+                  an election needs a lease, so that a dead leader makes way
   --again         campaign again whenever COMMAND exits (default: once)
 
 Signals, process group, exit status: as for run; with --again, the status

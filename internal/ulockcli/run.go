@@ -35,6 +35,7 @@ type runFlags struct {
 	lostCode     int
 	grace        time.Duration
 	label        string
+	election     bool // ulock elect's: the lease is at most limits.ElectionLease unless given
 }
 
 // run is ulock run: it parses args, holds the lock while COMMAND runs,
@@ -125,8 +126,11 @@ func (f *runFlags) options(fs *flag.FlagSet) ([]uncomplicated.Option, error) {
 		return nil, usagef("--policy must be takeover or fail, not %q", f.policy)
 	}
 	lease := 2 * min(f.timeout, math.MaxInt64/2)
-	if given(fs, "lease") {
+	switch {
+	case given(fs, "lease"):
 		lease = f.lease
+	case f.election:
+		lease = min(lease, limits.ElectionLease)
 	}
 	switch {
 	case given(fs, "wait") && f.wait < 0:

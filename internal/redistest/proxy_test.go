@@ -1,4 +1,4 @@
-package main
+package redistest
 
 import (
 	"bufio"
@@ -6,8 +6,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 )
 
 // echo starts a server that echoes each connection back, closed at
@@ -33,25 +31,16 @@ func echo(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// through starts a proxy to an echo server and dials it; the proxy is
-// closed, and its goroutines checked for leaks, at cleanup.
-func through(t *testing.T) (*proxy, net.Conn, *bufio.Reader) {
+// through starts a proxy to an echo server and dials it; both are closed
+// at cleanup, and Close waits for the proxy's goroutines.
+func through(t *testing.T) (*Proxy, net.Conn, *bufio.Reader) {
 	t.Helper()
-	upstream := echo(t)
-	before := goleak.IgnoreCurrent() // the echo server's accept loop
-	p, err := newProxy(upstream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := StartProxy(t, echo(t))
 	c, err := net.Dial("tcp", p.Addr())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		c.Close()
-		p.Close()
-		goleak.VerifyNone(t, before)
-	})
+	t.Cleanup(func() { c.Close() })
 	return p, c, bufio.NewReader(c)
 }
 
@@ -121,5 +110,35 @@ func TestProxy_SetLatency(t *testing.T) {
 	p.SetLatency(0)
 	if d, err := roundTrip(c, r, time.Second); err != nil || d >= lat {
 		t.Errorf("roundTrip() without latency = %v, %v; want under %v", d, err, lat)
+	}
+}
+
+func TestProxy_Refuse(t *testing.T) {
+	p, c, r := through(t)
+	p.Refuse(true)
+	c2, err := net.Dial("tcp", p.Addr()) // reset at once, or on first use
+	if err == nil {
+		defer c2.Close()
+		_, err = roundTrip(c2, bufio.NewReader(c2), time.Second)
+	}
+	if err == nil {
+		t.Fatal("roundTrip() on a refused connection = nil; want an error")
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("roundTrip() on a refused connection = %v; want it reset, not a timeout", err)
+	}
+	if _, err := roundTrip(c, r, time.Second); err != nil {
+		t.Errorf("roundTrip() on the connection opened before = %v; want nil", err)
+	}
+	p.Refuse(false)
+	c3, err := net.Dial("tcp", p.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	if _, err := roundTrip(c3, bufio.NewReader(c3), time.Second); err != nil {
+		t.Errorf("roundTrip() once let through = %v; want nil", err)
+	}
+	if n := p.Accepted(); n != 3 {
+		t.Errorf("Accepted() = %d; want 3", n)
 	}
 }

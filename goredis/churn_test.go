@@ -1,0 +1,39 @@
+package goredis_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/uncomplicated-mutex/uncomplicated/goredis"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/acceptance"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+)
+
+// Callers that give up cost no connections through go-redis either, with
+// ContextTimeoutEnabled or without: 100 goroutines locking 10 Mutexes
+// under contexts of 0 to 20ms for 3s open no more connections than the
+// pool holds (128), counted by a proxy.
+func TestRedis_givingUpCostsNoConnection(t *testing.T) {
+	for _, ctxTimeouts := range []bool{false, true} {
+		name := "ContextTimeoutEnabled=false"
+		if ctxTimeouts {
+			name = "ContextTimeoutEnabled=true"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := redistest.Shared(t)
+			p := redistest.StartProxy(t, s.Addr)
+			rdb := redis.NewClient(&redis.Options{Addr: p.Addr(), PoolSize: 128, ContextTimeoutEnabled: ctxTimeouts})
+			t.Cleanup(func() { _ = rdb.Close() })
+			client := goredis.NewClient(rdb)
+			t.Cleanup(func() { _ = client.Close() })
+			calls, gaveUp := acceptance.GiveUpLoad(t, client, 3*time.Second)
+			if n := p.Accepted(); n > 200 {
+				t.Errorf("%d connections opened for %d Lock calls (%d gave up); want at most 200", n, calls, gaveUp)
+			} else {
+				t.Logf("%d connections opened for %d Lock calls (%d gave up)", n, calls, gaveUp)
+			}
+		})
+	}
+}
