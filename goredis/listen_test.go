@@ -98,9 +98,9 @@ func TestRedis_stoppedServerEndsWithCtx(t *testing.T) {
 }
 
 // A call cancelled before its deadline, on a server that stopped
-// answering: with go-redis's defaults it ends at the cancel; with
-// ContextTimeoutEnabled, which bounds calls by their deadline alone, at
-// the command timeout (see the package doc).
+// answering, ends at the cancel, with go-redis's defaults and with
+// ContextTimeoutEnabled, which bounds calls by their deadline alone: the
+// caller leaves the call to the command timeout (see the package doc).
 func TestRedis_stoppedServerCancelled(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, enabled := range []bool{false, true} {
@@ -115,10 +115,8 @@ func TestRedis_stoppedServerCancelled(t *testing.T) {
 		switch {
 		case err == nil:
 			t.Errorf("ContextTimeoutEnabled %v: Unlock on a stopped server = nil", enabled)
-		case !enabled && took > 600*time.Millisecond:
-			t.Errorf("ContextTimeoutEnabled off: Unlock took %v after a cancel at 100ms; want it to end with the cancel", took)
-		case enabled && (took < 900*time.Millisecond || took > 3*time.Second):
-			t.Errorf("ContextTimeoutEnabled on: Unlock took %v; want the command timeout, 1s", took)
+		case took > 600*time.Millisecond:
+			t.Errorf("ContextTimeoutEnabled %v: Unlock took %v after a cancel at 100ms; want it to end with the cancel", enabled, took)
 		}
 	}
 }
