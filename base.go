@@ -48,33 +48,25 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, er
 // goroutine instead, which is then returning, bounded by the deadline of
 // ctx as Do's release is.
 //
-// It waits first for the calls about the lock whose callers left before
-// their replies came (see link.call): one may yet acquire what s gives
-// back.
+// In the goroutine, it first waits for the calls about the lock whose
+// callers left before their replies came (see link.call), as long as the
+// command timeout lets them run: one may yet acquire what s gives back.
 func (b *base) background(ctx context.Context, s *driver.Script, keys []string, args ...string) {
 	c := b.c
-	release := func(ctx context.Context) {
-		if settled := c.redis.behind.settled(keys[0]); settled != nil {
-			select {
-			case <-settled:
-			case <-ctx.Done():
-				return
-			}
-		}
-		_, _, _ = b.eval(ctx, s, keys, anys(args)...)
-	}
 	if !c.backgroundStarts() {
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
-		release(rctx)
+		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
 		return
 	}
+	behind := c.redis.behind.on(keys[0])
 	go func() {
 		defer c.cleanups.Done()
 		defer func() { _ = recover() }()
+		awaitLeft(behind, b.cfg.commandTimeout)
 		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 		defer cancel()
-		release(rctx)
+		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
 	}()
 }
 

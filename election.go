@@ -65,14 +65,17 @@ type leadership struct {
 // WithTakeOver(false) says otherwise: campaigning for ever behind a frozen
 // leader is rarely what anyone wants. The leader's hold is always
 // refreshed, every third of the lease (or of the timeout, if shorter)
-// unless WithAutoRefresh says otherwise, and so needs a lease. An empty
+// unless WithAutoRefresh says otherwise (a period too long for the
+// default lease is ignored), and so needs a lease. An empty
 // name, a lease of 0 or a bad option gives an error wrapping
 // ErrInvalidArgument.
 func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	cfg, err := c.config(opts)
 	if err == nil && !cfg.leaseSet {
 		cfg.lease = min(cfg.lease, limits.ElectionLease)
-		err = cfg.validate()
+		if cfg.every >= cfg.lease-margin(cfg.lease) {
+			cfg.every = 0 // too slow for this lease: a third of it, as below
+		}
 	}
 	switch {
 	case err != nil:

@@ -22,3 +22,6 @@ var IsClosed = isClosed
 // CutFence is cutFence, for the external tests: the token and fence of a
 // holder's value.
 var CutFence = cutFence
+
+// AcquireSHA names the Mutex's first attempt's script in EVALSHA.
+var AcquireSHA = acquireScript.SHA1()

@@ -240,6 +240,31 @@ func TestFault_lostAcquireReply_lateRelease(t *testing.T) {
 	}
 }
 
+// An attempt whose caller gave up before it reached Redis (held back
+// here, as one on a connection still being dialled would be) grants the
+// lock after its clean-up was due: the clean-up waits for it, and gives
+// the lock back, so another Client gets it at once.
+func TestFault_leftAttemptGivenBack(t *testing.T) {
+	fp, mr := newFaultPool(t)
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
+	mustLock(t, m) // Redis has the scripts: the held-back EVALSHA runs
+	if err := m.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	late := fp.delayNext(t, uncomplicated.AcquireSHA)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := m.Lock(ctx); !errors.Is(err, uncomplicated.ErrNotObtained) {
+		t.Fatalf("Lock() = %v; want ErrNotObtained at its deadline", err)
+	}
+	late() // the attempt reaches Redis now, and gets the free lock
+	eventually(t, "the late grant given back", func() bool { return !mr.Exists(m.Name()) })
+	other := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})
+	if ok, err := other.TryLock(context.Background()); !ok || err != nil {
+		t.Errorf("another Client's TryLock() = %v, %v; want the lock", ok, err)
+	}
+}
+
 // A Refresh that fails may or may not have rotated the token: Unlock
 // accepts either token and releases the lock, whichever Redis holds.
 func TestFault_refreshOutcomeUnknown(t *testing.T) {

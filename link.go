@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -103,10 +104,12 @@ func (r *link) command(ctx context.Context, d time.Duration, keys []string, cmd 
 // goes back to its pool rather than being closed half-way, which would
 // cost the pool a new connection for each caller that gives up; the caller
 // returns as soon as ctx ends, with ctx's error, and what it sent may have
-// run. A release that follows waits for such calls (see behind). A call
-// whose ctx has already ended is not made.
+// run. A release that follows waits for such calls (see behind). Past
+// maxBehind calls left behind at once (a server that stopped answering),
+// a call ends with ctx, as its driver ends it. A call whose ctx has
+// already ended is not made.
 func (r *link) call(ctx context.Context, d time.Duration, keys []string, do func(context.Context) reply) reply {
-	if ctx.Done() == nil || d <= 0 {
+	if ctx.Done() == nil || d <= 0 || !r.behind.room() {
 		l, lctx := newLimit(ctx, d)
 		defer l.stop()
 		rep := do(lctx)
@@ -118,36 +121,43 @@ func (r *link) call(ctx context.Context, d time.Duration, keys []string, do func
 	}
 	l, lctx := newLimit(context.WithoutCancel(ctx), d)
 	l.caller = ctx
-	done := make(chan reply, 1)
+	c := &leftCall{reply: make(chan reply, 1), finished: make(chan struct{})}
 	go func() {
 		defer l.stop()
-		var rep reply
+		rep := reply{err: errDriverQuit}
 		defer func() {
 			if p := recover(); p != nil { // the caller's to panic with, if it waits
 				rep = reply{panicked: p, err: fmt.Errorf("uncomplicated: the driver panicked: %v", p)}
 			}
-			done <- rep
+			c.reply <- rep
+			close(c.finished)
+			if c.left.Load() { // after finished: leave sees one or the other
+				r.behind.forget(c)
+			}
 		}()
 		rep = do(lctx)
 		rep.err = l.timedOut(replyError(rep.err))
 	}()
 	select {
-	case rep := <-done:
+	case rep := <-c.reply:
 		return rep.got()
 	case <-ctx.Done():
 	}
 	select { // both at once: the reply wins
-	case rep := <-done:
+	case rep := <-c.reply:
 		return rep.got()
 	default:
 	}
-	key := ""
 	if len(keys) > 0 {
-		key = keys[0]
+		c.key = keys[0]
 	}
-	r.behind.leave(key, done)
+	r.behind.leave(c)
 	return reply{err: ctx.Err()}
 }
+
+// errDriverQuit is the error of a call whose driver ended its goroutine
+// (runtime.Goexit) instead of returning.
+var errDriverQuit = errors.New("uncomplicated: the driver's call did not return")
 
 // listen opens a pub/sub connection, sharded or not, waiting no longer
 // than ctx. It returns driver.ErrNoPubSub when the driver cannot listen.
@@ -312,47 +322,77 @@ func (l limit) timedOut(err error) error {
 // gave it back (its connection was still being dialled), and the release
 // must come after it.
 type behind struct {
+	n     atomic.Int32 // len(calls), read without mu
 	mu    sync.Mutex
-	calls map[string]*leftCalls
+	calls map[*leftCall]struct{}
 }
 
-// leftCalls are the calls left behind on one key.
-type leftCalls struct {
-	n    int
-	done chan struct{} // closed when the last has ended
+// A leftCall is a call whose caller may leave it (see link.call).
+type leftCall struct {
+	key      string
+	reply    chan reply    // its reply, for the caller
+	finished chan struct{} // closed once it has ended
+	left     atomic.Bool   // set by leave, before it looks at finished
 }
 
-// leave records a call on key that ends when done sends.
-func (b *behind) leave(key string, done <-chan reply) {
-	b.mu.Lock()
-	if b.calls == nil {
-		b.calls = map[string]*leftCalls{}
-	}
-	c := b.calls[key]
-	if c == nil {
-		c = &leftCalls{done: make(chan struct{})}
-		b.calls[key] = c
-	}
-	c.n++
-	b.mu.Unlock()
-	go func() {
-		<-done
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		if c.n--; c.n == 0 {
-			close(c.done)
-			delete(b.calls, key)
-		}
-	}()
-}
+// maxBehind bounds the calls a Client leaves behind at once: each keeps a
+// connection and a goroutine for up to the command timeout.
+const maxBehind = 256
 
-// settled returns a channel closed once no call on key is left behind;
-// nil when none is now.
-func (b *behind) settled(key string) <-chan struct{} {
+// room reports whether another call may be left behind.
+func (b *behind) room() bool { return b.n.Load() < maxBehind }
+
+// leave records c, left behind, until it ends.
+func (b *behind) leave(c *leftCall) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if c := b.calls[key]; c != nil {
-		return c.done
+	c.left.Store(true)
+	select {
+	case <-c.finished: // ended already: forget has run, or will find nothing
+		return
+	default:
 	}
-	return nil
+	if b.calls == nil {
+		b.calls = map[*leftCall]struct{}{}
+	}
+	b.calls[c] = struct{}{}
+	b.n.Store(int32(len(b.calls)))
+}
+
+// forget drops c, which has ended.
+func (b *behind) forget(c *leftCall) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.calls, c)
+	b.n.Store(int32(len(b.calls)))
+}
+
+// on returns what ends when each call on key left behind now has ended.
+func (b *behind) on(key string) []<-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var chs []<-chan struct{}
+	for c := range b.calls {
+		if c.key == key {
+			chs = append(chs, c.finished)
+		}
+	}
+	return chs
+}
+
+// awaitLeft waits for the calls left behind that end chs, for at most
+// their command timeout d and a second: real time, as their bound is.
+func awaitLeft(chs []<-chan struct{}, d time.Duration) {
+	if len(chs) == 0 {
+		return
+	}
+	t := time.NewTimer(d + time.Second)
+	defer t.Stop()
+	for _, finished := range chs {
+		select {
+		case <-finished:
+		case <-t.C:
+			return
+		}
+	}
 }

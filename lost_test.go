@@ -154,6 +154,7 @@ func TestWithAutoRefresh_invalid(t *testing.T) {
 		{"negative", []uncomplicated.Option{uncomplicated.WithAutoRefresh(-time.Second)}},
 		{"below a millisecond", []uncomplicated.Option{uncomplicated.WithAutoRefresh(time.Microsecond)}},
 		{"equal to the lease", []uncomplicated.Option{uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(time.Second)}},
+		{"within the margin", []uncomplicated.Option{uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(970 * time.Millisecond)}},
 		{"above the timeout", []uncomplicated.Option{uncomplicated.WithTimeout(time.Second), uncomplicated.WithAutoRefresh(2 * time.Second)}},
 		{"without a lease", []uncomplicated.Option{uncomplicated.WithLease(0), uncomplicated.WithAutoRefresh(time.Second)}},
 	} {
@@ -165,6 +166,10 @@ func TestWithAutoRefresh_invalid(t *testing.T) {
 	}
 	if _, err := uncomplicated.New(env.Client, Order{1}, uncomplicated.WithAutoRefresh(0)); err != nil {
 		t.Errorf("New(WithAutoRefresh(0)) = %v; want nil: 0 is off", err)
+	}
+	// The margin of a 1s lease is 30ms: 1% and 20ms.
+	if _, err := uncomplicated.New(env.Client, Order{1}, uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(969*time.Millisecond)); err != nil {
+		t.Errorf("New(WithAutoRefresh(969ms)) under a 1s lease = %v; want nil: below the lease less its margin", err)
 	}
 }
 
@@ -220,7 +225,7 @@ func TestMutex_Do_autoRefreshFindsLoss(t *testing.T) {
 }
 
 // When no refresh gets through, fn's ctx is cancelled a margin before the
-// lease can end in Redis (1% of it plus 10ms: 20ms of 1s), not before and
+// lease can end in Redis (1% of it plus 20ms: 30ms of 1s), not before and
 // not at the next tick.
 func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 	fp, _, mock := newMockFaultPool(t)
@@ -234,10 +239,10 @@ func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 			eventually(t, "refresh tried", func() bool { return fp.failed.Load() > 0 })
 			fp.failed.Store(0)
 		}
-		mock.Add(79 * time.Millisecond)
+		mock.Add(69 * time.Millisecond)
 		time.Sleep(10 * time.Millisecond) // time for a wrong cancellation to show
 		if ctx.Err() != nil {
-			t.Fatalf("fn's ctx ended at 979ms of a 1s lease: %v", context.Cause(ctx))
+			t.Fatalf("fn's ctx ended at 969ms of a 1s lease: %v", context.Cause(ctx))
 		}
 		mock.Add(time.Millisecond) // the margin begins, between two ticks
 		eventually(t, "cancelled", func() bool { return ctx.Err() != nil })
@@ -248,6 +253,38 @@ func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 	})
 	if !errors.Is(err, uncomplicated.ErrLost) {
 		t.Errorf("Do() = %v; want ErrLost", err)
+	}
+}
+
+// Once a hold is known lost, Do waits 0.5s at most for a release that
+// hangs (the release goes on in the background), and returns ErrLost, not
+// the release's deadline: the caller's ctx has none.
+func TestMutex_Do_lostReleaseHangs(t *testing.T) {
+	fp, _, mock := newMockFaultPool(t)
+	fp.hungScripts.Store(true)
+	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp), uncomplicated.WithClock(mock), uncomplicated.WithLease(time.Second),
+		uncomplicated.WithAutoRefresh(300*time.Millisecond)), Order{1})
+	var returned time.Time
+	err := m.Do(context.Background(), func(ctx context.Context) error {
+		fp.down.Store(true)
+		for range 3 {
+			mock.Add(300 * time.Millisecond)
+			eventually(t, "refresh tried", func() bool { return fp.failed.Load() > 0 })
+			fp.failed.Store(0)
+		}
+		mock.Add(100 * time.Millisecond) // past the margin: lost
+		eventually(t, "cancelled", func() bool { return ctx.Err() != nil })
+		fp.down.Store(false)
+		t.Cleanup(fp.hangNext()) // the release hangs
+		returned = time.Now()
+		return nil
+	})
+	took := time.Since(returned)
+	if !errors.Is(err, uncomplicated.ErrLost) || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Do() = %v; want ErrLost, and no deadline", err)
+	}
+	if took < 400*time.Millisecond || took > time.Second {
+		t.Errorf("Do returned %v after fn; want about 0.5s, the wait for a release of a lost hold", took)
 	}
 }
 

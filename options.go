@@ -159,7 +159,7 @@ func WithGemNames() Option {
 // channel and returns an error wrapping ErrLost. The holder counts the
 // lease from the send time of the last Refresh that got through, and ends
 // it a margin early, for a late timer and clocks that drift: 1% of the
-// lease plus 10ms (at most half the lease), so fn learns of a loss before
+// lease plus 20ms (at most half the lease), so fn learns of a loss before
 // another process can take the lock. Default 0: off. It needs a lease: d
 // must be at least 1ms and below the lease less that margin.
 func WithAutoRefresh(d time.Duration) Option {
@@ -193,7 +193,7 @@ func WithCommandTimeout(d time.Duration) Option {
 // replicas on every acquisition and release, and availability: while fewer
 // than n replicas of the master are in sync, every acquisition fails, so a
 // failover that leaves fewer (a master with one replica: the old master
-// must come back and resync, 10 to 46 s in our tests) blocks every lock
+// must come back and resync, 11 to 46 s in our tests) blocks every lock
 // until they are. Ask for fewer replicas than the master has. Default 0,
 // off; n must not be negative, and timeout must be positive when n is not
 // 0.

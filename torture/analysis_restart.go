@@ -18,7 +18,7 @@ type restartFigures struct {
 	Waits    int // calls under way within restartWindow of a restart
 	GaveUp   int // of them, not obtained with an error of Redis or the network
 	CtxEnded int // of them, not obtained because their ctx ended
-	Other    int // of them, not obtained otherwise (ErrStale, ...)
+	Other    int // of them, not obtained otherwise (ErrStale, the Client closed, ...)
 }
 
 // restarts counts the calls to lock under way while Redis restarted.
@@ -48,11 +48,13 @@ func (r *record) restarts() restartFigures {
 			continue
 		}
 		f.Waits++
-		switch kind, failed := r.Failed[id]; {
+		kind, failed := r.Failed[id]
+		why, caused := strings.CutPrefix(kind, "ErrNotObtained (")
+		switch why = strings.TrimSuffix(why, ")"); {
 		case !failed:
-		case strings.Contains(kind, "deadline") || strings.Contains(kind, "canceled"):
+		case caused && (why == "deadline" || why == "canceled"):
 			f.CtxEnded++
-		case strings.HasPrefix(kind, "ErrNotObtained"):
+		case caused && why != "closed":
 			f.GaveUp++
 		default:
 			f.Other++

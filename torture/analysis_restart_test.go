@@ -26,6 +26,8 @@ func TestRecord_restarts(t *testing.T) {
 		{31*s + s/2, 33 * s, "ErrStale"},                        // within a second of the server answering
 		{50 * s, 51 * s, "ErrNotObtained (EOF)"},                // at a kill of a worker, not of Redis
 		{60 * s, 61 * s, "ErrNotObtained (EOF)"},                // at a rollback, not a restart
+		{11 * s, 12 * s, "ErrNotObtained (closed)"},             // its Client closed
+		{11 * s, 12 * s, "ErrNotObtained"},                      // no cause told
 		{95 * s, 0, ""},                                         // still waiting at the end
 	}
 	for i, c := range calls {
@@ -35,7 +37,7 @@ func TestRecord_restarts(t *testing.T) {
 			r.Failed[id] = c.failed
 		}
 	}
-	got, want := r.restarts(), restartFigures{Waits: 4, GaveUp: 1, CtxEnded: 1, Other: 1}
+	got, want := r.restarts(), restartFigures{Waits: 6, GaveUp: 1, CtxEnded: 1, Other: 3}
 	if got != want {
 		t.Errorf("restarts() = %+v; want %+v", got, want)
 	}

@@ -60,6 +60,8 @@ func cause(err error) string {
 	}
 	var nerr net.Error
 	switch {
+	case errors.Is(err, uncomplicated.ErrClosed):
+		return "closed"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "deadline"
 	case errors.Is(err, context.Canceled):

@@ -68,7 +68,7 @@ func TestElect_once(t *testing.T) {
 	if f, err := strconv.ParseUint(fence, 10, 64); r.Code != 3 || name != e.prefix+":election:once" || err != nil || f == 0 {
 		t.Errorf("ulock elect: exit %d, stdout %q; want 3, the election's name and a fence", r.Code, r.Stdout)
 	}
-	if pttl, err := strconv.Atoi(fields[2]); err != nil || pttl <= 14000 || pttl > 15000 {
+	if pttl, err := strconv.Atoi(fields[2]); err != nil || pttl <= 10000 || pttl > 15000 {
 		t.Errorf("the leader's key lives %q ms; want the default lease, 15s", fields[2])
 	}
 	for _, flag := range []string{"--lease=0", "--wait=0"} {

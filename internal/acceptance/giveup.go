@@ -18,9 +18,11 @@ import (
 
 // GiveUpLoad runs 100 goroutines that lock one of 10 Mutexes of client
 // under a context of 0 to 20ms, and unlock what they got, for d; it
-// returns how many Lock calls they made and how many gave up. Every lock
-// must be free once the Client's clean-ups are done.
-func GiveUpLoad(t *testing.T, client *uncomplicated.Client, d time.Duration) (calls, gaveUp int64) {
+// returns how many Lock calls they made and how many gave up. It then
+// closes client, which waits for its clean-ups, and checks that other, a
+// Client of the same Redis, gets each lock within 5s: no attempt that a
+// caller left behind kept one.
+func GiveUpLoad(t *testing.T, client, other *uncomplicated.Client, d time.Duration) (calls, gaveUp int64) {
 	t.Helper()
 	var ms []*uncomplicated.Mutex
 	for i := range 10 {
@@ -53,10 +55,14 @@ func GiveUpLoad(t *testing.T, client *uncomplicated.Client, d time.Duration) (ca
 		}()
 	}
 	wg.Wait()
-	for _, m := range ms {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := client.Close(); err != nil {
+		t.Errorf("Close() = %v", err)
+	}
+	for i := range ms {
+		m := mustNew(t, other, orders.Order{N: int64(900 + i)})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := m.Lock(ctx); err != nil {
-			t.Errorf("Lock() after the load = %v; want the lock within 10s", err)
+			t.Errorf("another Client's Lock() after the load = %v; want the lock within 5s", err)
 		} else {
 			_ = m.Unlock(ctx)
 		}

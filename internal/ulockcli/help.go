@@ -191,9 +191,9 @@ NAME.
 
 The leader announces its --label (default host:pid), which 'ulock status
 election:NAME' shows as the holder of the election's lock (KIND election).
-A leader killed or frozen is replaced once its lease ends, within 15s by
-default; one stuck for --timeout (renewing with one token) is taken over by
-the next campaigner unless --policy fail. COMMAND gets ULOCK_NAME (the election's lock,
+A leader killed or frozen leaves its lease to end, within 15s by default,
+and the next campaigner takes over at its next tick; one stuck for --timeout
+(renewing with one token) is taken over unless --policy fail. COMMAND gets ULOCK_NAME (the election's lock,
 lock:election:NAME) and ULOCK_FENCE (the leader's fence, higher than every
 earlier leader's).
 
