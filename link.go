@@ -40,13 +40,17 @@ func NewClient(d driver.Driver, opts ...Option) *Client {
 	if isNil(d) {
 		return newClient(nil, opts)
 	}
-	return newClient(&link{d: d}, opts)
+	_, keeps := d.(interface{ KeepsConnectionsOnCancel() })
+	return newClient(&link{d: d, keeps: keeps}, opts)
 }
 
 // A link is a Client's way to Redis: its driver, each call bounded by the
 // command timeout, and Redis's error replies read as *serverError.
 type link struct {
-	d      driver.Driver
+	d driver.Driver
+	// keeps: the driver's calls keep their connection when their ctx ends
+	// (see package driver), so a caller need not leave them behind.
+	keeps  bool
 	behind behind // the calls whose callers left before the reply came
 }
 
@@ -104,12 +108,13 @@ func (r *link) command(ctx context.Context, d time.Duration, keys []string, cmd 
 // goes back to its pool rather than being closed half-way, which would
 // cost the pool a new connection for each caller that gives up; the caller
 // returns as soon as ctx ends, with ctx's error, and what it sent may have
-// run. A release that follows waits for such calls (see behind). Past
-// maxBehind calls left behind at once (a server that stopped answering),
-// a call ends with ctx, as its driver ends it. A call whose ctx has
+// run. A release that follows waits for such calls (see behind). A call
+// of a driver that keeps its connections when ctx ends (rueidis), and one
+// past maxBehind calls left behind at once (a server that stopped
+// answering), ends with ctx, as its driver ends it. A call whose ctx has
 // already ended is not made.
 func (r *link) call(ctx context.Context, d time.Duration, keys []string, do func(context.Context) reply) reply {
-	if ctx.Done() == nil || d <= 0 || !r.behind.room() {
+	if ctx.Done() == nil || d <= 0 || r.keeps || !r.behind.room() {
 		l, lctx := newLimit(ctx, d)
 		defer l.stop()
 		rep := do(lctx)

@@ -105,3 +105,50 @@ func TestRedis_permanentErrorsFailAtOnce(t *testing.T) {
 		t.Errorf("Lock() = %v after %v; want WRONGTYPE at once", err, time.Since(start))
 	}
 }
+
+// Through a network that refuses and resets every connection for 1.5s
+// (a proxy of the test's own, Redis itself up), each primitive's blocking
+// acquisition waits on and gets its lock within 3s of the network letting
+// it through; a Try form fails within 2s.
+func TestRedis_waitsOutARefusingNetwork(t *testing.T) {
+	s := redistest.Start(t)
+	p := redistest.StartProxy(t, s.Addr)
+	client := uncomplicated.NewClient(redigo.New(redistest.Pool(t, p.Addr())))
+	t.Cleanup(func() { _ = client.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	p.Refuse(true)
+	p.Reset()
+	type got struct {
+		what string
+		err  error
+		at   time.Time
+	}
+	done := make(chan got, len(primitives))
+	for _, pr := range primitives {
+		go func() {
+			_, err := pr.wait(ctx, client, "refused-"+pr.name)
+			done <- got{pr.name, err, time.Now()}
+		}()
+		start := time.Now()
+		if ok, err := pr.try(ctx, client, "refused-try-"+pr.name); ok || !errors.Is(err, uncomplicated.ErrNotObtained) || time.Since(start) > 2*time.Second {
+			t.Errorf("%s try while the network refuses = %v, %v after %v; want ErrNotObtained within 2s", pr.name, ok, err, time.Since(start))
+		}
+	}
+	time.Sleep(1500 * time.Millisecond)
+	p.Refuse(false)
+	open := time.Now()
+	for range primitives {
+		select {
+		case g := <-done:
+			if g.err != nil {
+				t.Errorf("%s through the refusing network = %v; want the lock", g.what, g.err)
+			} else if d := g.at.Sub(open); d > 3*time.Second {
+				t.Errorf("%s got the lock %v after the network let it through; want within 3s", g.what, d)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("a blocking acquisition still waiting 10s after the network let it through")
+		}
+	}
+}

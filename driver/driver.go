@@ -25,6 +25,15 @@
 // ContextTimeoutEnabled). The Client bounds ctx by its command timeout
 // (uncomplicated.WithCommandTimeout) before each call, and turns what ran
 // out of it into an error matching os.ErrDeadlineExceeded.
+//
+// Most client libraries close a connection whose command a cancelled ctx
+// cut short, so the Client runs a call that its caller may leave in a
+// goroutine of its own, under the command timeout alone, and the
+// connection reads the reply and goes back to its pool. A driver whose
+// calls keep their connection when ctx ends (rueidis, which multiplexes
+// them, discards the reply) says so with a method KeepsConnectionsOnCancel(),
+// which spares that goroutine; its calls must reach Redis in the order they
+// were made, as a release must come after the attempt it gives back.
 package driver
 
 import (

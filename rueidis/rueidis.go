@@ -55,6 +55,11 @@ type rueidisDriver struct {
 	cluster bool
 }
 
+// KeepsConnectionsOnCancel tells the Client that a call whose ctx ends
+// keeps its connection: rueidis discards the reply of a pipelined command
+// whose ctx ended, on a connection it shares (see package driver).
+func (*rueidisDriver) KeepsConnectionsOnCancel() {}
+
 // Eval runs EVALSHA, and EVAL when Redis does not have the script. rueidis
 // sends a script once: it retries only read-only commands.
 func (d *rueidisDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
