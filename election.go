@@ -18,7 +18,7 @@ import (
 // is the leader: campaigners wait in its queue, and a Resign hands the
 // lock to the oldest at once. The leader's value travels as the holder
 // label of its token; its fence is the lock's, which also tells when it
-// was elected (see newFenceLua). A new leader announces itself on
+// was elected (see lua/new_fence.lua). A new leader announces itself on
 // <prefix>:elected:{<key>}, which wakes every observer of every Client
 // (see broadcast). Observers also read the leader every tick, so a lost
 // message costs a tick, never a leader.
@@ -435,16 +435,5 @@ func (e *Election) check(ctx context.Context, value string) error {
 	return nil
 }
 
-// announceScript publishes ARGV[2] on the channel KEYS[2], sharded where
-// Redis has sharded pub/sub, as the hand-offs are (see queueHandLua), unless
-// the lock KEYS[1] no longer holds the fence ARGV[1]: a newer leader has
-// come, or none is left. Replies 1 when it published, else 0.
-var announceScript = driver.NewScript(2, fenceOfLua+`
-if fenceOf(redis.call('GET', KEYS[1])) ~= tonumber(ARGV[1]) then
-  return 0
-end
-if not pcall(redis.call, 'SPUBLISH', KEYS[2], ARGV[2]) then
-  redis.call('PUBLISH', KEYS[2], ARGV[2])
-end
-return 1
-`)
+// announceScript is lua/announce.lua.
+var announceScript = newScript(2, "announce")

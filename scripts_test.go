@@ -584,10 +584,10 @@ func TestAttemptArgs_argv(t *testing.T) {
 }
 
 // The wire formats that Go and Lua share agree: a holder's value (fenced,
-// cutFence; fencedLua, fenceOf), and a queue entry and its hand-off
+// cutFence; lua/fenced.lua, fenceOf), and a queue entry and its hand-off
 // message (queueEntry, nextWaiter, offer, parseWakeUp).
 func TestWireFormats(t *testing.T) {
-	values := driver.NewScript(0, fencedLua+fenceOfLua+`
+	values := driver.NewScript(0, luaSource("fenced")+luaSource("fence_of")+`
 return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
 `)
 	for server, pool := range scriptServers(t) {

@@ -1,0 +1,102 @@
+package uncomplicated
+
+// The queue of waiters, for the acquiring and releasing scripts (see
+// lua/queue_wait.lua). An acquiring script's ARGV are, first, the waiter's token, its
+// lease, its entry (see queueEntry), what to do with the entry (op), and
+// its expiry in ms, "0" for an attempt that does not wait (TryLock); a
+// Mutex's attempt with no op passes the first two only (see
+// attemptArgs.argv).
+//
+// op: join the queue once the subscription is confirmed ("q"), rejoin if
+// a release passed the waiter over ("r": its key is gone), or stay queued
+// without rejoining ("x": in the queue but not listening), or nothing
+// (""). A blocked attempt restarts the waiter's key, writing its entry,
+// whose attempt number tells the waiter whether a hand-off came after it
+// (see waiter.handedOver); a successful one takes the waiter out of the
+// queue.
+//
+// A release takes ARGV[1], then the tokens of the hold. ARGV[1] is "" for
+// a holder's release; a waiter that gives up passes "q" if it is in the
+// queue, else "-", so that it leaves the queue and stops counting as
+// waiting (a waiting writer holds readers back), and releases what a
+// hand-off may have just given it.
+
+// attemptArgs are the ARGV of an acquiring script, as lua/queue_wait.lua reads them:
+// the five of an attempt (two only for a Mutex's attempt with no op; see
+// argv), then the primitive's own, which say what a take-over evicts (see
+// the scripts of each primitive).
+type attemptArgs struct {
+	token  string
+	lease  int64  // ms; 0: none
+	entry  string // the waiter's queue entry; "" before it may queue
+	op     string // what to do with the entry: "q", "r", "x" or ""
+	expiry int64  // the entry's, in ms; 0: the attempt does not wait
+	form   argForm
+	// stale are the stale blockers to take over from; nil for an attempt
+	// that takes over nothing.
+	stale   []string
+	permits int // a Semaphore's
+}
+
+// An argForm is the form of a primitive's own ARGV.
+type argForm int
+
+const (
+	mutexArgs  argForm = iota // a Mutex's: the stale holder's token, for a take-over
+	writerArgs                // an RWMutex's writer: "x" for a take-over, the stale writer, the stale readers
+	readerArgs                // an RWMutex's reader: the stale writer
+	permitArgs                // a Semaphore's: its permits, the stale holder
+)
+
+// argv returns a's ARGV, in the order the scripts read them. A Mutex's
+// attempt with no op and no take-over (TryLock's, the first of a Lock and
+// those before its waiter may queue) gets its token and lease only: Redis
+// copies every argument into Lua, and the scripts read the others only for
+// an op or a take-over.
+func (a attemptArgs) argv() []any {
+	if a.form == mutexArgs && a.op == "" && a.stale == nil {
+		return []any{a.token, a.lease}
+	}
+	args := []any{a.token, a.lease, a.entry, a.op, a.expiry}
+	var first string // the first stale blocker, a writer's token without its mark
+	if a.stale != nil {
+		first, _ = cutWriter(a.stale[0])
+	}
+	switch a.form {
+	case mutexArgs:
+		if a.stale != nil {
+			args = append(args, first)
+		}
+	case writerArgs:
+		if a.stale == nil {
+			return append(args, "", "")
+		}
+		writer, readers := "", []any(nil)
+		for _, s := range a.stale {
+			if w, ok := cutWriter(s); ok {
+				writer = w
+			} else {
+				readers = append(readers, s)
+			}
+		}
+		args = append(append(args, "x", writer), readers...)
+	case readerArgs:
+		args = append(args, first)
+	case permitArgs:
+		stale := ""
+		if a.stale != nil {
+			stale = a.stale[0]
+		}
+		args = append(args, a.permits, stale)
+	}
+	return args
+}
+
+// anys converts tokens to script arguments.
+func anys(tokens []string) []any {
+	args := make([]any, len(tokens))
+	for i, t := range tokens {
+		args[i] = t
+	}
+	return args
+}
