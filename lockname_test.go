@@ -12,9 +12,9 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
 	shop "github.com/uncomplicated-mutex/uncomplicated/internal/shop/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 

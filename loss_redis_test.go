@@ -12,7 +12,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
@@ -21,7 +21,7 @@ import (
 // same, so a fenced store takes its writes; a holder whose hold a restart
 // took learns it within 2 s of Redis answering again. The other ways to
 // lose or roll back a lock's keys are tested on every deployment
-// (internal/acceptance: fencesAcrossLoss), failovers in goredis.
+// (internal/testkit/acceptance: fencesAcrossLoss), failovers in goredis.
 func TestRedis_dataLost(t *testing.T) {
 	s := redistest.Start(t)
 	client := uncomplicated.NewClient(redigo.New(s.Pool(t)))

@@ -13,7 +13,7 @@ import (
 
 // The queue of waiters on a real redis-server: waiters whose process died
 // or froze are passed over. Hand-offs in arrival order and readers let in
-// together are tested on every deployment, in internal/acceptance.
+// together are tested on every deployment, in internal/testkit/acceptance.
 
 // llen is the length of the list at key.
 func (r *rig) llen(key string) int {

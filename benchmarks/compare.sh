@@ -57,9 +57,15 @@ go mod edit -replace "$module=$tmp/worktree" "$tmp/go.mod"
 # This program needs OLD_COMMIT's goredis module and redistest.LaunchCluster,
 # for its go-redis and cluster rows.
 goredis="$tmp/worktree/goredis"
-if [[ ! -d $goredis ]] || ! grep -q '^func LaunchCluster' "$tmp/worktree/internal/redistest/cluster.go" 2>/dev/null; then
+if [[ ! -d $goredis ]] || ! grep -qs '^func LaunchCluster' "$tmp"/worktree/internal/{,testkit/}redistest/cluster.go; then
 	echo "${old:0:7} has no goredis module or no redistest.LaunchCluster, which this program needs" >&2
 	exit 1
+fi
+# The test servers moved to internal/testkit/redistest; an older commit
+# gets this tree's copy there, which starts the same servers.
+if [[ ! -d "$tmp/worktree/internal/testkit/redistest" ]]; then
+	mkdir -p "$tmp/worktree/internal/testkit"
+	cp -r "$repo/internal/testkit/redistest" "$tmp/worktree/internal/testkit/"
 fi
 go mod edit -replace "$module/goredis=$goredis" "$tmp/go.mod"
 # and, for its fleet rows, OLD_COMMIT's rueidis module when it has one.

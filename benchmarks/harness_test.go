@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 )
 
 func testEnv(t *testing.T) *env {

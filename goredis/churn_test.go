@@ -7,8 +7,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/acceptance"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/acceptance"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 )
 
 // Callers that give up cost no connections through go-redis either, with

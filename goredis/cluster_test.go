@@ -15,7 +15,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 )
 
 // What only a Cluster has: locks on every master, wake-ups across nodes,

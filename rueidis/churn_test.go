@@ -6,8 +6,8 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/acceptance"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/acceptance"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
 )
 

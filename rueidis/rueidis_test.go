@@ -9,7 +9,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/redis/rueidis"
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 )
 
 // TestPlaceNames places the default locks on three masters, each owning a

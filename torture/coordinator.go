@@ -15,7 +15,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 )
 
 // options are the torture's settings, from flags or a test.

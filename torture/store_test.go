@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 )
 
 // TestStore_fences steps through READs and WRITEs of one key and checks

@@ -15,8 +15,8 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/ulocktest"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 

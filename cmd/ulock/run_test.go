@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/ulocktest"
 )
 
 // Tests of ulock run: each runs ulock processes, whose COMMANDs are small

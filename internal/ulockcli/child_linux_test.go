@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/ulocktest"
 )
 
 func TestIsTerminal(t *testing.T) {

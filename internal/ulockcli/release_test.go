@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/ulocktest"
 )
 
 func TestRelease_refused(t *testing.T) {

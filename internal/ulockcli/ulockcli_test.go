@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/ulocktest"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/ulockcli"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

@@ -11,8 +11,8 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/redistest"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/ulocktest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/ulocktest"
 )
 
 // The tests run the go-redis build of ulock, built once by TestMain, as

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
 )
 
 var prefixes atomic.Int64

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
 )
 
 // The Mutex on a real deployment: TTLs, scripts and concurrency as Redis

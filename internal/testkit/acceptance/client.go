@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
 )
 
 // After Close, Lock reports ErrClosed, and Unlock still releases.

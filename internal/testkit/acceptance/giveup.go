@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
 )
 
 // The load of the tests that count what callers who give up cost: a

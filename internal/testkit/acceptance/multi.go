@@ -10,7 +10,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/orders"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
 )
 
 // multiNoDeadlock: two Clients lock the same three locks, listed in
