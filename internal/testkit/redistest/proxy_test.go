@@ -115,6 +115,9 @@ func TestProxy_SetLatency(t *testing.T) {
 
 func TestProxy_Refuse(t *testing.T) {
 	p, c, r := through(t)
+	if _, err := roundTrip(c, r, time.Second); err != nil { // c is accepted
+		t.Fatal(err)
+	}
 	p.Refuse(true)
 	c2, err := net.Dial("tcp", p.Addr()) // reset at once, or on first use
 	if err == nil {
