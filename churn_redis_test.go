@@ -3,7 +3,6 @@ package uncomplicated_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -27,10 +26,5 @@ func TestRedis_givingUpCostsNoConnection(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	client, other := uncomplicated.NewClient(redigo.New(pool)), uncomplicated.NewClient(redigo.New(s.Pool(t)))
 	t.Cleanup(func() { _ = other.Close() })
-	calls, gaveUp := acceptance.GiveUpLoad(t, client, other, 3*time.Second)
-	if n := p.Accepted(); n > 200 {
-		t.Errorf("%d connections opened for %d Lock calls (%d gave up); want at most 200", n, calls, gaveUp)
-	} else {
-		t.Logf("%d connections opened for %d Lock calls (%d gave up)", n, calls, gaveUp)
-	}
+	acceptance.GiveUpLoad(t, p, client, other, 200)
 }

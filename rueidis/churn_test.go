@@ -2,7 +2,6 @@ package rueidis_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/redis/rueidis"
 
@@ -28,10 +27,5 @@ func TestRedis_givingUpCostsNoConnection(t *testing.T) {
 	}
 	client, other := urueidis.NewClient(newClient(p.Addr())), urueidis.NewClient(newClient(s.Addr))
 	t.Cleanup(func() { _ = other.Close() })
-	calls, gaveUp := acceptance.GiveUpLoad(t, client, other, 3*time.Second)
-	if n := p.Accepted(); n > 20 {
-		t.Errorf("%d connections opened for %d Lock calls (%d gave up); want a handful", n, calls, gaveUp)
-	} else {
-		t.Logf("%d connections opened for %d Lock calls (%d gave up)", n, calls, gaveUp)
-	}
+	acceptance.GiveUpLoad(t, p, client, other, 20)
 }
