@@ -223,7 +223,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	if tokens == nil {
 		return h.b.notHeld(h.kind.what + " already released")
 	}
-	h.b.c.restarts.unwatch(h)
+	defer h.b.c.restarts.unwatch(h)      // once the release is remembered, so that the watch stays for it
 	defer h.b.c.tokens.disown(tokens...) // a waiter of the Client releases what the release left
 	defer h.observer().released(h.since) // after Lost, if the release finds the hold lost
 	args := append([]string{""}, h.inKey(tokens)...)
@@ -249,6 +249,10 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	case err != nil:
 		return h.releaseFailed(ctx, remember, args, later && h.b.ctxErr(ctx) != nil, err)
 	case !ok:
+		// Or it met a node without the lock: a client routing to the old
+		// master for a moment of a failover. The watch repeats it.
+		remember.failed = true
+		h.b.c.tokens.remember(remember)
 		h.lose(ctx, lost, "expired or taken over")
 		return h.b.lostError(h.kind.what + " expired or taken over")
 	case acked < int64(h.b.cfg.replicas) || h.b.cfg.replicas == 0:

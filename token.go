@@ -153,7 +153,9 @@ func unescape(s string) string {
 // that had not yet received a release, or the Refresh before it, brings
 // the hold back on the new master. When the restart watch sees a new
 // master, it releases those of them that the new master still has (see
-// restartWatch.rerelease); a release that failed, it repeats at once.
+// restartWatch.rerelease); a release that failed, or found the hold gone
+// (it may have met a node without the lock), it repeats at its next
+// reading.
 
 // maxReleased bounds the releases a Client remembers: about 150 bytes
 // each with their tokens, so 600 KB at most. A variable for the tests.
@@ -176,8 +178,9 @@ type release struct {
 	kind   *holdKind
 	keys   []string // the lock's keys, shared with its locks
 	tokens []string // the hold's tokens, and those its last Refreshes replaced, as its release passes them (see hold.inKey)
-	// failed is set when the release did not surely reach Redis: the watch
-	// repeats it at its next reading, whatever the run_id.
+	// failed is set when the release did not surely reach Redis, or found
+	// the hold gone, as a node without the lock would: the watch repeats
+	// it at its next reading, whatever the run_id.
 	failed bool
 	// until is when the hold's lease would have ended, by the Client's
 	// clock; zero when it had none.

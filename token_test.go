@@ -162,3 +162,37 @@ func TestRerelease_failedRelease(t *testing.T) {
 		})
 	}
 }
+
+// A release that meets a node without the lock (a client still routing to
+// the old master for a moment of a failover) finds nothing of the hold and
+// reports it lost; the lock stays held on the master the acquisition
+// reached. The restart watch repeats that release at its next reading too:
+// another Client gets the lock within about a second, not the lease.
+func TestRerelease_releaseFoundNothing(t *testing.T) {
+	for _, p := range primitives {
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			master, stale := redistest.Start(t), redistest.Start(t)
+			pool, switchTo := switchingPool(t, master)
+			client := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithLease(time.Minute))
+			t.Cleanup(func() { _ = client.Close() })
+			h := p.take(t, client, "job")
+			switchTo(stale)
+			if err := h.release(context.Background()); !errors.Is(err, uncomplicated.ErrLost) {
+				t.Fatalf("release on a node without the lock = %v; want ErrLost", err)
+			}
+			switchTo(master)
+			other := uncomplicated.NewClient(redigo.New(master.Pool(t)))
+			t.Cleanup(func() { _ = other.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			start := time.Now()
+			if _, err := p.wait(ctx, other, "job"); err != nil {
+				t.Fatalf("another Client's acquisition = %v", err)
+			}
+			if took := time.Since(start); took > 2500*time.Millisecond {
+				t.Errorf("another Client got the lock after %v; want the watch's next reading, about a second", took)
+			}
+		})
+	}
+}
