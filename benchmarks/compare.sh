@@ -68,9 +68,16 @@ if [[ ! -d "$tmp/worktree/internal/testkit/redistest" ]]; then
 	cp -r "$repo/internal/testkit/redistest" "$tmp/worktree/internal/testkit/"
 fi
 go mod edit -replace "$module/goredis=$goredis" "$tmp/go.mod"
-# and, for its fleet rows, OLD_COMMIT's rueidis module when it has one.
-if [[ -d "$tmp/worktree/rueidis" ]]; then
-	go mod edit -replace "$module/rueidis=$tmp/worktree/rueidis" "$tmp/go.mod"
+# and, for its fleet rows, OLD_COMMIT's rueidis module when it has one; a
+# commit from before it was named uncomplicatedrueidis gets it renamed.
+rueidis="$tmp/worktree/uncomplicatedrueidis"
+if [[ ! -d $rueidis && -d "$tmp/worktree/rueidis" ]]; then
+	cp -r "$tmp/worktree/rueidis" "$rueidis"
+	(cd "$rueidis" && go mod edit -module "$module/uncomplicatedrueidis" &&
+		sed -i 's/^package rueidis$/package uncomplicatedrueidis/' ./*.go)
+fi
+if [[ -d $rueidis ]]; then
+	go mod edit -replace "$module/uncomplicatedrueidis=$rueidis" "$tmp/go.mod"
 fi
 echo "building against ${new_label} and ${old:0:7}" >&2
 (cd "$bench" && go build -o "$tmp/bench-new" .)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/rueidis"
-	uncomplicatedrueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 
 	redisv9 "github.com/redis/go-redis/v9"
 

@@ -23,7 +23,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
-	uncomplicatedrueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 )
 
 // The fleet workload (-workload fleet) is where most locking happens: many

@@ -15,7 +15,7 @@ require (
 require (
 	github.com/benbjohnson/clock v1.3.5 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
-	github.com/uncomplicated-mutex/uncomplicated/rueidis v0.1.0
+	github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis v0.1.0
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 )

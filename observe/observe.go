@@ -1,7 +1,7 @@
 // Package observe is the contract of an Observer, which hears how a
 // Client's locks are acquired, held and lost, to turn it into metrics and
 // traces. Users set one with uncomplicated.WithObserver; the module
-// github.com/uncomplicated-mutex/uncomplicated/otel is one, for
+// github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel is one, for
 // OpenTelemetry.
 package observe
 

@@ -1,4 +1,4 @@
-package otel_test
+package uncomplicatedotel_test
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
-	"github.com/uncomplicated-mutex/uncomplicated/otel"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel"
 )
 
 // mutex is the attributes of the metrics without an outcome of the
@@ -31,8 +31,8 @@ func TestMetrics_contended(t *testing.T) {
 		t.Fatalf("Lock() = %v", err)
 	}
 	done := r.lockAsync(t, second)
-	if got := r.count(t, otel.MetricWaiters, mutex); got != 1 {
-		t.Errorf("%s while the second waits = %d; want 1", otel.MetricWaiters, got)
+	if got := r.count(t, uncomplicatedotel.MetricWaiters, mutex); got != 1 {
+		t.Errorf("%s while the second waits = %d; want 1", uncomplicatedotel.MetricWaiters, got)
 	}
 	r.Advance(2 * time.Second)
 	if err := first.Unlock(ctx); err != nil {
@@ -42,8 +42,8 @@ func TestMetrics_contended(t *testing.T) {
 		t.Fatalf("second Lock() = %v", err)
 	}
 
-	if got := r.count(t, otel.MetricWaiters, mutex); got != 0 {
-		t.Errorf("%s after the hand-off = %d; want 0", otel.MetricWaiters, got)
+	if got := r.count(t, uncomplicatedotel.MetricWaiters, mutex); got != 0 {
+		t.Errorf("%s after the hand-off = %d; want 0", uncomplicatedotel.MetricWaiters, got)
 	}
 	for _, c := range []struct {
 		outcome   observe.Outcome
@@ -54,15 +54,15 @@ func TestMetrics_contended(t *testing.T) {
 		{observe.HandedOff, 1, 2},
 	} {
 		a := attrs(inspect.KindMutex, c.outcome)
-		if got := r.count(t, otel.MetricAcquisitions, a); got != 1 {
-			t.Errorf("%s{%s} = %d; want 1", otel.MetricAcquisitions, c.outcome, got)
+		if got := r.count(t, uncomplicatedotel.MetricAcquisitions, a); got != 1 {
+			t.Errorf("%s{%s} = %d; want 1", uncomplicatedotel.MetricAcquisitions, c.outcome, got)
 		}
-		if n, sum := r.histogram(t, otel.MetricWaitDuration, a); n != c.waitCount || sum != c.waitSum {
-			t.Errorf("%s{%s} count, sum = %d, %v; want %d, %v", otel.MetricWaitDuration, c.outcome, n, sum, c.waitCount, c.waitSum)
+		if n, sum := r.histogram(t, uncomplicatedotel.MetricWaitDuration, a); n != c.waitCount || sum != c.waitSum {
+			t.Errorf("%s{%s} count, sum = %d, %v; want %d, %v", uncomplicatedotel.MetricWaitDuration, c.outcome, n, sum, c.waitCount, c.waitSum)
 		}
 	}
-	if n, sum := r.histogram(t, otel.MetricHoldDuration, mutex); n != 1 || sum != 2 {
-		t.Errorf("%s count, sum = %d, %v; want 1, 2", otel.MetricHoldDuration, n, sum)
+	if n, sum := r.histogram(t, uncomplicatedotel.MetricHoldDuration, mutex); n != 1 || sum != 2 {
+		t.Errorf("%s count, sum = %d, %v; want 1, 2", uncomplicatedotel.MetricHoldDuration, n, sum)
 	}
 	if err := second.Unlock(ctx); err != nil {
 		t.Fatalf("second Unlock() = %v", err)
@@ -86,15 +86,15 @@ func TestMetrics_waitersDuringDo(t *testing.T) {
 			return nil
 		})
 	})
-	if got := r.count(t, otel.MetricWaiters, mutex); got != 1 {
-		t.Errorf("%s while Do waits = %d; want 1", otel.MetricWaiters, got)
+	if got := r.count(t, uncomplicatedotel.MetricWaiters, mutex); got != 1 {
+		t.Errorf("%s while Do waits = %d; want 1", uncomplicatedotel.MetricWaiters, got)
 	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock() = %v", err)
 	}
 	recv(t, running)
-	if got := r.count(t, otel.MetricWaiters, mutex); got != 0 {
-		t.Errorf("%s while fn runs = %d; want 0", otel.MetricWaiters, got)
+	if got := r.count(t, uncomplicatedotel.MetricWaiters, mutex); got != 0 {
+		t.Errorf("%s while fn runs = %d; want 0", uncomplicatedotel.MetricWaiters, got)
 	}
 	close(finish)
 	if err := recv(t, done); err != nil {
@@ -112,14 +112,14 @@ func TestMetrics_holdTime(t *testing.T) {
 		t.Fatalf("Lock() = %v", err)
 	}
 	r.Advance(90 * time.Second)
-	if n, _ := r.histogram(t, otel.MetricHoldDuration, mutex); n != 0 {
-		t.Errorf("%s count while held = %d; want 0", otel.MetricHoldDuration, n)
+	if n, _ := r.histogram(t, uncomplicatedotel.MetricHoldDuration, mutex); n != 0 {
+		t.Errorf("%s count while held = %d; want 0", uncomplicatedotel.MetricHoldDuration, n)
 	}
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock() = %v", err)
 	}
-	if n, sum := r.histogram(t, otel.MetricHoldDuration, mutex); n != 1 || sum != 90 {
-		t.Errorf("%s count, sum = %d, %v; want 1, 90", otel.MetricHoldDuration, n, sum)
+	if n, sum := r.histogram(t, uncomplicatedotel.MetricHoldDuration, mutex); n != 1 || sum != 90 {
+		t.Errorf("%s count, sum = %d, %v; want 1, 90", uncomplicatedotel.MetricHoldDuration, n, sum)
 	}
 }
 
@@ -135,14 +135,14 @@ func TestMetrics_busy(t *testing.T) {
 	if ok, err := other.TryLock(ctx); ok || err != nil {
 		t.Fatalf("TryLock() = %v, %v; want false, nil", ok, err)
 	}
-	if got := r.count(t, otel.MetricAcquisitions, busy); got != 1 {
-		t.Errorf("%s{busy} = %d; want 1", otel.MetricAcquisitions, got)
+	if got := r.count(t, uncomplicatedotel.MetricAcquisitions, busy); got != 1 {
+		t.Errorf("%s{busy} = %d; want 1", uncomplicatedotel.MetricAcquisitions, got)
 	}
-	if n, sum := r.histogram(t, otel.MetricWaitDuration, busy); n != 1 || sum != 0 {
-		t.Errorf("%s{busy} count, sum = %d, %v; want 1, 0", otel.MetricWaitDuration, n, sum)
+	if n, sum := r.histogram(t, uncomplicatedotel.MetricWaitDuration, busy); n != 1 || sum != 0 {
+		t.Errorf("%s{busy} count, sum = %d, %v; want 1, 0", uncomplicatedotel.MetricWaitDuration, n, sum)
 	}
-	if got := r.count(t, otel.MetricWaiters, mutex); got != 0 {
-		t.Errorf("%s = %d; want 0", otel.MetricWaiters, got)
+	if got := r.count(t, uncomplicatedotel.MetricWaiters, mutex); got != 0 {
+		t.Errorf("%s = %d; want 0", uncomplicatedotel.MetricWaiters, got)
 	}
 }
 
@@ -160,17 +160,17 @@ func TestMetrics_lost(t *testing.T) {
 	if err := m.Refresh(ctx); !errors.Is(err, uncomplicated.ErrLost) {
 		t.Fatalf("Refresh() = %v; want ErrLost", err)
 	}
-	if got := r.count(t, otel.MetricLost, mutex); got != 1 {
-		t.Errorf("%s after Refresh = %d; want 1", otel.MetricLost, got)
+	if got := r.count(t, uncomplicatedotel.MetricLost, mutex); got != 1 {
+		t.Errorf("%s after Refresh = %d; want 1", uncomplicatedotel.MetricLost, got)
 	}
 	if err := m.Unlock(ctx); !errors.Is(err, uncomplicated.ErrNotHeld) {
 		t.Fatalf("Unlock() = %v; want ErrNotHeld", err)
 	}
-	if got := r.count(t, otel.MetricLost, mutex); got != 1 {
-		t.Errorf("%s after Unlock = %d; want 1", otel.MetricLost, got)
+	if got := r.count(t, uncomplicatedotel.MetricLost, mutex); got != 1 {
+		t.Errorf("%s after Unlock = %d; want 1", uncomplicatedotel.MetricLost, got)
 	}
-	if n, _ := r.histogram(t, otel.MetricHoldDuration, mutex); n != 1 {
-		t.Errorf("%s count = %d; want 1", otel.MetricHoldDuration, n)
+	if n, _ := r.histogram(t, uncomplicatedotel.MetricHoldDuration, mutex); n != 1 {
+		t.Errorf("%s count = %d; want 1", uncomplicatedotel.MetricHoldDuration, n)
 	}
 	if s := r.span(t, "uncomplicated.Lock", observe.Acquired); len(s.Events()) != 0 {
 		t.Errorf("Lock span events %v; want none", eventNames(s))
@@ -187,7 +187,7 @@ func TestMetrics_buckets(t *testing.T) {
 	}
 	want := []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
 	metrics := r.metrics(t)
-	for _, name := range []string{otel.MetricWaitDuration, otel.MetricHoldDuration} {
+	for _, name := range []string{uncomplicatedotel.MetricWaitDuration, uncomplicatedotel.MetricHoldDuration} {
 		h, ok := metrics[name].(metricdata.Histogram[float64])
 		if !ok || len(h.DataPoints) != 1 {
 			t.Fatalf("%s = %#v; want a Histogram[float64] with one point", name, metrics[name])

@@ -1,4 +1,4 @@
-module github.com/uncomplicated-mutex/uncomplicated/rueidis
+module github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis
 
 go 1.26.0
 

@@ -1,4 +1,4 @@
-package rueidis_test
+package uncomplicatedrueidis_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
-	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 )
 
 // A replica takes over from its master while two Clients lock and unlock
@@ -49,8 +49,8 @@ func rueidisClient(t *testing.T, opt rueidis.ClientOption) rueidis.Client {
 // fails over, and checks that each lock is acquired after the failover
 // returned and that none is left held once the loops stop.
 func runFailover(t *testing.T, c rueidis.Client, n int, failover func() error) {
-	a := urueidis.NewClient(c, uncomplicated.WithTimeout(2*time.Second))
-	b := urueidis.NewClient(c, uncomplicated.WithTimeout(2*time.Second))
+	a := uncomplicatedrueidis.NewClient(c, uncomplicated.WithTimeout(2*time.Second))
+	b := uncomplicatedrueidis.NewClient(c, uncomplicated.WithTimeout(2*time.Second))
 	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
 	ctx, stop := context.WithCancel(context.Background())
 	var (

@@ -1,10 +1,10 @@
-// Package rueidis runs the locks of package uncomplicated on rueidis
+// Package uncomplicatedrueidis runs the locks of package uncomplicated on rueidis
 // (github.com/redis/rueidis): on one Redis node, on a master that Sentinel
 // watches and on Redis Cluster, with rueidis's auto-pipelining. Valkey
 // works as it is, through rueidis or valkey-go's fork of it.
 //
 //	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"localhost:6379"}, PipelineMultiplex: -1})
-//	locks := urueidis.NewClient(c) // import urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+//	locks := uncomplicatedrueidis.NewClient(c) // import "github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 //	defer locks.Close()
 //	m, err := uncomplicated.New(locks, order)
 //
@@ -16,7 +16,7 @@
 // about a fifth less CPU per lock. Hand-offs are heard on those
 // connections too (RESP3 pub/sub), sharded on a Cluster, so a Client keeps
 // no connection of its own to listen.
-package rueidis
+package uncomplicatedrueidis
 
 import (
 	"context"

@@ -1,7 +1,7 @@
-// Package otel turns the calls of uncomplicated's locks into OpenTelemetry
+// Package uncomplicatedotel turns the calls of uncomplicated's locks into OpenTelemetry
 // metrics and spans. Give a Client, or one lock, its Observer:
 //
-//	obs := otel.NewObserver() // the global MeterProvider and TracerProvider
+//	obs := uncomplicatedotel.NewObserver() // the global MeterProvider and TracerProvider
 //	client := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithObserver(obs))
 //
 // Metrics, in seconds where they are durations, each with the attributes
@@ -28,8 +28,8 @@
 //
 // The package is named otel, like go.opentelemetry.io/otel: a file that
 // imports both names one of them, as in uotel
-// "github.com/uncomplicated-mutex/uncomplicated/otel".
-package otel
+// "github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel".
+package uncomplicatedotel
 
 import (
 	"context"
@@ -46,7 +46,7 @@ import (
 
 // ScopeName is the name of the instrumentation scope of the Observer's
 // Meter and Tracer: this module's path.
-const ScopeName = "github.com/uncomplicated-mutex/uncomplicated/otel"
+const ScopeName = "github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel"
 
 // The attribute keys of the metrics and the spans.
 const (

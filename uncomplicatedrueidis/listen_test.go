@@ -1,4 +1,4 @@
-package rueidis_test
+package uncomplicatedrueidis_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
-	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 )
 
 // A Subscription confirms each Subscribe and each Unsubscribe once, in
@@ -24,7 +24,7 @@ func TestSubscription_confirmsEachCommand(t *testing.T) {
 	for _, sharded := range []bool{false, true} {
 		t.Run(fmt.Sprintf("sharded=%v", sharded), func(t *testing.T) {
 			c := rueidisClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}})
-			sub, err := urueidis.NewDriver(c).Listen(context.Background(), sharded)
+			sub, err := uncomplicatedrueidis.NewDriver(c).Listen(context.Background(), sharded)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -118,7 +118,7 @@ func TestSubscription_confirmsEachCommand(t *testing.T) {
 func TestSubscription_brokenConnectionFails(t *testing.T) {
 	srv := redistest.Shared(t)
 	c := rueidisClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}})
-	sub, err := urueidis.NewDriver(c).Listen(context.Background(), true)
+	sub, err := uncomplicatedrueidis.NewDriver(c).Listen(context.Background(), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package otel_test
+package uncomplicatedotel_test
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
-	"github.com/uncomplicated-mutex/uncomplicated/otel"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
 )
 
@@ -33,7 +33,7 @@ type order struct{ N int64 }
 func (o order) ID() int64 { return o.N }
 
 // orderType is the type part of the name of an order's lock.
-const orderType = "otel_test.order"
+const orderType = "uncomplicatedotel_test.order"
 
 // A rig is an Env whose Client has an Observer recording to a manual
 // reader and a span recorder. When the test ends, it checks that no
@@ -49,16 +49,16 @@ type rig struct {
 func newRig(t *testing.T, opts ...uncomplicated.Option) *rig {
 	t.Helper()
 	r := &rig{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
-	r.obs = otel.NewObserver(
-		otel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))),
-		otel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))))
+	r.obs = uncomplicatedotel.NewObserver(
+		uncomplicatedotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(r.reader))),
+		uncomplicatedotel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(r.spans))))
 	r.Env = uncomplicatedtest.New(t, append([]uncomplicated.Option{uncomplicated.WithObserver(r.obs)}, opts...)...)
 	t.Cleanup(func() {
 		r.checkNoID(t)
-		waiters, _ := r.metrics(t)[otel.MetricWaiters].(metricdata.Sum[int64])
+		waiters, _ := r.metrics(t)[uncomplicatedotel.MetricWaiters].(metricdata.Sum[int64])
 		for _, p := range waiters.DataPoints {
 			if p.Value != 0 {
-				t.Errorf("%s = %d at the end; want 0", otel.MetricWaiters, p.Value)
+				t.Errorf("%s = %d at the end; want 0", uncomplicatedotel.MetricWaiters, p.Value)
 			}
 		}
 	})
@@ -110,9 +110,9 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 // attrs is the attributes of a metric of a lock of kind on an order:
 // with the outcome, unless it is "".
 func attrs(kind inspect.Kind, outcome observe.Outcome) []attribute.KeyValue {
-	a := []attribute.KeyValue{otel.KeyKind.String(string(kind)), otel.KeyType.String(orderType)}
+	a := []attribute.KeyValue{uncomplicatedotel.KeyKind.String(string(kind)), uncomplicatedotel.KeyType.String(orderType)}
 	if outcome != "" {
-		a = append(a, otel.KeyOutcome.String(string(outcome)))
+		a = append(a, uncomplicatedotel.KeyOutcome.String(string(outcome)))
 	}
 	return a
 }
@@ -131,8 +131,8 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata
 	}
 	got := map[string]metricdata.Aggregation{}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != otel.ScopeName {
-			t.Errorf("scope %q; want %q", sm.Scope.Name, otel.ScopeName)
+		if sm.Scope.Name != uncomplicatedotel.ScopeName {
+			t.Errorf("scope %q; want %q", sm.Scope.Name, uncomplicatedotel.ScopeName)
 		}
 		for _, m := range sm.Metrics {
 			got[m.Name] = m.Data
@@ -189,7 +189,7 @@ func (r *rig) span(t *testing.T, name string, outcome observe.Outcome) sdktrace.
 	t.Helper()
 	var found []sdktrace.ReadOnlySpan
 	for _, s := range r.spans.Ended() {
-		if v, _ := attr(s.Attributes(), otel.KeyOutcome); s.Name() == name && v.AsString() == string(outcome) {
+		if v, _ := attr(s.Attributes(), uncomplicatedotel.KeyOutcome); s.Name() == name && v.AsString() == string(outcome) {
 			found = append(found, s)
 		}
 	}
@@ -238,7 +238,7 @@ func (r *rig) checkNoID(t *testing.T) {
 			kvs = append(kvs, e.Attributes...)
 		}
 		for _, kv := range kvs {
-			if kv.Key != otel.KeyName && strings.Contains(kv.Value.Emit(), id) {
+			if kv.Key != uncomplicatedotel.KeyName && strings.Contains(kv.Value.Emit(), id) {
 				t.Errorf("span %s has %s = %q, with the lock's ID", s.Name(), kv.Key, kv.Value.Emit())
 			}
 		}
@@ -290,15 +290,15 @@ func TestObserver_primitives(t *testing.T) {
 			if err := tc.do(r.Client); err != nil {
 				t.Fatalf("Do() = %v", err)
 			}
-			if got := r.count(t, otel.MetricAcquisitions, attrs(tc.kind, observe.Acquired)); got != 1 {
-				t.Errorf("%s{acquired} = %d; want 1", otel.MetricAcquisitions, got)
+			if got := r.count(t, uncomplicatedotel.MetricAcquisitions, attrs(tc.kind, observe.Acquired)); got != 1 {
+				t.Errorf("%s{acquired} = %d; want 1", uncomplicatedotel.MetricAcquisitions, got)
 			}
-			if n, _ := r.histogram(t, otel.MetricHoldDuration, attrs(tc.kind, "")); n != 1 {
-				t.Errorf("%s count = %d; want 1", otel.MetricHoldDuration, n)
+			if n, _ := r.histogram(t, uncomplicatedotel.MetricHoldDuration, attrs(tc.kind, "")); n != 1 {
+				t.Errorf("%s count = %d; want 1", uncomplicatedotel.MetricHoldDuration, n)
 			}
 			s := r.span(t, tc.span, observe.Acquired)
-			if v, _ := attr(s.Attributes(), otel.KeyKind); v.AsString() != string(tc.kind) {
-				t.Errorf("span %s = %q; want %q", otel.KeyKind, v.AsString(), tc.kind)
+			if v, _ := attr(s.Attributes(), uncomplicatedotel.KeyKind); v.AsString() != string(tc.kind) {
+				t.Errorf("span %s = %q; want %q", uncomplicatedotel.KeyKind, v.AsString(), tc.kind)
 			}
 		})
 	}
@@ -314,9 +314,9 @@ func TestObserver_plainName(t *testing.T) {
 	if err := m.Do(context.Background(), func(context.Context) error { return nil }); err != nil {
 		t.Fatalf("Do() = %v", err)
 	}
-	want := []attribute.KeyValue{otel.KeyKind.String("mutex"), otel.KeyType.String(""), otel.KeyOutcome.String("acquired")}
-	if got := r.count(t, otel.MetricAcquisitions, want); got != 1 {
-		t.Errorf("%s{type=\"\"} = %d; want 1", otel.MetricAcquisitions, got)
+	want := []attribute.KeyValue{uncomplicatedotel.KeyKind.String("mutex"), uncomplicatedotel.KeyType.String(""), uncomplicatedotel.KeyOutcome.String("acquired")}
+	if got := r.count(t, uncomplicatedotel.MetricAcquisitions, want); got != 1 {
+		t.Errorf("%s{type=\"\"} = %d; want 1", uncomplicatedotel.MetricAcquisitions, got)
 	}
 }
 
@@ -328,17 +328,17 @@ func TestNewObserver_globalProviders(t *testing.T) {
 	global.SetMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)))
 	global.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))
 
-	obs := otel.NewObserver(otel.WithMeterProvider(nil), otel.WithTracerProvider(nil))
+	obs := uncomplicatedotel.NewObserver(uncomplicatedotel.WithMeterProvider(nil), uncomplicatedotel.WithTracerProvider(nil))
 	_, o := obs.Begin(context.Background(), observe.Call{Op: "Lock", Kind: string(inspect.KindMutex), Type: orderType, Name: "lock:x"})
 	o.Acquired(observe.Acquired, 1, 0)
 	o.End(nil)
 
-	if got := countIn(t, collect(t, reader), otel.MetricAcquisitions, attrs(inspect.KindMutex, observe.Acquired)); got != 1 {
-		t.Errorf("%s{acquired} = %d; want 1", otel.MetricAcquisitions, got)
+	if got := countIn(t, collect(t, reader), uncomplicatedotel.MetricAcquisitions, attrs(inspect.KindMutex, observe.Acquired)); got != 1 {
+		t.Errorf("%s{acquired} = %d; want 1", uncomplicatedotel.MetricAcquisitions, got)
 	}
 	ended := spans.Ended()
-	if len(ended) != 1 || ended[0].Name() != "uncomplicated.Lock" || ended[0].InstrumentationScope().Name != otel.ScopeName {
-		t.Fatalf("ended spans %v; want uncomplicated.Lock of scope %s", ended, otel.ScopeName)
+	if len(ended) != 1 || ended[0].Name() != "uncomplicated.Lock" || ended[0].InstrumentationScope().Name != uncomplicatedotel.ScopeName {
+		t.Fatalf("ended spans %v; want uncomplicated.Lock of scope %s", ended, uncomplicatedotel.ScopeName)
 	}
 }
 
@@ -375,7 +375,7 @@ func TestNewObserver_meterFails(t *testing.T) {
 		handled = append(handled, err)
 		mu.Unlock()
 	}))
-	obs := otel.NewObserver(otel.WithMeterProvider(failingMeters{}))
+	obs := uncomplicatedotel.NewObserver(uncomplicatedotel.WithMeterProvider(failingMeters{}))
 	mu.Lock()
 	if len(handled) != 5 || !errors.Is(handled[0], errNoInstrument) {
 		t.Errorf("handled %v; want 5 times %v", handled, errNoInstrument)
@@ -394,9 +394,9 @@ func TestNewObserver_meterFails(t *testing.T) {
 // once, and shows on the span only if it came before End.
 func TestObservation_concurrent(t *testing.T) {
 	reader, spans := sdkmetric.NewManualReader(), tracetest.NewSpanRecorder()
-	obs := otel.NewObserver(
-		otel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
-		otel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+	obs := uncomplicatedotel.NewObserver(
+		uncomplicatedotel.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+		uncomplicatedotel.WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
 	const calls = 100
 	var wg sync.WaitGroup
 	for range calls {
@@ -417,11 +417,11 @@ func TestObservation_concurrent(t *testing.T) {
 	}
 	wg.Wait()
 	metrics := collect(t, reader)
-	if got := countIn(t, metrics, otel.MetricLost, attrs(inspect.KindMutex, "")); got != calls {
-		t.Errorf("%s = %d; want %d", otel.MetricLost, got, calls)
+	if got := countIn(t, metrics, uncomplicatedotel.MetricLost, attrs(inspect.KindMutex, "")); got != calls {
+		t.Errorf("%s = %d; want %d", uncomplicatedotel.MetricLost, got, calls)
 	}
-	if got := countIn(t, metrics, otel.MetricWaiters, attrs(inspect.KindMutex, "")); got != 0 {
-		t.Errorf("%s = %d; want 0", otel.MetricWaiters, got)
+	if got := countIn(t, metrics, uncomplicatedotel.MetricWaiters, attrs(inspect.KindMutex, "")); got != 0 {
+		t.Errorf("%s = %d; want 0", uncomplicatedotel.MetricWaiters, got)
 	}
 	if got := len(spans.Ended()); got != calls {
 		t.Fatalf("%d spans ended; want %d", got, calls)

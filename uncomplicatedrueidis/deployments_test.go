@@ -1,4 +1,4 @@
-package rueidis_test
+package uncomplicatedrueidis_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/acceptance"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
-	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 )
 
 // The deployments of these tests, each on real servers that the tests
@@ -18,7 +18,7 @@ import (
 
 func TestMain(m *testing.M) { redistest.Main(m) }
 
-// The acceptance tests of every primitive through urueidis.NewClient, on
+// The acceptance tests of every primitive through uncomplicatedrueidis.NewClient, on
 // each deployment.
 func TestAcceptance(t *testing.T) {
 	for _, d := range []func(*testing.T) acceptance.Deployment{single, sentinel, cluster} {
@@ -55,11 +55,11 @@ func deployment(t *testing.T, name string, opt rueidis.ClientOption) acceptance.
 		t.Fatalf("%s: %v", name, err)
 	}
 	t.Cleanup(c.Close)
-	d := urueidis.NewDriver(c)
+	d := uncomplicatedrueidis.NewDriver(c)
 	return acceptance.Deployment{
 		Name: name,
 		NewClient: func(_ *testing.T, opts ...uncomplicated.Option) *uncomplicated.Client {
-			return urueidis.NewClient(c, opts...)
+			return uncomplicatedrueidis.NewClient(c, opts...)
 		},
 		Do: func(_ *testing.T, key string, cmd string, args ...any) (any, error) {
 			var keys []string

@@ -1,4 +1,4 @@
-module github.com/uncomplicated-mutex/uncomplicated/otel
+module github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel
 
 go 1.26.0
 

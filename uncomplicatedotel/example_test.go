@@ -1,4 +1,4 @@
-package otel_test
+package uncomplicatedotel_test
 
 import (
 	"context"
@@ -14,8 +14,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/otel"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel"
 )
 
 // Order is a domain object: anything with an ID method can be locked.
@@ -33,7 +33,7 @@ func Example() {
 	tracers := sdktrace.NewTracerProvider()
 	ctx := context.Background()
 	defer func() { _ = meters.Shutdown(ctx); _ = tracers.Shutdown(ctx) }()
-	obs := otel.NewObserver(otel.WithMeterProvider(meters), otel.WithTracerProvider(tracers))
+	obs := uncomplicatedotel.NewObserver(uncomplicatedotel.WithMeterProvider(meters), uncomplicatedotel.WithTracerProvider(tracers))
 
 	srv, err := miniredis.Run() // or your Redis server
 	if err != nil {
@@ -63,9 +63,9 @@ func Example() {
 	}
 	printMetrics(rm)
 	// Output:
-	// uncomplicated.lock.acquisitions{uncomplicated.lock.kind=mutex,uncomplicated.lock.type=otel_test.Order,uncomplicated.outcome=acquired} 1
-	// uncomplicated.lock.acquisitions{uncomplicated.lock.kind=mutex,uncomplicated.lock.type=otel_test.Order,uncomplicated.outcome=busy} 1
-	// uncomplicated.lock.hold.duration{uncomplicated.lock.kind=mutex,uncomplicated.lock.type=otel_test.Order} count 1
+	// uncomplicated.lock.acquisitions{uncomplicated.lock.kind=mutex,uncomplicated.lock.type=uncomplicatedotel_test.Order,uncomplicated.outcome=acquired} 1
+	// uncomplicated.lock.acquisitions{uncomplicated.lock.kind=mutex,uncomplicated.lock.type=uncomplicatedotel_test.Order,uncomplicated.outcome=busy} 1
+	// uncomplicated.lock.hold.duration{uncomplicated.lock.kind=mutex,uncomplicated.lock.type=uncomplicatedotel_test.Order} count 1
 }
 
 // printMetrics prints the points of the acquisitions counter and the
@@ -77,13 +77,13 @@ func printMetrics(rm metricdata.ResourceMetrics) {
 			switch data := m.Data.(type) {
 			case metricdata.Sum[int64]:
 				for _, p := range data.DataPoints {
-					if m.Name == otel.MetricAcquisitions {
+					if m.Name == uncomplicatedotel.MetricAcquisitions {
 						lines = append(lines, fmt.Sprintf("%s{%s} %d", m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value))
 					}
 				}
 			case metricdata.Histogram[float64]:
 				for _, p := range data.DataPoints {
-					if m.Name == otel.MetricHoldDuration {
+					if m.Name == uncomplicatedotel.MetricHoldDuration {
 						lines = append(lines, fmt.Sprintf("%s{%s} count %d", m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Count))
 					}
 				}

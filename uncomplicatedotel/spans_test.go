@@ -1,4 +1,4 @@
-package otel_test
+package uncomplicatedotel_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
-	"github.com/uncomplicated-mutex/uncomplicated/otel"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedotel"
 )
 
 // A holder that keeps one token for the whole timeout is stale: under
@@ -29,7 +29,7 @@ func TestSpans_staleHolder(t *testing.T) {
 		wantStatus codes.Code
 		wantFence  bool
 	}{
-		{true, observe.TakenOver, nil, []string{otel.EventTakenOver}, codes.Unset, true},
+		{true, observe.TakenOver, nil, []string{uncomplicatedotel.EventTakenOver}, codes.Unset, true},
 		{false, observe.Stale, uncomplicated.ErrStale, nil, codes.Error, false},
 	}
 	for _, tc := range cases {
@@ -55,15 +55,15 @@ func TestSpans_staleHolder(t *testing.T) {
 			if got := s.Status().Code; got != tc.wantStatus {
 				t.Errorf("span status %v; want %v", got, tc.wantStatus)
 			}
-			if fence, ok := attr(s.Attributes(), otel.KeyFence); ok != tc.wantFence || ok && uint64(fence.AsInt64()) != waiter.Fence() {
-				t.Errorf("span %s = %v (set: %v); want the waiter's, %d (set: %v)", otel.KeyFence, fence.AsInt64(), ok, waiter.Fence(), tc.wantFence)
+			if fence, ok := attr(s.Attributes(), uncomplicatedotel.KeyFence); ok != tc.wantFence || ok && uint64(fence.AsInt64()) != waiter.Fence() {
+				t.Errorf("span %s = %v (set: %v); want the waiter's, %d (set: %v)", uncomplicatedotel.KeyFence, fence.AsInt64(), ok, waiter.Fence(), tc.wantFence)
 			}
 			a := attrs(inspect.KindMutex, tc.outcome)
-			if got := r.count(t, otel.MetricAcquisitions, a); got != 1 {
-				t.Errorf("%s{%s} = %d; want 1", otel.MetricAcquisitions, tc.outcome, got)
+			if got := r.count(t, uncomplicatedotel.MetricAcquisitions, a); got != 1 {
+				t.Errorf("%s{%s} = %d; want 1", uncomplicatedotel.MetricAcquisitions, tc.outcome, got)
 			}
-			if n, sum := r.histogram(t, otel.MetricWaitDuration, a); n != 1 || sum != 60 {
-				t.Errorf("%s{%s} count, sum = %d, %v; want 1, 60", otel.MetricWaitDuration, tc.outcome, n, sum)
+			if n, sum := r.histogram(t, uncomplicatedotel.MetricWaitDuration, a); n != 1 || sum != 60 {
+				t.Errorf("%s{%s} count, sum = %d, %v; want 1, 60", uncomplicatedotel.MetricWaitDuration, tc.outcome, n, sum)
 			}
 		})
 	}
@@ -85,8 +85,8 @@ func TestSpans_busy(t *testing.T) {
 	if got := s.Status().Code; got != codes.Unset {
 		t.Errorf("span status %v; want Unset", got)
 	}
-	if _, ok := attr(s.Attributes(), otel.KeyFence); ok {
-		t.Errorf("span has %s; want none", otel.KeyFence)
+	if _, ok := attr(s.Attributes(), uncomplicatedotel.KeyFence); ok {
+		t.Errorf("span has %s; want none", uncomplicatedotel.KeyFence)
 	}
 }
 
@@ -119,23 +119,23 @@ func TestSpans_doLost(t *testing.T) {
 	if !s.SpanContext().Equal(fnSpan) {
 		t.Errorf("fn ran under span %v; want Do's, %v", fnSpan.SpanID(), s.SpanContext().SpanID())
 	}
-	if got := eventNames(s); !slices.Equal(got, []string{otel.EventLost}) {
-		t.Fatalf("span events %v; want [%s]", got, otel.EventLost)
+	if got := eventNames(s); !slices.Equal(got, []string{uncomplicatedotel.EventLost}) {
+		t.Fatalf("span events %v; want [%s]", got, uncomplicatedotel.EventLost)
 	}
-	if why, _ := attr(s.Events()[0].Attributes, otel.KeyLostReason); why.AsString() == "" {
-		t.Errorf("lost event %s = %q; want a reason", otel.KeyLostReason, why.AsString())
+	if why, _ := attr(s.Events()[0].Attributes, uncomplicatedotel.KeyLostReason); why.AsString() == "" {
+		t.Errorf("lost event %s = %q; want a reason", uncomplicatedotel.KeyLostReason, why.AsString())
 	}
 	if got := s.Status().Code; got != codes.Error {
 		t.Errorf("span status %v; want Error", got)
 	}
-	if name, _ := attr(s.Attributes(), otel.KeyName); name.AsString() != m.Name() {
-		t.Errorf("span %s = %q; want %q", otel.KeyName, name.AsString(), m.Name())
+	if name, _ := attr(s.Attributes(), uncomplicatedotel.KeyName); name.AsString() != m.Name() {
+		t.Errorf("span %s = %q; want %q", uncomplicatedotel.KeyName, name.AsString(), m.Name())
 	}
-	if f, _ := attr(s.Attributes(), otel.KeyFence); fence == 0 || f.AsInt64() != int64(fence) {
-		t.Errorf("span %s = %d; want the hold's, %d", otel.KeyFence, f.AsInt64(), fence)
+	if f, _ := attr(s.Attributes(), uncomplicatedotel.KeyFence); fence == 0 || f.AsInt64() != int64(fence) {
+		t.Errorf("span %s = %d; want the hold's, %d", uncomplicatedotel.KeyFence, f.AsInt64(), fence)
 	}
-	if got := r.count(t, otel.MetricLost, mutex); got != 1 {
-		t.Errorf("%s = %d; want 1", otel.MetricLost, got)
+	if got := r.count(t, uncomplicatedotel.MetricLost, mutex); got != 1 {
+		t.Errorf("%s = %d; want 1", uncomplicatedotel.MetricLost, got)
 	}
 }
 

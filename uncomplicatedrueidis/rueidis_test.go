@@ -1,4 +1,4 @@
-package rueidis_test
+package uncomplicatedrueidis_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/redis/rueidis"
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
-	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 )
 
 // A command about a key's node (INFO, as the restart watch sends it)
@@ -19,7 +19,7 @@ import (
 func TestDo_nodeOfKeyAfterMove(t *testing.T) {
 	cl := redistest.StartCluster(t, 2, 0)
 	c := rueidisClient(t, rueidis.ClientOption{InitAddress: cl.Addrs()})
-	d := urueidis.NewDriver(c)
+	d := uncomplicatedrueidis.NewDriver(c)
 	const key = "lock:moving"
 	runIDOf := func(addr string) string {
 		conn, err := redis.Dial("tcp", addr)
@@ -73,7 +73,7 @@ func runID(info string) string {
 // its format, and an error inside an array as an error reply of Redis.
 func TestReplyShapes(t *testing.T) {
 	srv := redistest.Shared(t)
-	d := urueidis.NewDriver(rueidisClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}}))
+	d := uncomplicatedrueidis.NewDriver(rueidisClient(t, rueidis.ClientOption{InitAddress: []string{srv.Addr}}))
 	ctx := context.Background()
 	reply, err := d.Do(ctx, nil, "INFO", "server")
 	info, _ := reply.([]byte)

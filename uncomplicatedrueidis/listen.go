@@ -1,4 +1,4 @@
-package rueidis
+package uncomplicatedrueidis
 
 import (
 	"context"

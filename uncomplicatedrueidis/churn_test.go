@@ -1,4 +1,4 @@
-package rueidis_test
+package uncomplicatedrueidis_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/acceptance"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
-	urueidis "github.com/uncomplicated-mutex/uncomplicated/rueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 )
 
 // rueidis keeps its connections when a caller gives up (the driver says
@@ -25,7 +25,7 @@ func TestRedis_givingUpCostsNoConnection(t *testing.T) {
 		t.Cleanup(c.Close)
 		return c
 	}
-	client, other := urueidis.NewClient(newClient(p.Addr())), urueidis.NewClient(newClient(s.Addr))
+	client, other := uncomplicatedrueidis.NewClient(newClient(p.Addr())), uncomplicatedrueidis.NewClient(newClient(s.Addr))
 	t.Cleanup(func() { _ = other.Close() })
 	acceptance.GiveUpLoad(t, p, client, other, 20)
 }
