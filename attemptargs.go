@@ -1,7 +1,7 @@
 package uncomplicated
 
 // The queue of waiters, for the acquiring and releasing scripts (see
-// lua/queue_wait.lua). An acquiring script's ARGV are, first, the waiter's token, its
+// internal/lua/queue_wait.lua). An acquiring script's ARGV are, first, the waiter's token, its
 // lease, its entry (see queueEntry), what to do with the entry (op), and
 // its expiry in ms, "0" for an attempt that does not wait (TryLock); a
 // Mutex's attempt with no op passes the first two only (see
@@ -21,7 +21,7 @@ package uncomplicated
 // waiting (a waiting writer holds readers back), and releases what a
 // hand-off may have just given it.
 
-// attemptArgs are the ARGV of an acquiring script, as lua/queue_wait.lua reads them:
+// attemptArgs are the ARGV of an acquiring script, as internal/lua/queue_wait.lua reads them:
 // the five of an attempt (two only for a Mutex's attempt with no op; see
 // argv), then the primitive's own, which say what a take-over evicts (see
 // the scripts of each primitive).

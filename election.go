@@ -11,6 +11,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // Elections. An Election is a Mutex in a key space of its own
@@ -18,7 +19,7 @@ import (
 // is the leader: campaigners wait in its queue, and a Resign hands the
 // lock to the oldest at once. The leader's value travels as the holder
 // label of its token; its fence is the lock's, which also tells when it
-// was elected (see lua/new_fence.lua). A new leader announces itself on
+// was elected (see internal/lua/new_fence.lua). A new leader announces itself on
 // <prefix>:elected:{<key>}, which wakes every observer of every Client
 // (see broadcast). Observers also read the leader every tick, so a lost
 // message costs a tick, never a leader.
@@ -178,7 +179,7 @@ func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) err
 // that miss it read the leader at their next tick.
 func (e *Election) announce(l *leadership) {
 	for range 2 {
-		_, _, err := l.m.eval(e.c.ctx, announceScript, []string{e.name, e.channel},
+		_, _, err := l.m.eval(e.c.ctx, lua.Announce, []string{e.name, e.channel},
 			l.h.fence, broadcast+" "+strconv.FormatUint(l.h.fence, 10))
 		if err == nil {
 			return
@@ -434,6 +435,3 @@ func (e *Election) check(ctx context.Context, value string) error {
 	}
 	return nil
 }
-
-// announceScript is lua/announce.lua.
-var announceScript = newScript(2, "announce")

@@ -1,6 +1,10 @@
 package uncomplicated
 
-import "github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+import (
+	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+)
 
 // SetMaxIdleChannels changes how many idle subscriptions a Client keeps,
 // until the returned func restores it.
@@ -14,7 +18,7 @@ func SetMaxIdleChannels(n int) (restore func()) {
 var KeySlot = hashslot.Of
 
 // ReleaseSHA names the Mutex's release script in EVALSHA.
-var ReleaseSHA = releaseScript.SHA1()
+var ReleaseSHA = lua.Release.SHA1()
 
 // IsClosed reports whether a channel is closed.
 var IsClosed = isClosed
@@ -24,4 +28,4 @@ var IsClosed = isClosed
 var CutFence = cutFence
 
 // AcquireSHA names the Mutex's first attempt's script in EVALSHA.
-var AcquireSHA = acquireScript.SHA1()
+var AcquireSHA = lua.Acquire.SHA1()

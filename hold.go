@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // A hold is one acquisition of a lock: of a Mutex, of an RWMutex as its
@@ -74,10 +75,10 @@ type holdKind struct {
 }
 
 var (
-	mutexKind  = &holdKind{what: "lock", refresh: refreshScript, release: releaseScript, refreshKeys: 1, set: -1, fenced: true}
-	writerKind = &holdKind{what: "write lock", refresh: refreshScript, release: rwUnlockScript, refreshKeys: 1, set: -1, fenced: true}
-	readerKind = &holdKind{what: "read lock", refresh: rwRRefreshScript, release: rwRUnlockScript, refreshKeys: 2, set: 1}
-	permitKind = &holdKind{what: "permit", refresh: semRefreshScript, release: semReleaseScript, refreshKeys: 3, set: 0, fenced: true}
+	mutexKind  = &holdKind{what: "lock", refresh: lua.Refresh, release: lua.Release, refreshKeys: 1, set: -1, fenced: true}
+	writerKind = &holdKind{what: "write lock", refresh: lua.Refresh, release: lua.RWUnlock, refreshKeys: 1, set: -1, fenced: true}
+	readerKind = &holdKind{what: "read lock", refresh: lua.RWRRefresh, release: lua.RWRUnlock, refreshKeys: 2, set: 1}
+	permitKind = &holdKind{what: "permit", refresh: lua.SemRefresh, release: lua.SemRelease, refreshKeys: 3, set: 0, fenced: true}
 )
 
 // inKey returns tokens as the lock's key holds them, so that a release
@@ -313,7 +314,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	var held bool
 	var err error
 	if h.kind.set >= 0 {
-		held, _, err = h.b.flag(ctx, false, heldScript, h.keys[h.kind.set:h.kind.set+1], anys(tokens)...)
+		held, _, err = h.b.flag(ctx, false, lua.Held, h.keys[h.kind.set:h.kind.set+1], anys(tokens)...)
 	} else {
 		var cur string
 		if cur, err = h.b.get(ctx, h.keys[0]); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // Inspection: what an operator, or ulock status, sees of a lock in Redis
@@ -86,12 +87,12 @@ func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock,
 		return in.info, err
 	}
 	prefix, d := c.settings().prefix, c.settings().commandTimeout
-	s, keys := forceMutexScript, mutexKeysOf(prefix, name)
+	s, keys := lua.ForceMutex, mutexKeysOf(prefix, name)
 	switch in.info.Kind {
 	case inspection.KindRWMutex:
-		s, keys = forceRWScript, rwKeysOf(prefix, name)
+		s, keys = lua.ForceRW, rwKeysOf(prefix, name)
 	case inspection.KindSemaphore:
-		s, keys = forceSemScript, semKeysOf(prefix, name)
+		s, keys = lua.ForceSem, semKeysOf(prefix, name)
 	}
 	reply, _, err := c.redis.eval(ctx, d, s, keys)
 	if err != nil {
@@ -130,10 +131,10 @@ type snapshot struct {
 	tokens []string // of info.Holders, in order
 }
 
-// inspect runs inspectScript on the lock name.
+// inspect runs lua.Inspect on the lock name.
 func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot, error) {
 	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
-	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, inspectScript, keys, limits.Inspected)
+	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
 	if err != nil {
 		return snapshot{info: inspection.Lock{Name: name}}, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
@@ -266,7 +267,7 @@ func lockOfKey(prefix, key string) (string, bool) {
 	return name, ok && strings.HasPrefix(name, prefix+":")
 }
 
-// parseInspection reads inspectScript's reply about the lock name. A name
+// parseInspection reads lua.Inspect's reply about the lock name. A name
 // that locks of several kinds have used shows the kind that has holders,
 // else the one with waiters, else the first of mutex, rwmutex and
 // semaphore that Redis has a key of. Its Fence is the highest of its
@@ -278,7 +279,7 @@ func parseInspection(name string, reply any) (snapshot, error) {
 	}
 	now, _ := r[0].(int64)
 	var found []snapshot
-	sizes := [...]int{3, 5, 4} // of each kind's part (see inspectScript)
+	sizes := [...]int{3, 5, 4} // of each kind's part (see lua.Inspect)
 	for i, kind := range []string{inspection.KindMutex, inspection.KindRWMutex, inspection.KindSemaphore} {
 		part, _ := r[i+1].([]any)
 		if len(part) != sizes[i] {
@@ -305,7 +306,7 @@ func parseInspection(name string, reply any) (snapshot, error) {
 	return snapshot{info: inspection.Lock{Name: name, At: time.UnixMilli(now)}}, nil
 }
 
-// parseKind reads the part of inspectScript's reply about the lock's keys
+// parseKind reads the part of lua.Inspect's reply about the lock's keys
 // of kind.
 func parseKind(name string, kind string, now int64, part []any) (snapshot, error) {
 	in := snapshot{info: inspection.Lock{Name: name, Kind: kind, At: time.UnixMilli(now)}}
@@ -351,7 +352,7 @@ func (in *snapshot) sort() {
 	}
 }
 
-// An inspectParser reads the parts of inspectScript's reply into in; it
+// An inspectParser reads the parts of lua.Inspect's reply into in; it
 // keeps the first error.
 type inspectParser struct {
 	in  *snapshot

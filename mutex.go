@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
@@ -45,7 +46,7 @@ func mutexOf(b base) *Mutex {
 	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
 		primitive: inspection.KindMutex, kind: mutexKind,
 		keys:    mutexKeysOf(prefix, key),
-		channel: wakeChannel(prefix, key, c.id), acquire: acquireScript, takeOver: takeOverScript,
+		channel: wakeChannel(prefix, key, c.id), acquire: lua.Acquire, takeOver: lua.TakeOver,
 		args:   mutexArgs,
 		writer: mutexKind, entry: entryExclusive, who: "one holder token",
 	}}

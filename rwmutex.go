@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // An RWMutex is a read/write lock in Redis: many readers or one writer at
@@ -59,12 +60,12 @@ func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*RWMu
 	keys := rwKeysOf(prefix, key)
 	channel := wakeChannel(prefix, key, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: &spec{
-		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: rwLockScript, takeOver: rwLockScript,
+		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: lua.RWLock, takeOver: lua.RWLock,
 		args:   writerArgs,
 		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
 	}}
 	rw.reader = &spec{
-		primitive: inspection.KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: rwRLockScript, takeOver: rwRLockScript,
+		primitive: inspection.KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: lua.RWRLock, takeOver: lua.RWRLock,
 		args:   readerArgs,
 		writer: writerKind, holder: readerKind, entry: entryShared, who: "the same holders",
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // The RWMutex's and the Semaphore's scripts, run directly on miniredis and
@@ -20,7 +21,7 @@ import (
 // the readers, the waiting writers, the fence counter and the queue.
 var rwKeys = []any{"w", "r", "ww", "f", "rwqueue"}
 
-// semKeys are the KEYS of semAcquireScript and semReleaseScript in these
+// semKeys are the KEYS of lua.SemAcquire and lua.SemRelease in these
 // tests: the holders, their fences, the fence counter and the queue.
 var semKeys = []any{"permits", "fences", "fence", "semqueue"}
 
@@ -90,7 +91,7 @@ func TestRWLockScript_takeOver(t *testing.T) {
 				for _, s := range tc.seen {
 					args = append(args, s)
 				}
-				reply, err := doScript(conn, rwLockScript, args...)
+				reply, err := doScript(conn, lua.RWLock, args...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -122,23 +123,23 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 			must(t, conn, "SET", "w", "writer 3")
 			enqueueAll(t, conn, "rwqueue", "s reader", "x next")
 			waiting(t, conn, "ww", "next")
-			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "writer")...); !ok || !slices.Equal(next, []string{"reader"}) {
+			if ok, next := released(t, conn, lua.RWUnlock, with(rwKeys, "", "writer")...); !ok || !slices.Equal(next, []string{"reader"}) {
 				t.Fatalf("unlock = %v, %v; want true, [reader]", ok, next)
 			}
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"reader"}) {
 				t.Fatalf("readers = %v; want [reader]", got)
 			}
 			// The next writer waits for the reader.
-			g, err := parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "next", 0, "", "", 100, "", "")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "next", 0, "", "", 100, "", "")...)), false)
 			if err != nil || g.ok {
 				t.Fatalf("writer after the reader was let in = %+v, %v; want blocked", g, err)
 			}
 			// Another reader, joining the queue now, waits behind the writer.
-			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "other", 0, "s 0 100 1 chan", "q", 100, "")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.RWRLock, with(rwKeys, "other", 0, "s 0 100 1 chan", "q", 100, "")...)), false)
 			if err != nil || g.ok {
 				t.Fatalf("reader joining the queue = %+v, %v; want blocked", g, err)
 			}
-			g, err = parseGrant(must2(doScript(conn, rwRLockScript, with(rwKeys, "reader", 0, "", "", 100, "")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.RWRLock, with(rwKeys, "reader", 0, "", "", 100, "")...)), false)
 			if err != nil || !g.ok {
 				t.Fatalf("reader handed the lock = %+v, %v; want in", g, err)
 			}
@@ -165,7 +166,7 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			enqueueAll(t, conn, "rwqueue", "s A", "s B", "x W", "s C")
 			waiting(t, conn, "ww", "W")
 
-			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A", "B"}) {
+			if ok, next := released(t, conn, lua.RWUnlock, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A", "B"}) {
 				t.Fatalf("writer's unlock = %v, %v; want true, [A B]", ok, next)
 			}
 			var readers uint64 // the readers' fence, one for both
@@ -183,10 +184,10 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 				t.Errorf("queue = %v; want [W C]", got)
 			}
 
-			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "", "A")...); !ok || next != nil {
+			if ok, next := released(t, conn, lua.RWRUnlock, with(rwKeys, "", "A")...); !ok || next != nil {
 				t.Errorf("A's unlock = %v, %v; want true, nobody (B still reads)", ok, next)
 			}
-			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "", "B")...); !ok || !slices.Equal(next, []string{"W"}) {
+			if ok, next := released(t, conn, lua.RWRUnlock, with(rwKeys, "", "B")...); !ok || !slices.Equal(next, []string{"W"}) {
 				t.Fatalf("B's unlock = %v, %v; want true, [W]", ok, next)
 			}
 			token, wu, _ := parseWakeUp(message(t, psc))
@@ -201,7 +202,7 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 				t.Errorf("queue = %v; want [C]", got)
 			}
 
-			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "W")...); !ok || !slices.Equal(next, []string{"C"}) {
+			if ok, next := released(t, conn, lua.RWUnlock, with(rwKeys, "", "W")...); !ok || !slices.Equal(next, []string{"C"}) {
 				t.Fatalf("W's unlock = %v, %v; want true, [C]", ok, next)
 			}
 			if token, wu, _ := parseWakeUp(message(t, psc)); token != "C" || wu.fence <= writer {
@@ -230,7 +231,7 @@ func TestRWScripts_handOffStopsAtWriter(t *testing.T) {
 			must(t, conn, "RPUSH", "rwqueue", "dead")
 			enqueueAll(t, conn, "rwqueue", "x W", "s C")
 			waiting(t, conn, "ww", "W")
-			if ok, next := released(t, conn, rwUnlockScript, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A"}) {
+			if ok, next := released(t, conn, lua.RWUnlock, with(rwKeys, "", "holder")...); !ok || !slices.Equal(next, []string{"A"}) {
 				t.Fatalf("writer's unlock = %v, %v; want true, [A]", ok, next)
 			}
 			if w, _ := redis.String(conn.Do("GET", "w")); w != "" {
@@ -264,9 +265,9 @@ func TestRWUnlockScripts_leave(t *testing.T) {
 		kind    string
 		queued  bool // whether the waiter that gives up joined the queue
 	}{
-		{"reader", rwRUnlockScript, "s", true},
-		{"writer", rwUnlockScript, "x", true},
-		{"writer not queued", rwUnlockScript, "x", false},
+		{"reader", lua.RWRUnlock, "s", true},
+		{"writer", lua.RWUnlock, "x", true},
+		{"writer not queued", lua.RWUnlock, "x", false},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -307,7 +308,7 @@ func TestRWUnlockScripts_leave(t *testing.T) {
 			psc := subscribe(t, pool, "chan")
 			must(t, conn, "ZADD", "r", "+inf", "gone")
 			enqueueAll(t, conn, "rwqueue", "s stays")
-			if ok, next := released(t, conn, rwRUnlockScript, with(rwKeys, "q", "gone")...); !ok || !slices.Equal(next, []string{"stays"}) {
+			if ok, next := released(t, conn, lua.RWRUnlock, with(rwKeys, "q", "gone")...); !ok || !slices.Equal(next, []string{"stays"}) {
 				t.Errorf("leave = %v, %v; want true, [stays]", ok, next)
 			}
 			if token, wu, _ := parseWakeUp(message(t, psc)); token != "stays" || wu.attempt != 1 {
@@ -331,7 +332,7 @@ func TestHolderScripts_prune(t *testing.T) {
 			must(t, conn, "ZADD", "permits", past, "dead")
 			must(t, conn, "HSET", "fences", "dead", 1)
 			before := clockOf(t, conn)
-			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), false)
 			if err != nil || !g.ok {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want the permit", g, err)
 			}
@@ -339,11 +340,11 @@ func TestHolderScripts_prune(t *testing.T) {
 			if n, _ := redis.Int(conn.Do("HLEN", "fences")); n != 1 {
 				t.Errorf("fences = %d; want 1: the expired holder's is gone", n)
 			}
-			if n, _ := redis.Int(doScript(conn, heldScript, "permits", "dead")); n != 0 {
+			if n, _ := redis.Int(doScript(conn, lua.Held, "permits", "dead")); n != 0 {
 				t.Errorf("held(dead) = %d; want 0", n)
 			}
 			must(t, conn, "ZADD", "r", past, "dead")
-			g, err = parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "writer", 0, "", "", 100, "", "")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "writer", 0, "", "", 100, "", "")...)), false)
 			if err != nil || !g.ok {
 				t.Errorf("writer past an expired reader = %+v, %v; want in", g, err)
 			}
@@ -363,14 +364,14 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				must(t, conn, "ZADD", "permits", "+inf", h)
 				must(t, conn, "HSET", "fences", h, 1)
 			}
-			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 2, "a")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 2, "a")...)), false)
 			if err != nil || g.ok {
 				t.Fatalf("take-over with 2 permits and 3 holders = %+v, %v; want refused", g, err)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("holders = %v; want all three", got)
 			}
-			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "a")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "a")...)), false)
 			if err != nil || !g.ok {
 				t.Fatalf("take-over with 3 permits = %+v, %v; want the permit", g, err)
 			}
@@ -378,7 +379,7 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				t.Errorf("holders = %v; want b, c, new", got)
 			}
 			// Asked again after a lost reply: the same permit and fence.
-			again, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 3, "b")...)), false)
+			again, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "b")...)), false)
 			if err != nil || !again.ok || again.fence != g.fence {
 				t.Errorf("the same take-over again = %+v, %v; want fence %d and b kept", again, err, g.fence)
 			}
@@ -399,16 +400,16 @@ func TestHolderScripts_badFence(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "SET", "fence", "x")
 			must(t, conn, "SET", "f", "x")
-			if _, err := doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 1, "")...); err == nil {
+			if _, err := doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 1, "")...); err == nil {
 				t.Error("semaphore acquire with a broken counter succeeded")
 			}
 			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences")); n != 0 {
 				t.Errorf("%d keys written; want none", n)
 			}
-			if g, err := parseGrant(must2(doScript(conn, rwLockScript, with(rwKeys, "new", 0, "", "", 100, "", "")...)), false); err != nil || !g.ok {
+			if g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "new", 0, "", "", 100, "", "")...)), false); err != nil || !g.ok {
 				t.Fatalf("writer beside an earlier version's broken counter = %+v, %v; want in", g, err)
 			}
-			if ok, _ := released(t, conn, rwUnlockScript, with(rwKeys, "", "new")...); !ok {
+			if ok, _ := released(t, conn, lua.RWUnlock, with(rwKeys, "", "new")...); !ok {
 				t.Fatal("writer's release = false; want true")
 			}
 			if n, _ := redis.Int(conn.Do("EXISTS", "w", "f")); n != 0 {
@@ -430,9 +431,9 @@ func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 		queue   string
 		kind    string // of the queued waiter's entry
 	}{
-		{"semaphore", semReleaseScript, semKeys, []any{"ZADD", "permits", "+inf", "h"}, "semqueue", "1"},
-		{"writer", rwUnlockScript, rwKeys, []any{"SET", "w", "h 3"}, "rwqueue", "x"},
-		{"reader", rwRUnlockScript, rwKeys, []any{"ZADD", "r", "+inf", "h"}, "rwqueue", "x"},
+		{"semaphore", lua.SemRelease, semKeys, []any{"ZADD", "permits", "+inf", "h"}, "semqueue", "1"},
+		{"writer", lua.RWUnlock, rwKeys, []any{"SET", "w", "h 3"}, "rwqueue", "x"},
+		{"reader", lua.RWRUnlock, rwKeys, []any{"ZADD", "r", "+inf", "h"}, "rwqueue", "x"},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -488,7 +489,7 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 				{"b", nil, "", nil, nil},
 			}
 			for _, s := range steps {
-				if ok, next := released(t, conn, semReleaseScript, with(semKeys, "", s.holder)...); !ok || !slices.Equal(next, s.next) {
+				if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", s.holder)...); !ok || !slices.Equal(next, s.next) {
 					t.Fatalf("%s's release = %v, %v; want true, %v", s.holder, ok, next, s.next)
 				}
 				if s.message != "" {
@@ -527,11 +528,11 @@ func TestSemAcquireScript_manyPermits(t *testing.T) {
 			for i := range 65 {
 				must(t, conn, "ZADD", "permits", "+inf", fmt.Sprintf("h%02d", i))
 			}
-			g, err := parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 65, "")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 65, "")...)), false)
 			if err != nil || g.ok || len(g.holders) != 65 || slices.Contains(g.holders, "expired") {
 				t.Fatalf("attempt on 65 permits, all taken = ok %v, %d holders, %v; want blocked by the 65 live ones", g.ok, len(g.holders), err)
 			}
-			g, err = parseGrant(must2(doScript(conn, semAcquireScript, with(semKeys, "new", 0, "", "", 0, 66, "")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 66, "")...)), false)
 			if err != nil || !g.ok {
 				t.Fatalf("attempt on 66 permits = %+v, %v; want the permit", g, err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
@@ -192,7 +193,7 @@ func TestTakeOverScript(t *testing.T) {
 					must(t, conn, "SET", "lock", tc.holder)
 				}
 				before := clockOf(t, conn)
-				reply, err := doScript(conn, takeOverScript, with(mutexKeys, "new", 0, entry("new", 1), "x", 100, tc.stale)...)
+				reply, err := doScript(conn, lua.TakeOver, with(mutexKeys, "new", 0, entry("new", 1), "x", 100, tc.stale)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -237,12 +238,12 @@ func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 				want   int64
 				value  string
 			}{
-				{refreshScript, []any{"lock", 0, "c", "x", "y"}, 0, "b 5"},
-				{refreshScript, []any{"lock", 0, "c", "a", "b"}, 1, "c 5"},
-				{releaseScript, with(mutexKeys, "", "a 5", "b 5"), 0, "c 5"},
-				{releaseScript, with(mutexKeys, "", "c"), 0, "c 5"}, // a hold passes its values
-				{releaseScript, with(mutexKeys, "", "b 5", "c 5"), 1, ""},
-				{refreshScript, []any{"lock", 0, "d", "c"}, 0, ""},
+				{lua.Refresh, []any{"lock", 0, "c", "x", "y"}, 0, "b 5"},
+				{lua.Refresh, []any{"lock", 0, "c", "a", "b"}, 1, "c 5"},
+				{lua.Release, with(mutexKeys, "", "a 5", "b 5"), 0, "c 5"},
+				{lua.Release, with(mutexKeys, "", "c"), 0, "c 5"}, // a hold passes its values
+				{lua.Release, with(mutexKeys, "", "b 5", "c 5"), 1, ""},
+				{lua.Refresh, []any{"lock", 0, "d", "c"}, 0, ""},
 			}
 			for i, s := range steps {
 				got, err := redis.Int64(doScript(conn, s.script, s.args...))
@@ -309,7 +310,7 @@ func TestAcquireScript_queue(t *testing.T) {
 				}
 				before := clockOf(t, conn)
 				args := attemptArgs{token: "w", lease: 10000, entry: entry("w", 2), op: tc.op, expiry: int64(tc.expiry), form: mutexArgs}
-				reply, err := doScript(conn, acquireScript, with(mutexKeys, args.argv()...)...)
+				reply, err := doScript(conn, lua.Acquire, with(mutexKeys, args.argv()...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -361,7 +362,7 @@ func TestReleaseScript_handOff(t *testing.T) {
 			enqueue(t, conn, "queue", "b", "x 0 3100 5 wake:b")
 			enqueue(t, conn, "queue", "c", "x 10000 3100 6 wake:c")
 
-			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h 9000000000000000")...))
+			next, err := redis.String(doScript(conn, lua.Release, with(mutexKeys, "", "h 9000000000000000")...))
 			if err != nil || next != "b" {
 				t.Fatalf("release = %q, %v; want b, the first waiter listening", next, err)
 			}
@@ -379,7 +380,7 @@ func TestReleaseScript_handOff(t *testing.T) {
 				t.Errorf("queue = %q; want [c]", got)
 			}
 
-			freed, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "", fenced("b", wu.fence))...))
+			freed, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "", fenced("b", wu.fence))...))
 			if err != nil || freed != 1 {
 				t.Errorf("release with no one listening = %d, %v; want 1", freed, err)
 			}
@@ -413,7 +414,7 @@ func TestReleaseScript_skipsDeadEntries(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // the keys of PX 1 expire
 			enqueue(t, conn, "queue", "live", "x 0 3100 1 chan")
 
-			next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", "h 3")...))
+			next, err := redis.String(doScript(conn, lua.Release, with(mutexKeys, "", "h 3")...))
 			if err != nil || next != "live" {
 				t.Fatalf("release = %q, %v; want live, behind 200 dead entries", next, err)
 			}
@@ -437,7 +438,7 @@ func TestReleaseScript_handOffLease(t *testing.T) {
 	subscribe(t, srv.Pool(t), "lease:w")
 	must(t, conn, "SET", "lease:lock", "h 3")
 	enqueue(t, conn, "lease:queue", "w", "x 5000 3100 1 lease:w")
-	if _, err := doScript(conn, releaseScript, "lease:lock", "lease:fence", "lease:queue", "", "h 3"); err != nil {
+	if _, err := doScript(conn, lua.Release, "lease:lock", "lease:fence", "lease:queue", "", "h 3"); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, _ := redis.Int64(conn.Do("PTTL", "lease:lock")); ttl <= 4000 || ttl > 5000 {
@@ -454,7 +455,7 @@ func TestReleaseScript_leave(t *testing.T) {
 			conn := scriptConn(t, pool)
 			enqueue(t, conn, "queue", "w", "x 0 3100 1 wake:w")
 			enqueue(t, conn, "queue", "a", "x 0 3100 1 wake:a")
-			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "q", "w")...)); err != nil || n != 0 {
+			if n, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "q", "w")...)); err != nil || n != 0 {
 				t.Errorf("leave = %d, %v; want 0", n, err)
 			}
 			if got := queued(t, conn, "queue"); !slices.Equal(got, []string{"a"}) {
@@ -464,7 +465,7 @@ func TestReleaseScript_leave(t *testing.T) {
 				t.Errorf("keys of w and a there = %v, %v; want false, true", alive(t, conn, "queue", "w"), alive(t, conn, "queue", "a"))
 			}
 			must(t, conn, "SET", "lock", "w 8")
-			if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "q", "w")...)); err != nil || n != 1 {
+			if n, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "q", "w")...)); err != nil || n != 1 {
 				t.Errorf("leave holding the lock = %d, %v; want 1 (released, a does not listen)", n, err)
 			}
 			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "queue:a", "queue:w")); n != 0 {
@@ -485,7 +486,7 @@ func TestMutexScripts_earlierFenceCounter(t *testing.T) {
 				must(t, conn, "FLUSHALL")
 				must(t, conn, "SET", "fence", counter)
 				before := clockOf(t, conn)
-				reply, err := doScript(conn, acquireScript, with(mutexKeys, "w", 10000)...)
+				reply, err := doScript(conn, lua.Acquire, with(mutexKeys, "w", 10000)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -494,7 +495,7 @@ func TestMutexScripts_earlierFenceCounter(t *testing.T) {
 					t.Fatalf("acquire = %+v, %v; want the lock", g, err)
 				}
 				newFence(t, g.fence, before, 588)
-				if n, err := redis.Int64(doScript(conn, releaseScript, with(mutexKeys, "", fenced("w", g.fence))...)); err != nil || n != 1 {
+				if n, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "", fenced("w", g.fence))...)); err != nil || n != 1 {
 					t.Errorf("release = %d, %v; want 1", n, err)
 				}
 				if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence")); n != 0 {
@@ -527,7 +528,7 @@ func TestAcquireScript_oursRestartsLease(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "SET", "lock", "mine 7", "PX", 100)
-			reply, err := doScript(conn, acquireScript, with(mutexKeys, "mine", 60000, "", "", 0)...)
+			reply, err := doScript(conn, lua.Acquire, with(mutexKeys, "mine", 60000, "", "", 0)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -584,10 +585,10 @@ func TestAttemptArgs_argv(t *testing.T) {
 }
 
 // The wire formats that Go and Lua share agree: a holder's value (fenced,
-// cutFence; lua/fenced.lua, fenceOf), and a queue entry and its hand-off
+// cutFence; internal/lua/fenced.lua, fenceOf), and a queue entry and its hand-off
 // message (queueEntry, nextWaiter, offer, parseWakeUp).
 func TestWireFormats(t *testing.T) {
-	values := driver.NewScript(0, luaSource("fenced")+luaSource("fence_of")+`
+	values := driver.NewScript(0, lua.Source("fenced")+lua.Source("fence_of")+`
 return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
 `)
 	for server, pool := range scriptServers(t) {
@@ -620,7 +621,7 @@ return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
 			must(t, conn, "SET", "lock", fenced("h", 7))
 			entry := queueEntry(entryExclusive, 1500*time.Millisecond, 3100*time.Millisecond, 42, "wake:{x}:c1")
 			enqueue(t, conn, "queue", "w", entry)
-			if next, err := redis.String(doScript(conn, releaseScript, with(mutexKeys, "", fenced("h", 7))...)); err != nil || next != "w" {
+			if next, err := redis.String(doScript(conn, lua.Release, with(mutexKeys, "", fenced("h", 7))...)); err != nil || next != "w" {
 				t.Fatalf("release = %q, %v; want the lock handed to w", next, err)
 			}
 			token, wu, ok := parseWakeUp(message(t, psc))
@@ -688,10 +689,10 @@ func TestHandOffs_offersNobodyHeardSpendNoFence(t *testing.T) {
 
 // releaseScriptOf returns the release script of a primitive, by name.
 func releaseScriptOf(primitive string) *driver.Script {
-	return map[string]*driver.Script{"Mutex": releaseScript, "RWMutex": rwUnlockScript, "Semaphore": semReleaseScript}[primitive]
+	return map[string]*driver.Script{"Mutex": lua.Release, "RWMutex": lua.RWUnlock, "Semaphore": lua.SemRelease}[primitive]
 }
 
-// acquireScript writes the holder's value itself, without fenced: at a
+// lua.Acquire writes the holder's value itself, without fenced: at a
 // clock whose microseconds have fewer than six digits it pads them as
 // fenced writes the fence it replies.
 func TestAcquireScript_writesTheValueAsFencedDoes(t *testing.T) {
@@ -705,7 +706,7 @@ func TestAcquireScript_writesTheValueAsFencedDoes(t *testing.T) {
 		must(t, conn, "FLUSHALL")
 		at := time.Unix(1795836806, int64(us)*1000)
 		mr.SetTime(at)
-		fence, err := redis.Uint64(doScript(conn, acquireScript, with(mutexKeys, "tok", 1000)...))
+		fence, err := redis.Uint64(doScript(conn, lua.Acquire, with(mutexKeys, "tok", 1000)...))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // A Semaphore lets at most a given number of holders in at once, across
@@ -51,7 +52,7 @@ func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts [
 	s.spec = &spec{
 		primitive: inspection.KindSemaphore, kind: permitKind,
 		keys:    semKeysOf(prefix, key),
-		channel: wakeChannel(prefix, key, c.id), acquire: semAcquireScript, takeOver: semAcquireScript,
+		channel: wakeChannel(prefix, key, c.id), acquire: lua.SemAcquire, takeOver: lua.SemAcquire,
 		args: permitArgs, permits: permits,
 		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
 	}

@@ -26,7 +26,7 @@ func (c *config) tick() time.Duration {
 }
 
 // expiry is how long a waiter counts as alive after each of its attempts
-// (see lua/queue_wait.lua): three ticks and a tenth of a second, so that its next
+// (see internal/lua/queue_wait.lua): three ticks and a tenth of a second, so that its next
 // attempt, a random time below a tick later, always comes first, while a
 // waiter that died holds the queue up only briefly.
 func (c *config) expiry() time.Duration {

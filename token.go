@@ -52,14 +52,14 @@ func cutWriter(blocker string) (string, bool) {
 
 // A holder's value is what a lock's key holds of a Mutex's holder, or of
 // an RWMutex's writer: its token, a space and its fence, as fenced makes
-// it and lua/fenced.lua too; a holder of an earlier version, or of the Ruby
+// it and internal/lua/fenced.lua too; a holder of an earlier version, or of the Ruby
 // gem, has its token alone.
 func fenced(token string, fence uint64) string {
 	return token + " " + strconv.FormatUint(fence, 10)
 }
 
 // cutFence returns the token and the fence of a holder's value, fence 0
-// when it carries none; it reads value as lua/fence_of.lua's fenceOf does.
+// when it carries none; it reads value as internal/lua/fence_of.lua's fenceOf does.
 func cutFence(value string) (token string, fence uint64) {
 	i := strings.LastIndexByte(value, ' ')
 	if i < 0 {

@@ -409,7 +409,7 @@ func (w *waiter) queued() string {
 	return ""
 }
 
-// queueEntry is a waiter's entry in the queue, as lua/queue_hand.lua's nextWaiter
+// queueEntry is a waiter's entry in the queue, as internal/lua/queue_hand.lua's nextWaiter
 // reads it: "<kind> <claim> <expiry> <attempt> <channel>", the claim and
 // the expiry in milliseconds, attempt the number of the waiter's attempt
 // that writes it, channel where its Client hears of hand-offs.

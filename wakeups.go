@@ -16,7 +16,7 @@ import (
 
 // Wake-ups: a release hands the lock to the oldest waiter in its queue
 // whose Client listens, and publishes that on the channel of that Client
-// and lock (see lua/queue_hand.lua). A Client listens on one connection (see
+// and lock (see internal/lua/queue_hand.lua). A Client listens on one connection (see
 // driver), subscribed to a lock's channel while one of its goroutines
 // waits for that lock. It delivers each hand-off to the waiter of its
 // token, whatever the lock. Waiters never depend on it: they keep trying on ticks, and
@@ -218,7 +218,7 @@ func (w *wakeups) run() {
 
 // open opens a listening connection, sharded if Redis has sharded pub/sub:
 // SPUBLISH, which the release scripts use where Redis has it (see
-// lua/queue_hand.lua), is tried once per Client, on "<prefix>:probe", a channel
+// internal/lua/queue_hand.lua), is tried once per Client, on "<prefix>:probe", a channel
 // under the prefix that an ACL for the locks allows, where nobody listens.
 func (w *wakeups) open() (driver.Subscription, error) {
 	if w.sharded == 0 {
@@ -391,7 +391,7 @@ type wakeUp struct {
 }
 
 // parseWakeUp reads a message on a wake-up channel: a hand-off, "<token>
-// <fence> <attempt>", as lua/queue_hand.lua's offer publishes it, or a broadcast,
+// <fence> <attempt>", as internal/lua/queue_hand.lua's offer publishes it, or a broadcast,
 // "* <fence>". It reports false for anything else.
 func parseWakeUp(data string) (token string, wu wakeUp, ok bool) {
 	token, rest, _ := strings.Cut(data, " ")

@@ -1,0 +1,46 @@
+-- Release releases the lock only if it holds one of our tokens,
+-- ARGV[2..]: usually one, more after a Refresh whose reply was lost. A
+-- hold passes ARGV[1] "" and its tokens as the key holds them, with its
+-- fence (see hold.inKey), and they are compared whole. A waiter that gives
+-- up passes "q" or "-" (else ""), and leaves the queue first; if a release
+-- handed it the lock meanwhile, it releases that. "-" also releases a
+-- token whose fence the caller does not know (see owned): then ARGV[2..]
+-- are tokens alone. Replies 0 when no token was ours, 1 when the lock is
+-- free, or the token of the waiter it was handed to.
+
+local ours, first = false, nil
+local cur = redis.call('GET', KEYS[1])
+if ARGV[1] == '' then
+  if cur then
+    for i = 2, #ARGV do
+      if cur == ARGV[i] then
+        ours = true
+        break
+      end
+    end
+  end
+  if not ours then
+    return 0
+  end
+  first = redis.call('LPOP', KEYS[3])
+  if not first then
+    redis.call('DEL', KEYS[1], KEYS[2])
+    return 1
+  end
+end
+--#include fence_of
+--#include mutex_hand_off
+if ours then
+  return handOff(first, fenceOf(cur))
+end
+--#include holds
+--#include queue_leave
+leave(KEYS[3])
+if cur then
+  for i = 2, #ARGV do
+    if holds(cur, ARGV[i]) then
+      return handOff(nil, fenceOf(cur))
+    end
+  end
+end
+return 0

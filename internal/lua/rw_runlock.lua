@@ -1,0 +1,26 @@
+-- RWRUnlock takes the reader of one of the tokens ARGV[2..] out of
+-- the readers and, when it was the last, hands the lock on. A reader that
+-- gives up passes "q" or "-" as ARGV[1] (else ""). Replies 0 when no token
+-- is a reader, else 1 or what rwHandOff returns.
+
+--#include rw_hand_off
+--#include queue_leave
+leave(KEYS[5])
+local t = now()
+prune(KEYS[2], nil, t)
+local released = 0
+for i = 2, #ARGV do
+  released = released + redis.call('ZREM', KEYS[2], ARGV[i])
+end
+if released == 0 then
+  return 0
+end
+expireWith(KEYS[2])
+if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
+  local next = handOff(nil)
+  if next == 1 then
+    redis.call('DEL', KEYS[4])
+  end
+  return next
+end
+return 1

@@ -1,0 +1,29 @@
+-- RWUnlock frees the lock if the writer is one of the tokens
+-- ARGV[2..] and hands it on. A writer that gives up passes "q" or "-" as
+-- ARGV[1] (else ""), as Release takes it, and stops counting as a
+-- waiting writer. Replies 0 when no token holds it, else what rwHandOff
+-- returns.
+
+--#include rw_hand_off
+--#include holds
+--#include fence_of
+--#include queue_leave
+if ARGV[1] ~= '' then
+  redis.call('ZREM', KEYS[3], ARGV[2])
+  expireWith(KEYS[3])
+end
+leave(KEYS[5])
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  return 0
+end
+for i = 2, #ARGV do
+  if holds(cur, ARGV[i]) then
+    local next = handOff(fenceOf(cur))
+    if type(next) ~= 'string' then
+      redis.call('DEL', KEYS[1], KEYS[4])
+    end
+    return next
+  end
+end
+return 0

@@ -1,0 +1,87 @@
+package lua
+
+// Every script of the locks, by the keys it takes; their code is in the .lua files beside them
+// (see lua.go).
+
+// The Mutex's scripts. Every change to a lock is one Lua script, so it is
+// atomic, and reads user data only from KEYS and ARGV. KEYS[1] is the lock,
+// holding its holder's token and fence (see new_fence.lua) with the lease as
+// TTL; KEYS[2] the fence counter that earlier versions kept, which a
+// release that frees the lock deletes; KEYS[3] its queue (see attemptArgs).
+
+// Acquire is acquire.lua.
+var Acquire = newScript(3, "acquire")
+
+// TakeOver is take_over.lua.
+var TakeOver = newScript(3, "take_over")
+
+// Release is release.lua.
+var Release = newScript(3, "release")
+
+// Refresh is refresh.lua.
+var Refresh = newScript(1, "refresh")
+
+// The RWMutex's scripts. KEYS[1] holds the writer's token and fence (see
+// new_fence.lua), with its lease as TTL; KEYS[2] is the set of readers;
+// KEYS[3] the waiting writers, each with the expiry that its attempts push
+// back; KEYS[4] the fence counter that earlier versions kept, deleted when
+// the lock is freed; KEYS[5] the queue (see attemptArgs).
+//
+// Readers may enter only while there is no writer and no waiting writer:
+// that makes the lock write-preferring. So that a stream of writers cannot
+// starve readers either, the queue is served in order: a release hands
+// the lock to the writer at its head, or lets in together the readers at
+// its head, up to the next writer.
+
+// RWLock is rw_lock.lua.
+var RWLock = newScript(5, "rw_lock")
+
+// RWRLock is rw_rlock.lua.
+var RWRLock = newScript(5, "rw_rlock")
+
+// RWUnlock is rw_unlock.lua.
+var RWUnlock = newScript(5, "rw_unlock")
+
+// RWRUnlock is rw_runlock.lua.
+var RWRUnlock = newScript(5, "rw_runlock")
+
+// RWRRefresh is rw_rrefresh.lua.
+var RWRRefresh = newScript(2, "rw_rrefresh")
+
+// The Semaphore's scripts. KEYS[1] is the set of holders, KEYS[2] a hash of
+// each holder's fence, KEYS[3] the fence counter, the highest fence it has
+// granted to a holder still there (see new_fence.lua), and KEYS[4] the queue
+// (see attemptArgs). The first three expire with the latest holder's lease
+// (see expireWith). An entry's kind is the number of permits of the
+// semaphore its waiter asks.
+
+// SemAcquire is sem_acquire.lua.
+var SemAcquire = newScript(4, "sem_acquire")
+
+// SemRelease is sem_release.lua.
+var SemRelease = newScript(4, "sem_release")
+
+// SemRefresh is sem_refresh.lua.
+var SemRefresh = newScript(3, "sem_refresh")
+
+// The scripts of inspection (see inspect.go).
+
+// Inspect is inspect.lua.
+var Inspect = newScript(12, "inspect")
+
+// ForceMutex is force_mutex.lua.
+var ForceMutex = newScript(3, "force_mutex")
+
+// ForceRW is force_rw.lua.
+var ForceRW = newScript(5, "force_rw")
+
+// ForceSem is force_sem.lua.
+var ForceSem = newScript(4, "force_sem")
+
+// Held is held.lua.
+var Held = newScript(1, "held")
+
+// The Election's script (see uncomplicated's election.go).
+
+// Announce is announce.lua.
+var Announce = newScript(2, "announce")

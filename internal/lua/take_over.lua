@@ -1,0 +1,33 @@
+-- TakeOver replaces a stuck holder: only if the lock still holds
+-- ARGV[6] (the token the waiter watched), or is free, it stores the
+-- waiter's token with its lease under a fence above the stuck holder's,
+-- and takes its entry out of the queue; otherwise it restarts the entry,
+-- as a blocked attempt does. Replies like Acquire, also {1, fence}
+-- when the lock holds the waiter's token already (a lost reply asked
+-- again).
+
+--#include clock
+--#include new_fence
+--#include fenced
+--#include holds
+--#include fence_of
+--#include lease
+--#include queue_keep
+--#include queue_wait
+local cur = redis.call('GET', KEYS[1])
+if cur and holds(cur, ARGV[1]) then
+  if ARGV[2] == '0' then
+    redis.call('PERSIST', KEYS[1])
+  else
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
+  return {1, fenceOf(cur) or 0}
+end
+if cur and not holds(cur, ARGV[6]) then
+  wait(KEYS[3])
+  return {0, cur, {}}
+end
+local fence = newFence(fenceOf(cur))
+setLease(KEYS[1], fenced(ARGV[1], fence), ARGV[2])
+joined(KEYS[3])
+return {1, fence}
