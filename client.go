@@ -1,49 +1,26 @@
 package uncomplicated
 
 import (
-	"context"
-	"fmt"
-	"slices"
-	"sync"
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 )
 
 // A Client holds what the locks of one process share. That is the
 // connection to Redis (a driver), the default options, the connection that
 // listens for hand-offs and the restart watch. It is safe for concurrent
 // use.
-type Client struct {
-	redis *link // nil for a nil driver
-	opts  []Option
-	cfg   config // opts built, or the defaults when they are invalid
-	// cfgErr is why opts are invalid, which the constructors report.
-	cfgErr error
-	id     string        // names the Client's wake-up channels
-	done   chan struct{} // closed by Close
-	// ctx is cancelled by Close: it ends the Client's own calls.
-	ctx    context.Context
-	cancel context.CancelFunc
+type Client struct{ face }
 
-	mu       sync.Mutex     // guards closing, wake and the Adds to cleanups
-	closing  bool           // Close has begun
-	wake     *wakeups       // the listening connection, made by the first waiter
-	cleanups sync.WaitGroup // background clean-ups, the listening connection, the restart watch
+// face is the engine's Client, which packages inspect and uncomplicated
+// reach with engine.Of.
+type face = engine.Face
 
-	tokens   owned        // the tokens of its waiters and holds, and the holds it released
-	restarts restartWatch // its holds and releases, checked when Redis restarts
-	failures logLimit     // when each lock's failed attempts were last logged
-}
-
-func newClient(l *link, opts []Option) *Client {
-	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{
-		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
-		ctx: ctx, cancel: cancel,
+// inner is c's Client in the engine; nil for a nil Client.
+func (c *Client) inner() *engine.Client {
+	if c == nil {
+		return nil
 	}
-	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {
-		c.cfg = defaults() // New and the other constructors report cfgErr
-	}
-	c.restarts.c = c
-	return c
+	return engine.Of(c)
 }
 
 // Close wakes every call waiting for one of the Client's locks and makes it
@@ -55,78 +32,17 @@ func newClient(l *link, opts []Option) *Client {
 // uses. It waits, up to a few seconds when Redis does not answer, for
 // the clean-up of acquisitions whose reply was lost. Close is idempotent.
 func (c *Client) Close() error {
-	if c == nil || c.done == nil {
-		return fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
-	}
-	c.mu.Lock()
-	if !c.closing {
-		c.closing = true
-		close(c.done)
-		c.cancel()
-		if c.wake != nil {
-			c.wake.cancel()
-		}
-	}
-	c.mu.Unlock()
-	c.cleanups.Wait()
-	return nil
+	return c.inner().Close()
 }
 
-// backgroundStarts counts a background task, which Close waits for; once
-// Close has begun it counts nothing and reports false.
-func (c *Client) backgroundStarts() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return false
-	}
-	c.cleanups.Add(1)
-	return true
+// NewClient returns a Client whose calls to Redis go through d, with opts
+// as the defaults of its locks.
+//
+// A driver adapts a Redis client library: redigo.New(pool) for a redigo
+// pool, goredis.NewDriver(rdb) for go-redis, the rueidis module's
+// NewDriver(c) for rueidis, or any implementation of package driver.
+// Close does not close what d uses. Options are checked,
+// and a nil d reported, by New, NewRW and NewSemaphore.
+func NewClient(d driver.Driver, opts ...Option) *Client {
+	return &Client{face: engine.NewFace(engine.NewClient(d, options(opts)...))}
 }
-
-// wakeups returns the Client's listening connection, starting it unless
-// started is set; it returns nil when there is none.
-func (c *Client) wakeups(started bool) *wakeups {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.wake != nil || started || c.closing {
-		return c.wake
-	}
-	cfg := c.settings()
-	c.wake = newWakeups(c.redis, cfg.clock, cfg.commandTimeout, cfg.prefix)
-	c.cleanups.Add(1)
-	go func() {
-		defer c.cleanups.Done()
-		c.wake.run()
-	}()
-	return c.wake
-}
-
-func (c *Client) closed() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// config merges the Client's options with opts and checks the result.
-func (c *Client) config(opts []Option) (config, error) {
-	switch {
-	case c == nil || c.done == nil:
-		return config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
-	case c.redis == nil:
-		return config{}, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
-	case c.closed():
-		return config{}, ErrClosed
-	}
-	if len(opts) == 0 { // a lock with the Client's options, as most are
-		return c.cfg, c.cfgErr
-	}
-	return build(append(slices.Clone(c.opts), opts...))
-}
-
-// settings returns the Client's options, or the defaults when they are
-// invalid (New and the other constructors report that).
-func (c *Client) settings() config { return c.cfg }

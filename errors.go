@@ -38,6 +38,8 @@ var (
 	// acknowledged an acquisition in time; the lock was given back. The
 	// error matches ErrNotObtained too.
 	ErrNotReplicated = engine.ErrNotReplicated
+	// ErrNoLeader: Election.Leader found no leader.
+	ErrNoLeader = engine.ErrNoLeader
 )
 
 // An Error is the error of an operation on a lock: Op, the method that
@@ -51,10 +53,3 @@ var (
 // is complete on its own. Errors about arguments (ErrInvalidArgument) are
 // plain errors.
 type Error = engine.Error
-
-// newError and opError make and name Errors (see engine.NewError and
-// engine.OpError).
-var (
-	newError = engine.NewError
-	opError  = engine.OpError
-)

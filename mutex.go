@@ -3,17 +3,21 @@ package uncomplicated
 import (
 	"context"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 )
 
 // A Mutex is one lock in Redis. It is safe for concurrent use: goroutines
 // sharing a Mutex take turns as with sync.Mutex, and across processes one
 // holder at a time has the lock, as long as its lease lasts. Make one with
 // New; the zero value returns ErrInvalidArgument.
-type Mutex struct {
-	base
-	x exclusive
+type Mutex struct{ e *engine.Mutex }
+
+// inner is m's lock in the engine; nil for a nil Mutex.
+func (m *Mutex) inner() *engine.Mutex {
+	if m == nil {
+		return nil
+	}
+	return m.e
 }
 
 // New returns the Mutex of obj's lock, named lock:<package>.<Type>:<ID>.
@@ -27,38 +31,16 @@ type Mutex struct {
 // panics or prints empty, an empty LockType, a bad option) gives an error
 // wrapping ErrInvalidArgument, and nothing is sent to Redis.
 func New[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*Mutex, error) {
-	return newMutex(c, obj, opts)
-}
-
-// newMutex checks opts, names obj's lock and makes its Mutex.
-func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex, error) {
-	b, err := newBase(c, obj, opts)
+	inner, err := engine.New(c.inner(), obj, options(opts)...)
 	if err != nil {
 		return nil, err
 	}
-	return mutexOf(b), nil
-}
-
-// mutexOf makes the Mutex of the lock b names.
-func mutexOf(b base) *Mutex {
-	m := &Mutex{base: b}
-	prefix, key, c := b.cfg.prefix, b.name, b.c
-	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
-		primitive: inspection.KindMutex, kind: mutexKind,
-		keys:    mutexKeysOf(prefix, key),
-		channel: wakeChannel(prefix, key, c.id), acquire: lua.Acquire, takeOver: lua.TakeOver,
-		args:   mutexArgs,
-		writer: mutexKind, entry: entryExclusive, who: "one holder token",
-	}}
-	return m
+	return &Mutex{inner}, nil
 }
 
 // Name returns the Redis key of the lock, such as lock:orders.Order:42.
 func (m *Mutex) Name() string {
-	if m == nil {
-		return ""
-	}
-	return m.name
+	return m.inner().Name()
 }
 
 // Fence returns the fencing token of the current hold. It is higher than
@@ -67,10 +49,7 @@ func (m *Mutex) Name() string {
 // or just above the fence it had to pass (see the README's guarantees).
 // It returns 0 when the lock is not held.
 func (m *Mutex) Fence() uint64 {
-	if m == nil {
-		return 0
-	}
-	return m.x.fence()
+	return m.inner().Fence()
 }
 
 // Lock acquires the lock, waiting while another holder or goroutine has it.
@@ -86,11 +65,7 @@ func (m *Mutex) Fence() uint64 {
 // Redis reading its data), which Lock waits out. On failure Lock leaves
 // the lock as it found it.
 func (m *Mutex) Lock(ctx context.Context) error {
-	if err := m.check(ctx); err != nil {
-		return err
-	}
-	_, err := m.acquiring(ctx, "Lock", inspection.KindMutex, m.x.lock, nil)
-	return err
+	return m.inner().Lock(ctx)
 }
 
 // TryLock makes one attempt and never waits nor takes over. It returns
@@ -98,10 +73,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // when Redis fails (wrapping ErrNotObtained), the Client is closed or the
 // input is invalid.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	if err := m.check(ctx); err != nil {
-		return false, err
-	}
-	return m.acquiring(ctx, "TryLock", inspection.KindMutex, m.x.tryLock, nil)
+	return m.inner().TryLock(ctx)
 }
 
 // Unlock releases the lock if Redis still holds our token, handing it to
@@ -113,10 +85,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // its lease ends or a waiter takes it over. After Client.Close it still
 // releases, and reports ErrClosed as well.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check(ctx); err != nil {
-		return err
-	}
-	return opError("Unlock", m.name, m.x.unlock(ctx, nil))
+	return m.inner().Unlock(ctx)
 }
 
 // Refresh proves the holder alive and restarts the lease. If Redis still
@@ -127,10 +96,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // Client.Close; the hold stays until Unlock. When the reply is lost, the
 // next Refresh or Unlock accepts either token.
 func (m *Mutex) Refresh(ctx context.Context) error {
-	if err := m.check(ctx); err != nil {
-		return err
-	}
-	return opError("Refresh", m.name, m.x.refresh(ctx))
+	return m.inner().Refresh(ctx)
 }
 
 // Held asks Redis whether the lock still holds this hold's token. It
@@ -139,11 +105,7 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 // error it returns false and the error, and changes nothing; after
 // Client.Close, ErrClosed.
 func (m *Mutex) Held(ctx context.Context) (bool, error) {
-	if err := m.check(ctx); err != nil {
-		return false, err
-	}
-	held, err := m.x.held(ctx)
-	return held, opError("Held", m.name, err)
+	return m.inner().Held(ctx)
 }
 
 // Lost returns a channel that is closed when the current hold is known to
@@ -153,10 +115,7 @@ func (m *Mutex) Held(ctx context.Context) (bool, error) {
 // an Unlock that releases the lock leaves it open. When nothing is held,
 // Lost returns a closed channel.
 func (m *Mutex) Lost() <-chan struct{} {
-	if m == nil {
-		return closed
-	}
-	return m.x.lost()
+	return m.inner().Lost()
 }
 
 // Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
@@ -171,11 +130,7 @@ func (m *Mutex) Lost() <-chan struct{} {
 // the lock was lost while fn ran, the error wraps ErrLost, also when fn
 // returned nil, and Unlock's own error is left out unless ctx ended.
 func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
-	if err := m.check(ctx, fn); err != nil {
-		return err
-	}
-	_, err := m.x.withLock(ctx, "Do", m.x.lock, fn)
-	return err
+	return m.inner().Do(ctx, fn)
 }
 
 // TryDo runs fn as Do does if one attempt, as TryLock makes it, gets the
@@ -183,17 +138,15 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
 // when the lock is held, here or elsewhere; otherwise true and what Do
 // returns.
 func (m *Mutex) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
-	if err := m.check(ctx, fn); err != nil {
-		return false, err
-	}
-	return m.x.withLock(ctx, "TryDo", m.x.tryLock, fn)
+	return m.inner().TryDo(ctx, fn)
 }
 
-// check reports a nil or zero Mutex, a nil ctx and a nil fn.
-func (m *Mutex) check(ctx context.Context, fn ...func(context.Context) error) error {
-	var b *base
-	if m != nil {
-		b = &m.base
-	}
-	return b.check("*Mutex", ctx, fn...)
+// FenceOf returns the fence of the hold that Do runs fn under, given fn's
+// ctx or one derived from it. Inside fn of Mutex.Do, RWMutex.Do and
+// Semaphore.Do it returns the hold's fence and true, so that code deep
+// inside fn can pass the fence to the store it writes to. Inside fn of
+// RWMutex.RDo (read holds have no fence), outside any Do, and for a nil ctx
+// it returns 0, false.
+func FenceOf(ctx context.Context) (uint64, bool) {
+	return engine.FenceOf(ctx)
 }

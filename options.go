@@ -1,16 +1,12 @@
 package uncomplicated
 
 import (
-	"fmt"
 	"log/slog"
-	"math"
-	"strings"
 	"time"
-
-	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
@@ -19,42 +15,15 @@ import (
 // constructors (New, NewRW, NewSemaphore),
 // which return an error wrapping ErrInvalidArgument for a value out of
 // range.
-type Option func(*config)
+type Option func(*engine.Config)
 
-// config is what the options fill, starting from defaults().
-type config struct {
-	timeout  time.Duration
-	ticks    int
-	takeOver bool // a stuck holder is taken over, not reported (WithTakeOver)
-	// takeOverSet is set by WithTakeOver: an Election takes over unless
-	// told otherwise.
-	takeOverSet bool
-	lease       time.Duration
-	leaseSet    bool // lease was given; otherwise it is twice timeout
-	clock       clock.Clock
-	logger      *slog.Logger
-	prefix      string
-	every       time.Duration // auto-refresh period of Do; 0 means off
-	// commandTimeout bounds each call to Redis; 0 means only ctx does.
-	commandTimeout time.Duration
-	replicas       int              // replicas that must acknowledge an acquisition; 0: none
-	replicaWait    time.Duration    // how long they have
-	observer       observe.Observer // nil: none
-	label          string           // the holder label (WithHolderLabel)
-	gemNames       bool             // locks are named as the Ruby gem names them (WithGemNames)
-}
-
-func defaults() config {
-	return config{
-		timeout: limits.Timeout,
-		ticks:   limits.Ticks,
-		clock:   clock.New(),
-		logger:  slog.New(slog.DiscardHandler),
-		prefix:  limits.Prefix,
-		label:   limits.HostLabel(),
-
-		commandTimeout: limits.CommandTimeout,
+// options are opts as the engine takes them.
+func options(opts []Option) []engine.Option {
+	out := make([]engine.Option, len(opts))
+	for i, o := range opts {
+		out[i] = engine.Option(o)
 	}
+	return out
 }
 
 // WithTimeout sets how long a holder may keep one token before it counts
@@ -69,14 +38,14 @@ func defaults() config {
 // timeout, so that a holder that hangs is found stale before its lease
 // ends. Default 5 minutes; must be positive.
 func WithTimeout(d time.Duration) Option {
-	return func(c *config) { c.timeout = d }
+	return Option(engine.WithTimeout(d))
 }
 
 // WithTicks sets how finely a waiter divides the timeout. Between attempts
 // it sleeps a random time below min(timeout/ticks, 1s), a bound raised to
 // 1ms if smaller. Default 100; must be positive.
 func WithTicks(n int) Option {
-	return func(c *config) { c.ticks = n }
+	return Option(engine.WithTicks(n))
 }
 
 // WithTakeOver sets what a waiter does about a stuck holder. When false,
@@ -86,7 +55,7 @@ func WithTicks(n int) Option {
 // still the token it watched, under a higher fence, which lets a protected
 // store refuse the old holder's late writes.
 func WithTakeOver(on bool) Option {
-	return func(c *config) { c.takeOver, c.takeOverSet = on, true }
+	return Option(engine.WithTakeOver(on))
 }
 
 // WithLease sets how long a hold lasts in Redis, counted from acquisition
@@ -98,19 +67,14 @@ func WithTakeOver(on bool) Option {
 // release or a take-over ends the hold. Must not be negative; a positive
 // lease is rounded up to whole milliseconds.
 func WithLease(d time.Duration) Option {
-	return func(c *config) { c.lease, c.leaseSet = d, true }
+	return Option(engine.WithLease(d))
 }
 
 // WithClock sets the clock used for every sleep, deadline and age, so that
 // tests can drive time with clock.NewMock (see package uncomplicatedtest).
 // Default, or nil: the real clock.
 func WithClock(clk clock.Clock) Option {
-	return func(c *config) {
-		if clk == nil {
-			clk = clock.New()
-		}
-		c.clock = clk
-	}
+	return Option(engine.WithClock(clk))
 }
 
 // WithLogger sets where the locks' records go. Debug: "acquired", "busy,
@@ -121,12 +85,7 @@ func WithClock(clk clock.Clock) Option {
 // slog.Default() thus shows what needs attention and nothing more.
 // Default, or nil: nowhere.
 func WithLogger(l *slog.Logger) Option {
-	return func(c *config) {
-		if l == nil {
-			l = slog.New(slog.DiscardHandler)
-		}
-		c.logger = l
-	}
+	return Option(engine.WithLogger(l))
 }
 
 // WithPrefix replaces "lock", the first part of every lock name. Use it to
@@ -134,7 +93,7 @@ func WithLogger(l *slog.Logger) Option {
 // name and type name. It must not be empty nor hold '{' or '}', which would
 // move the lock's keys to different Redis Cluster slots.
 func WithPrefix(s string) Option {
-	return func(c *config) { c.prefix = s }
+	return Option(engine.WithPrefix(s))
 }
 
 // WithGemNames names locks exactly as the Ruby gem uncomplicated_mutex
@@ -149,7 +108,7 @@ func WithPrefix(s string) Option {
 // error wrapping ErrInvalidArgument. Default off: names are escaped (see
 // New).
 func WithGemNames() Option {
-	return func(c *config) { c.gemNames = true }
+	return Option(engine.WithGemNames())
 }
 
 // WithAutoRefresh makes Do call Refresh every d while fn runs. A long fn
@@ -163,7 +122,7 @@ func WithGemNames() Option {
 // another process can take the lock. Default 0: off. It needs a lease: d
 // must be at least 1ms and below the lease less that margin.
 func WithAutoRefresh(d time.Duration) Option {
-	return func(c *config) { c.every = d }
+	return Option(engine.WithAutoRefresh(d))
 }
 
 // WithCommandTimeout bounds each call the library makes to Redis to d,
@@ -178,7 +137,7 @@ func WithAutoRefresh(d time.Duration) Option {
 // command. Default 10 seconds; 0 means no bound other than ctx; must not be
 // negative.
 func WithCommandTimeout(d time.Duration) Option {
-	return func(c *config) { c.commandTimeout = d }
+	return Option(engine.WithCommandTimeout(d))
 }
 
 // WithReplicas makes each acquisition and each release wait until n
@@ -198,13 +157,13 @@ func WithCommandTimeout(d time.Duration) Option {
 // off; n must not be negative, and timeout must be positive when n is not
 // 0.
 func WithReplicas(n int, timeout time.Duration) Option {
-	return func(c *config) { c.replicas, c.replicaWait = n, timeout }
+	return Option(engine.WithReplicas(n, timeout))
 }
 
 // WithObserver sets the Observer of the locks' calls (see package
 // observe). Default, or nil: none, which costs nothing.
 func WithObserver(o observe.Observer) Option {
-	return func(c *config) { c.observer = o }
+	return Option(engine.WithObserver(o))
 }
 
 // WithHolderLabel sets the label that inspect.Lock and ulock status show
@@ -214,59 +173,5 @@ func WithObserver(o observe.Observer) Option {
 // Redis: put no secret in it. At most 64 bytes. Default: the host
 // name and the process ID, "web-3:4127".
 func WithHolderLabel(s string) Option {
-	return func(c *config) { c.label = s }
-}
-
-// build applies opts over the defaults and checks the result.
-func build(opts []Option) (config, error) {
-	cfg := defaults()
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&cfg)
-		}
-	}
-	if !cfg.leaseSet {
-		cfg.lease = defaultLease(cfg.timeout)
-	}
-	return cfg, cfg.validate()
-}
-
-// defaultLease is the lease that goes with timeout: twice it, at most the
-// longest time.Duration.
-func defaultLease(timeout time.Duration) time.Duration {
-	if timeout > math.MaxInt64/2 {
-		return math.MaxInt64
-	}
-	return 2 * timeout
-}
-
-func (c *config) validate() error {
-	switch {
-	case c.timeout <= 0:
-		return fmt.Errorf("%w: timeout must be positive, got %v", ErrInvalidArgument, c.timeout)
-	case c.ticks <= 0:
-		return fmt.Errorf("%w: ticks must be positive, got %d", ErrInvalidArgument, c.ticks)
-	case c.lease < 0:
-		return fmt.Errorf("%w: lease must not be negative, got %v", ErrInvalidArgument, c.lease)
-	case c.prefix == "" || strings.ContainsAny(c.prefix, "{}"):
-		return fmt.Errorf("%w: prefix must be non-empty without '{' or '}', got %q", ErrInvalidArgument, c.prefix)
-	case c.replicas < 0 || c.replicas > 0 && c.replicaWait <= 0:
-		return fmt.Errorf("%w: replicas must not be negative, and their timeout must be positive, got %d and %v", ErrInvalidArgument, c.replicas, c.replicaWait)
-	case len(c.label) > limits.Label:
-		return fmt.Errorf("%w: holder label must be at most %d bytes, got %d", ErrInvalidArgument, limits.Label, len(c.label))
-	case c.commandTimeout < 0:
-		return fmt.Errorf("%w: command timeout must not be negative, got %v", ErrInvalidArgument, c.commandTimeout)
-	case c.every < 0 || c.every > 0 && (c.every < minTick || c.every >= c.lease-margin(c.lease)):
-		return fmt.Errorf("%w: auto-refresh period must be at least %v and below the lease %v less its margin %v, got %v", ErrInvalidArgument, minTick, c.lease, margin(c.lease), c.every)
-	}
-	return nil
-}
-
-// leaseMillis is the lease as Redis's PX wants it; 0 means no expiry.
-func (c *config) leaseMillis() int64 {
-	ms := int64(c.lease / time.Millisecond)
-	if c.lease%time.Millisecond != 0 {
-		ms++
-	}
-	return ms
+	return Option(engine.WithHolderLabel(s))
 }

@@ -2,12 +2,8 @@ package uncomplicated
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 )
 
 // A Semaphore lets at most a given number of holders in at once, across
@@ -23,10 +19,14 @@ import (
 // only while fewer holders than its own number are in. Processes that
 // disagree on it each get what they ask for: one that asks for 5 gets in
 // while 4 hold permits, even if the 4 asked for 3.
-type Semaphore struct {
-	base
-	permits int
-	spec    *spec
+type Semaphore struct{ e *engine.Semaphore }
+
+// inner is s's lock in the engine; nil for a nil Semaphore.
+func (s *Semaphore) inner() *engine.Semaphore {
+	if s == nil {
+		return nil
+	}
+	return s.e
 }
 
 // NewSemaphore returns the Semaphore of obj with permits permits, named as
@@ -34,38 +34,17 @@ type Semaphore struct {
 // or above 10,000 included, gives an error wrapping ErrInvalidArgument;
 // nothing is sent to Redis.
 func NewSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts ...Option) (*Semaphore, error) {
-	return newSemaphore(c, obj, permits, opts)
-}
-
-// newSemaphore checks opts and permits, names obj's lock and makes its
-// Semaphore.
-func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts []Option) (*Semaphore, error) {
-	b, err := newBase(c, obj, opts)
+	inner, err := engine.NewSemaphore(c.inner(), obj, permits, options(opts)...)
 	if err != nil {
 		return nil, err
 	}
-	if permits < 1 || permits > limits.Permits {
-		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, limits.Permits, permits)
-	}
-	s := &Semaphore{base: b, permits: permits}
-	prefix, key := b.cfg.prefix, b.name
-	s.spec = &spec{
-		primitive: inspection.KindSemaphore, kind: permitKind,
-		keys:    semKeysOf(prefix, key),
-		channel: wakeChannel(prefix, key, c.id), acquire: lua.SemAcquire, takeOver: lua.SemAcquire,
-		args: permitArgs, permits: permits,
-		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
-	}
-	return s, nil
+	return &Semaphore{inner}, nil
 }
 
 // Name returns the name of the semaphore, such as lock:orders.Order:42;
 // its keys in Redis are derived from it.
 func (s *Semaphore) Name() string {
-	if s == nil {
-		return ""
-	}
-	return s.name
+	return s.inner().Name()
 }
 
 // Acquire waits for a permit. It tries at once and then after random
@@ -76,14 +55,11 @@ func (s *Semaphore) Name() string {
 // only if it is still there. Its errors wrap ErrNotObtained and their
 // cause, as Mutex.Lock's do. On failure it holds no permit.
 func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
-	if err := s.check(ctx); err != nil {
+	inner, err := s.inner().Acquire(ctx)
+	if err != nil {
 		return nil, err
 	}
-	var p *Permit
-	if _, err := s.acquiring(ctx, "Acquire", inspection.KindSemaphore, s.acquireHold, permit(&p)); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return &Permit{inner}, nil
 }
 
 // TryAcquire makes one attempt and never waits nor takes over. It returns
@@ -91,74 +67,36 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 // Redis fails (wrapping ErrNotObtained), the Client is closed or the input
 // is invalid.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, false, err
+	inner, ok, err := s.inner().TryAcquire(ctx)
+	if inner == nil {
+		return nil, ok, err
 	}
-	var p *Permit
-	ok, err := s.acquiring(ctx, "TryAcquire", inspection.KindSemaphore, s.tryHold, permit(&p))
-	if !ok {
-		return nil, false, err
-	}
-	return p, true, nil
+	return &Permit{inner}, ok, err
 }
 
 // Do runs fn while holding a permit: Acquire, fn, Release, as Mutex.Do
 // does with Lock and Unlock, auto-refresh and the lost signal included.
 // fn's ctx carries the permit's fence for FenceOf.
 func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) error {
-	if err := s.check(ctx, fn); err != nil {
-		return err
-	}
-	_, err := s.acquiring(ctx, "Do", inspection.KindSemaphore, s.acquireHold, s.run(fn))
-	return err
+	return s.inner().Do(ctx, fn)
 }
 
 // TryDo runs fn as Do does if one attempt, as TryAcquire makes it, gets a
 // permit; see Mutex.TryDo.
 func (s *Semaphore) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
-	if err := s.check(ctx, fn); err != nil {
-		return false, err
-	}
-	return s.acquiring(ctx, "TryDo", inspection.KindSemaphore, s.tryHold, s.run(fn))
-}
-
-// acquireHold and tryHold acquire a permit's hold.
-func (s *Semaphore) acquireHold(ctx context.Context, o *observing) (*hold, error) {
-	return s.acquire(ctx, s.spec, nil, o)
-}
-
-func (s *Semaphore) tryHold(ctx context.Context, o *observing) (*hold, error) {
-	return s.try(ctx, s.spec, nil, o)
-}
-
-// permit makes the Permit of a hold in *p.
-func permit(p **Permit) func(context.Context, *hold) error {
-	return func(_ context.Context, h *hold) error {
-		*p = &Permit{h: h}
-		return nil
-	}
-}
-
-// run is the part of Do that follows the acquisition: fn, then Release.
-func (s *Semaphore) run(fn func(context.Context) error) func(context.Context, *hold) error {
-	return func(ctx context.Context, h *hold) error {
-		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
-	}
-}
-
-// check reports a nil or zero Semaphore, a nil ctx and a nil fn.
-func (s *Semaphore) check(ctx context.Context, fn ...func(context.Context) error) error {
-	var b *base
-	if s != nil {
-		b = &s.base
-	}
-	return b.check("*Semaphore", ctx, fn...)
+	return s.inner().TryDo(ctx, fn)
 }
 
 // A Permit is one holder's share of a Semaphore. It is safe for concurrent
 // use.
-type Permit struct {
-	h *hold
+type Permit struct{ e *engine.Permit }
+
+// inner is p's lock in the engine; nil for a nil Permit.
+func (p *Permit) inner() *engine.Permit {
+	if p == nil {
+		return nil
+	}
+	return p.e
 }
 
 // Release gives the permit back, handing it to the semaphore's oldest
@@ -169,10 +107,7 @@ type Permit struct {
 // answers. After Client.Close it still releases, and reports ErrClosed as
 // well.
 func (p *Permit) Release(ctx context.Context) error {
-	if err := p.check(ctx); err != nil {
-		return err
-	}
-	return opError("Release", p.h.b.name, p.h.release(ctx, false))
+	return p.inner().Release(ctx)
 }
 
 // Refresh proves the holder alive: it gives the permit a new token, which
@@ -180,29 +115,19 @@ func (p *Permit) Release(ctx context.Context) error {
 // fence does not change. It returns an error wrapping ErrLost and
 // ErrNotHeld when Redis no longer has the permit.
 func (p *Permit) Refresh(ctx context.Context) error {
-	if err := p.check(ctx); err != nil {
-		return err
-	}
-	return opError("Refresh", p.h.b.name, p.h.Refresh(ctx))
+	return p.inner().Refresh(ctx)
 }
 
 // Held asks Redis whether it still has the permit. It returns (false, nil)
 // when not, which also closes Lost's channel, and after Release.
 func (p *Permit) Held(ctx context.Context) (bool, error) {
-	if err := p.check(ctx); err != nil {
-		return false, err
-	}
-	held, err := p.h.Held(ctx)
-	return held, opError("Held", p.h.b.name, err)
+	return p.inner().Held(ctx)
 }
 
 // Fence returns the permit's fencing token: higher than that of every
 // permit of this semaphore acquired before it.
 func (p *Permit) Fence() uint64 {
-	if p == nil || p.h == nil {
-		return 0
-	}
-	return p.h.fence
+	return p.inner().Fence()
 }
 
 // Lost returns a channel closed when the permit is known to be lost. That
@@ -210,18 +135,5 @@ func (p *Permit) Fence() uint64 {
 // not renew it in time, or the Client saw Redis restart without it. After
 // Release it returns a closed channel.
 func (p *Permit) Lost() <-chan struct{} {
-	if p == nil || p.h == nil {
-		return closed
-	}
-	return p.h.Lost()
-}
-
-func (p *Permit) check(ctx context.Context) error {
-	switch {
-	case p == nil || p.h == nil:
-		return fmt.Errorf("%w: nil or zero *Permit", ErrInvalidArgument)
-	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
-	}
-	return nil
+	return p.inner().Lost()
 }

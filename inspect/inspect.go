@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 )
 
@@ -97,7 +98,7 @@ type Holder struct {
 // under the Client's prefix, or holds '{' or '}', gives an error wrapping
 // uncomplicated.ErrInvalidArgument; a failure, an *uncomplicated.Error.
 func Lock(ctx context.Context, c *uncomplicated.Client, name string) (Info, error) {
-	l, err := inspection.Read(ctx, c, name)
+	l, err := engine.Inspect(ctx, inner(c), name)
 	return info(l), err
 }
 
@@ -114,7 +115,7 @@ func Lock(ctx context.Context, c *uncomplicated.Client, name string) (Info, erro
 // and then one script per lock. A bad pattern or a negative limit gives an
 // error wrapping uncomplicated.ErrInvalidArgument.
 func List(ctx context.Context, c *uncomplicated.Client, match string, limit int) (locks []Info, more bool, err error) {
-	ls, more, err := inspection.List(ctx, c, match, limit)
+	ls, more, err := engine.List(ctx, inner(c), match, limit)
 	for _, l := range ls {
 		locks = append(locks, info(l))
 	}
@@ -132,8 +133,16 @@ func List(ctx context.Context, c *uncomplicated.Client, match string, limit int)
 // holder that was only slow finds its hold lost at its next Refresh or
 // release. It costs two scripts: a Lock, and the removal.
 func ForceRelease(ctx context.Context, c *uncomplicated.Client, name string) (Info, error) {
-	l, err := inspection.ForceRelease(ctx, c, name)
+	l, err := engine.ForceRelease(ctx, inner(c), name)
 	return info(l), err
+}
+
+// inner is c's Client in the engine; nil for a nil c.
+func inner(c *uncomplicated.Client) *engine.Client {
+	if c == nil {
+		return nil
+	}
+	return engine.Of(c)
 }
 
 // info is l as package inspect shows it.

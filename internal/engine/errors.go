@@ -15,6 +15,7 @@ var (
 	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
 	ErrClosed          = errors.New("uncomplicated: client closed")
 	ErrNotReplicated   = errors.New("uncomplicated: acquisition not replicated")
+	ErrNoLeader        = errors.New("uncomplicated: no leader")
 )
 
 // An Error is the error of an operation on a lock: the method, the lock's

@@ -1,12 +1,9 @@
-// Package inspection carries what Redis has of a lock from package
-// uncomplicated, which reads it, to package inspect, which shows it to
-// users: package uncomplicated sets the operations when it starts.
+// Package inspection carries what Redis has of a lock from the engine,
+// which reads it (engine.Inspect, List, ForceRelease), to package inspect,
+// which shows it to users.
 package inspection
 
-import (
-	"context"
-	"time"
-)
+import "time"
 
 // The kinds of lock, as inspections and observers name them.
 const (
@@ -44,10 +41,3 @@ type Holder struct {
 	Timeout, LeaseLeft time.Duration
 	Fence              uint64
 }
-
-// The operations of package inspect; client is an *uncomplicated.Client.
-var (
-	Read         func(ctx context.Context, client any, name string) (Lock, error)
-	List         func(ctx context.Context, client any, match string, limit int) ([]Lock, bool, error)
-	ForceRelease func(ctx context.Context, client any, name string) (Lock, error)
-)

@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 import (
 	"context"
@@ -205,7 +205,7 @@ func (b *base) acquiring(ctx context.Context, op string, kind string, acquire fu
 	if h != nil && run != nil {
 		err = run(ctx, h)
 	}
-	err = opError(op, b.name, err)
+	err = OpError(op, b.name, err)
 	o.end(err)
 	return h != nil, err
 }

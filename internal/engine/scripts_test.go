@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 import (
 	"context"
@@ -28,14 +28,7 @@ import (
 // node. Subscriptions are per channel, and each channel carries its lock's
 // hash tag, so that sharded pub/sub fits.
 
-// NewClient returns a Client whose calls to Redis go through d, with opts
-// as the defaults of its locks.
-//
-// A driver adapts a Redis client library: redigo.New(pool) for a redigo
-// pool, goredis.NewDriver(rdb) for go-redis, the rueidis module's
-// NewDriver(c) for rueidis, or any implementation of package driver.
-// Close does not close what d uses. Options are checked,
-// and a nil d reported, by New, NewRW and NewSemaphore.
+// NewClient: see uncomplicated.NewClient.
 func NewClient(d driver.Driver, opts ...Option) *Client {
 	if isNil(d) {
 		return newClient(nil, opts)
@@ -184,7 +177,7 @@ type serverError struct {
 func (e *serverError) Error() string { return e.msg }
 func (e *serverError) Unwrap() error { return e.err }
 
-// RedisError marks an error reply, as driver's contract asks.
+// RedisError: see uncomplicated.serverError.RedisError.
 func (e *serverError) RedisError() {}
 
 // replyError turns a driver's error reply into a *serverError.
@@ -318,7 +311,7 @@ func (l limit) timedOut(err error) error {
 	if !ctxErr {
 		cause = err
 	}
-	return newError("", msg, cause, os.ErrDeadlineExceeded)
+	return NewError("", msg, cause, os.ErrDeadlineExceeded)
 }
 
 // behind keeps the calls whose callers left before their replies came, by

@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func (b *base) redisError(ctx context.Context, err error) error {
 	if cerr := b.ctxErr(ctx); cerr != nil {
 		err = cerr
 	}
-	return newError(b.name, "uncomplicated: "+b.name+": "+err.Error(), err)
+	return NewError(b.name, "uncomplicated: "+b.name+": "+err.Error(), err)
 }
 
 // gaveUp is the error of an acquisition that ended without the lock, for
@@ -93,7 +93,7 @@ func (b *base) gaveUp(ctx context.Context, err error, busy string) error {
 	case errors.Is(err, ErrClosed):
 		return b.notObtained("client closed", ErrClosed)
 	case cerr != nil && busy != "":
-		return newError(b.name, ErrNotObtained.Error()+": "+busy+": "+cerr.Error(), cerr, ErrNotObtained)
+		return NewError(b.name, ErrNotObtained.Error()+": "+busy+": "+cerr.Error(), cerr, ErrNotObtained)
 	case cerr != nil:
 		return b.notObtained("ctx ended waiting for Redis: "+cerr.Error(), cerr)
 	}
@@ -108,7 +108,7 @@ func (b *base) failing(ctx context.Context, err, last error) error {
 	if cerr == nil || errors.Is(err, ErrClosed) {
 		return b.gaveUp(ctx, err, "")
 	}
-	return newError(b.name, ErrNotObtained.Error()+": "+b.name+": ctx ended while Redis failed ("+last.Error()+"): "+cerr.Error(),
+	return NewError(b.name, ErrNotObtained.Error()+": "+b.name+": ctx ended while Redis failed ("+last.Error()+"): "+cerr.Error(),
 		cerr, ErrNotObtained, last)
 }
 
@@ -128,7 +128,7 @@ func (b *base) ctxErr(ctx context.Context) error {
 // notObtained is the error of a Lock that gave up; it matches
 // ErrNotObtained and cause.
 func (b *base) notObtained(why string, cause error) error {
-	return newError(b.name, ErrNotObtained.Error()+": "+b.name+": "+why, cause, ErrNotObtained)
+	return NewError(b.name, ErrNotObtained.Error()+": "+b.name+": "+why, cause, ErrNotObtained)
 }
 
 // Log records: Debug for the course of a lock (acquired, waiting,
@@ -224,7 +224,7 @@ func (b *base) logReleased(ctx context.Context, what string, fence uint64, attrs
 // lostError is the error of a hold found lost; it matches ErrLost and
 // ErrNotHeld.
 func (b *base) lostError(why string) error {
-	return newError(b.name, ErrLost.Error()+": "+b.name+": "+why, ErrLost, ErrNotHeld)
+	return NewError(b.name, ErrLost.Error()+": "+b.name+": "+why, ErrLost, ErrNotHeld)
 }
 
 // enter takes sem, waiting while another goroutine of this process holds
@@ -282,7 +282,7 @@ func (b *base) open(ctx context.Context) error {
 // Client or an ended ctx.
 func (b *base) usable(ctx context.Context) error {
 	if b.c.closed() {
-		return newError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
+		return NewError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return b.redisError(ctx, err)
@@ -293,14 +293,14 @@ func (b *base) usable(ctx context.Context) error {
 // notHeld is the error of a call about a hold when there is none: why
 // says so.
 func (b *base) notHeld(why string) error {
-	return newError(b.name, ErrNotHeld.Error()+": "+b.name+": "+why, ErrNotHeld)
+	return NewError(b.name, ErrNotHeld.Error()+": "+b.name+": "+why, ErrNotHeld)
 }
 
 // afterClose adds ErrClosed to the error of a release after Client.Close,
 // which still releases.
 func (b *base) afterClose(err error) error {
 	if b.c.closed() {
-		err = errors.Join(newError(b.name, ErrClosed.Error()+": "+b.name+": released after Close", ErrClosed), err)
+		err = errors.Join(NewError(b.name, ErrClosed.Error()+": "+b.name+": released after Close", ErrClosed), err)
 	}
 	return err
 }

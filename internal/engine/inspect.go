@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 import (
 	"cmp"
@@ -22,21 +22,23 @@ import (
 // keys of the three kinds of lock, so it works on any lock whatever made
 // it.
 
-func init() {
-	inspection.Read = func(ctx context.Context, client any, name string) (inspection.Lock, error) {
-		c, _ := client.(*Client)
-		in, err := readLock(ctx, c, name)
-		return in.info, opError("inspect.Lock", name, err)
-	}
-	inspection.List = func(ctx context.Context, client any, match string, limit int) ([]inspection.Lock, bool, error) {
-		c, _ := client.(*Client)
-		return listLocks(ctx, c, match, limit)
-	}
-	inspection.ForceRelease = func(ctx context.Context, client any, name string) (inspection.Lock, error) {
-		c, _ := client.(*Client)
-		info, err := forceRelease(ctx, c, name)
-		return info, opError("inspect.ForceRelease", name, err)
-	}
+// Inspect reads the lock name for package inspect (inspect.Lock).
+func Inspect(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
+	in, err := readLock(ctx, c, name)
+	return in.info, OpError("inspect.Lock", name, err)
+}
+
+// List lists the locks whose names match, for package inspect
+// (inspect.List).
+func List(ctx context.Context, c *Client, match string, limit int) ([]inspection.Lock, bool, error) {
+	return listLocks(ctx, c, match, limit)
+}
+
+// ForceRelease breaks the lock name, for package inspect
+// (inspect.ForceRelease).
+func ForceRelease(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
+	info, err := forceRelease(ctx, c, name)
+	return info, OpError("inspect.ForceRelease", name, err)
 }
 
 // readLock checks its input and inspects the lock name.
@@ -71,7 +73,7 @@ func listLocks(ctx context.Context, c *Client, match string, limit int) (locks [
 	for _, name := range names {
 		in, err := inspect(ctx, c, cfg, name)
 		if err != nil {
-			return nil, false, opError("inspect.List", name, err)
+			return nil, false, OpError("inspect.List", name, err)
 		}
 		locks = append(locks, in.info)
 	}
@@ -96,11 +98,11 @@ func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock,
 	}
 	reply, _, err := c.redis.eval(ctx, d, s, keys)
 	if err != nil {
-		return in.info, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	gone, err := strs(reply)
 	if err != nil {
-		return in.info, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in.info.Holders = in.removed(gone)
 	return in.info, nil
@@ -136,11 +138,11 @@ func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot,
 	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
 	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
 	if err != nil {
-		return snapshot{info: inspection.Lock{Name: name}}, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return snapshot{info: inspection.Lock{Name: name}}, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in, err := parseInspection(name, reply)
 	if err != nil {
-		return in, newError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	return in, nil
 }

@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 import (
 	"context"
@@ -49,15 +49,15 @@ func TestLockName(t *testing.T) {
 		{"pointer", nameOf(t, &orders.Order{N: 42}), "lock:orders.Order:42"},
 		{"prefix", nameOf(t, orders.Order{N: 42}, WithPrefix("app")), "app:orders.Order:42"},
 		{"negative", nameOf(t, orders.Order{N: -7}), "lock:orders.Order:-7"},
-		{"uuid", nameOf(t, strID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")), "lock:uncomplicated.strID:6ba7b810-9dad-11d1-80b4-00c04fd430c8"},
-		{"simple", nameOf(t, strID("Az09-_.")), "lock:uncomplicated.strID:Az09-_."},
-		{"colon", nameOf(t, strID("a:b")), "lock:uncomplicated.strID:a%3Ab"},
-		{"percent", nameOf(t, strID("a%3Ab")), "lock:uncomplicated.strID:a%253Ab"},
-		{"space and newline", nameOf(t, strID("a b\n")), "lock:uncomplicated.strID:a%20b%0A"},
-		{"braces", nameOf(t, strID("{x}")), "lock:uncomplicated.strID:%7Bx%7D"},
-		{"unicode", nameOf(t, strID("é")), "lock:uncomplicated.strID:%C3%A9"},
-		{"64 KiB", nameOf(t, strID(big)), "lock:uncomplicated.strID:" + big},
-		{"pointer ID", nameOf(t, ptrID{n: 42}), "lock:uncomplicated.ptrID:42"},
+		{"uuid", nameOf(t, strID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")), "lock:engine.strID:6ba7b810-9dad-11d1-80b4-00c04fd430c8"},
+		{"simple", nameOf(t, strID("Az09-_.")), "lock:engine.strID:Az09-_."},
+		{"colon", nameOf(t, strID("a:b")), "lock:engine.strID:a%3Ab"},
+		{"percent", nameOf(t, strID("a%3Ab")), "lock:engine.strID:a%253Ab"},
+		{"space and newline", nameOf(t, strID("a b\n")), "lock:engine.strID:a%20b%0A"},
+		{"braces", nameOf(t, strID("{x}")), "lock:engine.strID:%7Bx%7D"},
+		{"unicode", nameOf(t, strID("é")), "lock:engine.strID:%C3%A9"},
+		{"64 KiB", nameOf(t, strID(big)), "lock:engine.strID:" + big},
+		{"pointer ID", nameOf(t, ptrID{n: 42}), "lock:engine.ptrID:42"},
 		{"named", namedOf(t, "nightly-report"), "lock:nightly-report"},
 		{"named escaped", namedOf(t, "reports:{nightly}"), "lock:reports%3A%7Bnightly%7D"},
 	}
@@ -207,7 +207,7 @@ func FuzzLockName(f *testing.F) {
 		if (a == b) != (na == nb) {
 			t.Fatalf("ids %q, %q have names %q, %q", a, b, na, nb)
 		}
-		id := strings.TrimPrefix(na, "lock:uncomplicated.strID:")
+		id := strings.TrimPrefix(na, "lock:engine.strID:")
 		if strings.ContainsAny(id, ":{}") {
 			t.Errorf("escaped id %q holds ':', '{' or '}'", id)
 		}

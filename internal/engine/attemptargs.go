@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 // The queue of waiters, for the acquiring and releasing scripts (see
 // internal/lua/queue_wait.lua). An acquiring script's ARGV are, first, the waiter's token, its

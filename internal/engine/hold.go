@@ -1,4 +1,4 @@
-package uncomplicated
+package engine
 
 import (
 	"context"
@@ -99,12 +99,7 @@ func (h *hold) inKey(tokens []string) []string {
 // maxTokens bounds the tokens kept for one hold after lost Refresh replies.
 const maxTokens = 4
 
-// Refresh proves the holder alive: if Redis still has the hold, it
-// replaces its token with a new one, which tells waiters it is busy rather
-// than stuck, and restarts its lease. The fence does not change. It
-// returns an error wrapping ErrLost and ErrNotHeld when Redis has not got
-// it any more, and ErrNotHeld after release. When the reply is lost, the
-// next Refresh or release accepts either token.
+// Refresh: see uncomplicated.hold.Refresh.
 func (h *hold) Refresh(ctx context.Context) error {
 	if err := h.b.usable(ctx); err != nil {
 		return err
@@ -131,7 +126,7 @@ func (h *hold) replicate(ctx context.Context) error {
 	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 		h.b.background(ctx, h.kind.release, h.keys, args...) // give it back all the same
 	}
-	return newError(h.b.name, ErrNotObtained.Error()+": "+h.b.name+": "+why, err, ErrNotObtained, ErrNotReplicated)
+	return NewError(h.b.name, ErrNotObtained.Error()+": "+h.b.name+": "+why, err, ErrNotObtained, ErrNotReplicated)
 }
 
 // refresh is Refresh; with wait, it waits for replicas as replicate does.
@@ -289,7 +284,7 @@ func (h *hold) observer() *observing {
 	return h.obs
 }
 
-// Held asks Redis whether it still has the hold; see verify.
+// Held: see uncomplicated.hold.Held.
 func (h *hold) Held(ctx context.Context) (bool, error) {
 	if err := h.b.usable(ctx); err != nil {
 		return false, err
@@ -339,8 +334,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// Lost returns a channel closed when the hold is known to be lost; a
-// closed one after release.
+// Lost: see uncomplicated.hold.Lost.
 func (h *hold) Lost() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -503,12 +497,7 @@ func withFence(ctx context.Context, fence uint64) context.Context {
 	return context.WithValue(ctx, fenceCtxKey{}, fence)
 }
 
-// FenceOf returns the fence of the hold that Do runs fn under, given fn's
-// ctx or one derived from it. Inside fn of Mutex.Do, RWMutex.Do and
-// Semaphore.Do it returns the hold's fence and true, so that code deep
-// inside fn can pass the fence to the store it writes to. Inside fn of
-// RWMutex.RDo (read holds have no fence), outside any Do, and for a nil ctx
-// it returns 0, false.
+// FenceOf: see uncomplicated.FenceOf.
 func FenceOf(ctx context.Context) (uint64, bool) {
 	if ctx == nil {
 		return 0, false

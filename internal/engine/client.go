@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+)
+
+// Client: see uncomplicated.Client.
+type Client struct {
+	redis *link // nil for a nil driver
+	opts  []Option
+	cfg   config // opts built, or the defaults when they are invalid
+	// cfgErr is why opts are invalid, which the constructors report.
+	cfgErr error
+	id     string        // names the Client's wake-up channels
+	done   chan struct{} // closed by Close
+	// ctx is cancelled by Close: it ends the Client's own calls.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex     // guards closing, wake and the Adds to cleanups
+	closing  bool           // Close has begun
+	wake     *wakeups       // the listening connection, made by the first waiter
+	cleanups sync.WaitGroup // background clean-ups, the listening connection, the restart watch
+
+	tokens   owned        // the tokens of its waiters and holds, and the holds it released
+	restarts restartWatch // its holds and releases, checked when Redis restarts
+	failures logLimit     // when each lock's failed attempts were last logged
+}
+
+func newClient(l *link, opts []Option) *Client {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{
+		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
+		ctx: ctx, cancel: cancel,
+	}
+	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {
+		c.cfg = defaults() // New and the other constructors report cfgErr
+	}
+	c.restarts.c = c
+	return c
+}
+
+// Close: see uncomplicated.Client.Close.
+func (c *Client) Close() error {
+	if c == nil || c.done == nil {
+		return fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+	}
+	c.mu.Lock()
+	if !c.closing {
+		c.closing = true
+		close(c.done)
+		c.cancel()
+		if c.wake != nil {
+			c.wake.cancel()
+		}
+	}
+	c.mu.Unlock()
+	c.cleanups.Wait()
+	return nil
+}
+
+// backgroundStarts counts a background task, which Close waits for; once
+// Close has begun it counts nothing and reports false.
+func (c *Client) backgroundStarts() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.cleanups.Add(1)
+	return true
+}
+
+// wakeups returns the Client's listening connection, starting it unless
+// started is set; it returns nil when there is none.
+func (c *Client) wakeups(started bool) *wakeups {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.wake != nil || started || c.closing {
+		return c.wake
+	}
+	cfg := c.settings()
+	c.wake = newWakeups(c.redis, cfg.clock, cfg.commandTimeout, cfg.prefix)
+	c.cleanups.Add(1)
+	go func() {
+		defer c.cleanups.Done()
+		c.wake.run()
+	}()
+	return c.wake
+}
+
+func (c *Client) closed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// config merges the Client's options with opts and checks the result.
+func (c *Client) config(opts []Option) (config, error) {
+	switch {
+	case c == nil || c.done == nil:
+		return config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+	case c.redis == nil:
+		return config{}, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
+	case c.closed():
+		return config{}, ErrClosed
+	}
+	if len(opts) == 0 { // a lock with the Client's options, as most are
+		return c.cfg, c.cfgErr
+	}
+	return build(append(slices.Clone(c.opts), opts...))
+}
+
+// settings returns the Client's options, or the defaults when they are
+// invalid (New and the other constructors report that).
+func (c *Client) settings() config { return c.cfg }
+
+// A Face is what package uncomplicated's Client embeds: the engine's
+// Client, which Of gives back to the packages of the module (inspect,
+// uncomplicated), typed. No program outside the module can name it.
+type Face struct{ c *Client }
+
+// NewFace returns the Face of c.
+func NewFace(c *Client) Face { return Face{c} }
+
+func (f Face) engine() *Client { return f.c }
+
+// A Faced embeds a Face: an uncomplicated.Client.
+type Faced interface{ engine() *Client }
+
+// Of returns the engine's Client of f.
+func Of(f Faced) *Client { return f.engine() }

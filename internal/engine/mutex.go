@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+)
+
+// Mutex: see uncomplicated.Mutex.
+type Mutex struct {
+	base
+	x exclusive
+}
+
+// New: see uncomplicated.New.
+func New[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*Mutex, error) {
+	return newMutex(c, obj, opts)
+}
+
+// newMutex checks opts, names obj's lock and makes its Mutex.
+func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex, error) {
+	b, err := newBase(c, obj, opts)
+	if err != nil {
+		return nil, err
+	}
+	return mutexOf(b), nil
+}
+
+// mutexOf makes the Mutex of the lock b names.
+func mutexOf(b base) *Mutex {
+	m := &Mutex{base: b}
+	prefix, key, c := b.cfg.prefix, b.name, b.c
+	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
+		primitive: inspection.KindMutex, kind: mutexKind,
+		keys:    mutexKeysOf(prefix, key),
+		channel: wakeChannel(prefix, key, c.id), acquire: lua.Acquire, takeOver: lua.TakeOver,
+		args:   mutexArgs,
+		writer: mutexKind, entry: entryExclusive, who: "one holder token",
+	}}
+	return m
+}
+
+// Name: see uncomplicated.Mutex.Name.
+func (m *Mutex) Name() string {
+	if m == nil {
+		return ""
+	}
+	return m.name
+}
+
+// Fence: see uncomplicated.Mutex.Fence.
+func (m *Mutex) Fence() uint64 {
+	if m == nil {
+		return 0
+	}
+	return m.x.fence()
+}
+
+// Lock: see uncomplicated.Mutex.Lock.
+func (m *Mutex) Lock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	_, err := m.acquiring(ctx, "Lock", inspection.KindMutex, m.x.lock, nil)
+	return err
+}
+
+// TryLock: see uncomplicated.Mutex.TryLock.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	return m.acquiring(ctx, "TryLock", inspection.KindMutex, m.x.tryLock, nil)
+}
+
+// Unlock: see uncomplicated.Mutex.Unlock.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	return OpError("Unlock", m.name, m.x.unlock(ctx, nil))
+}
+
+// Refresh: see uncomplicated.Mutex.Refresh.
+func (m *Mutex) Refresh(ctx context.Context) error {
+	if err := m.check(ctx); err != nil {
+		return err
+	}
+	return OpError("Refresh", m.name, m.x.refresh(ctx))
+}
+
+// Held: see uncomplicated.Mutex.Held.
+func (m *Mutex) Held(ctx context.Context) (bool, error) {
+	if err := m.check(ctx); err != nil {
+		return false, err
+	}
+	held, err := m.x.held(ctx)
+	return held, OpError("Held", m.name, err)
+}
+
+// Lost: see uncomplicated.Mutex.Lost.
+func (m *Mutex) Lost() <-chan struct{} {
+	if m == nil {
+		return closed
+	}
+	return m.x.lost()
+}
+
+// Do: see uncomplicated.Mutex.Do.
+func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
+	if err := m.check(ctx, fn); err != nil {
+		return err
+	}
+	_, err := m.x.withLock(ctx, "Do", m.x.lock, fn)
+	return err
+}
+
+// TryDo: see uncomplicated.Mutex.TryDo.
+func (m *Mutex) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := m.check(ctx, fn); err != nil {
+		return false, err
+	}
+	return m.x.withLock(ctx, "TryDo", m.x.tryLock, fn)
+}
+
+// check reports a nil or zero Mutex, a nil ctx and a nil fn.
+func (m *Mutex) check(ctx context.Context, fn ...func(context.Context) error) error {
+	var b *base
+	if m != nil {
+		b = &m.base
+	}
+	return b.check("*Mutex", ctx, fn...)
+}

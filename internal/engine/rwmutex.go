@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+)
+
+// RWMutex: see uncomplicated.RWMutex.
+type RWMutex struct {
+	base
+	x      exclusive // the writer
+	reader *spec
+
+	mu      sync.Mutex // guards readers
+	readers []*hold    // the read holds of RLock, most recent last
+}
+
+// NewRW: see uncomplicated.NewRW.
+func NewRW[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*RWMutex, error) {
+	return newRWMutex(c, obj, opts)
+}
+
+// newRWMutex checks opts, names obj's lock and makes its RWMutex.
+func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*RWMutex, error) {
+	b, err := newBase(c, obj, opts)
+	if err != nil {
+		return nil, err
+	}
+	rw := &RWMutex{base: b}
+	prefix, key := b.cfg.prefix, b.name
+	keys := rwKeysOf(prefix, key)
+	channel := wakeChannel(prefix, key, c.id)
+	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: &spec{
+		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: lua.RWLock, takeOver: lua.RWLock,
+		args:   writerArgs,
+		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
+	}}
+	rw.reader = &spec{
+		primitive: inspection.KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: lua.RWRLock, takeOver: lua.RWRLock,
+		args:   readerArgs,
+		writer: writerKind, holder: readerKind, entry: entryShared, who: "the same holders",
+	}
+	return rw, nil
+}
+
+// Name: see uncomplicated.RWMutex.Name.
+func (rw *RWMutex) Name() string {
+	if rw == nil {
+		return ""
+	}
+	return rw.name
+}
+
+// Fence: see uncomplicated.RWMutex.Fence.
+func (rw *RWMutex) Fence() uint64 {
+	if rw == nil {
+		return 0
+	}
+	return rw.x.fence()
+}
+
+// Lock: see uncomplicated.RWMutex.Lock.
+func (rw *RWMutex) Lock(ctx context.Context) error {
+	if err := rw.check(ctx); err != nil {
+		return err
+	}
+	_, err := rw.acquiring(ctx, "Lock", inspection.KindRWMutex, rw.x.lock, nil)
+	return err
+}
+
+// TryLock: see uncomplicated.RWMutex.TryLock.
+func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
+	if err := rw.check(ctx); err != nil {
+		return false, err
+	}
+	return rw.acquiring(ctx, "TryLock", inspection.KindRWMutex, rw.x.tryLock, nil)
+}
+
+// Unlock: see uncomplicated.RWMutex.Unlock.
+func (rw *RWMutex) Unlock(ctx context.Context) error {
+	if err := rw.check(ctx); err != nil {
+		return err
+	}
+	return OpError("Unlock", rw.name, rw.x.unlock(ctx, nil))
+}
+
+// Do: see uncomplicated.RWMutex.Do.
+func (rw *RWMutex) Do(ctx context.Context, fn func(context.Context) error) error {
+	if err := rw.check(ctx, fn); err != nil {
+		return err
+	}
+	_, err := rw.x.withLock(ctx, "Do", rw.x.lock, fn)
+	return err
+}
+
+// TryDo: see uncomplicated.RWMutex.TryDo.
+func (rw *RWMutex) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := rw.check(ctx, fn); err != nil {
+		return false, err
+	}
+	return rw.x.withLock(ctx, "TryDo", rw.x.tryLock, fn)
+}
+
+// Refresh: see uncomplicated.RWMutex.Refresh.
+func (rw *RWMutex) Refresh(ctx context.Context) error {
+	if err := rw.check(ctx); err != nil {
+		return err
+	}
+	return OpError("Refresh", rw.name, rw.x.refresh(ctx))
+}
+
+// Held: see uncomplicated.RWMutex.Held.
+func (rw *RWMutex) Held(ctx context.Context) (bool, error) {
+	if err := rw.check(ctx); err != nil {
+		return false, err
+	}
+	held, err := rw.x.held(ctx)
+	return held, OpError("Held", rw.name, err)
+}
+
+// Lost: see uncomplicated.RWMutex.Lost.
+func (rw *RWMutex) Lost() <-chan struct{} {
+	if rw == nil {
+		return closed
+	}
+	return rw.x.lost()
+}
+
+// RLock: see uncomplicated.RWMutex.RLock.
+func (rw *RWMutex) RLock(ctx context.Context) error {
+	if err := rw.check(ctx); err != nil {
+		return err
+	}
+	_, err := rw.acquiring(ctx, "RLock", inspection.KindRWMutex, rw.rlock, nil)
+	return err
+}
+
+// rlock acquires a read hold and records it for RUnlock.
+func (rw *RWMutex) rlock(ctx context.Context, o *observing) (*hold, error) {
+	h, err := rw.acquireReader(ctx, o)
+	if err == nil {
+		rw.addReader(h)
+	}
+	return h, err
+}
+
+// tryRLock makes one attempt at a read hold and records it for RUnlock.
+func (rw *RWMutex) tryRLock(ctx context.Context, o *observing) (*hold, error) {
+	h, err := rw.tryReader(ctx, o)
+	if h != nil {
+		rw.addReader(h)
+	}
+	return h, err
+}
+
+// TryRLock: see uncomplicated.RWMutex.TryRLock.
+func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
+	if err := rw.check(ctx); err != nil {
+		return false, err
+	}
+	return rw.acquiring(ctx, "TryRLock", inspection.KindRWMutex, rw.tryRLock, nil)
+}
+
+func (rw *RWMutex) addReader(h *hold) {
+	rw.mu.Lock()
+	rw.readers = append(rw.readers, h)
+	rw.mu.Unlock()
+}
+
+// RUnlock: see uncomplicated.RWMutex.RUnlock.
+func (rw *RWMutex) RUnlock(ctx context.Context) error {
+	if err := rw.check(ctx); err != nil {
+		return err
+	}
+	rw.mu.Lock()
+	n := len(rw.readers)
+	if n == 0 {
+		rw.mu.Unlock()
+		return OpError("RUnlock", rw.name, rw.afterClose(rw.notHeld("not read-locked")))
+	}
+	h := rw.readers[n-1]
+	rw.readers[n-1] = nil
+	rw.readers = rw.readers[:n-1]
+	rw.mu.Unlock()
+	return OpError("RUnlock", rw.name, h.release(ctx, false))
+}
+
+// RDo: see uncomplicated.RWMutex.RDo.
+func (rw *RWMutex) RDo(ctx context.Context, fn func(context.Context) error) error {
+	if err := rw.check(ctx, fn); err != nil {
+		return err
+	}
+	_, err := rw.rdo(ctx, "RDo", rw.acquireReader, fn)
+	return err
+}
+
+// TryRDo: see uncomplicated.RWMutex.TryRDo.
+func (rw *RWMutex) TryRDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := rw.check(ctx, fn); err != nil {
+		return false, err
+	}
+	return rw.rdo(ctx, "TryRDo", rw.tryReader, fn)
+}
+
+// rdo is RDo, or with acquire tryReader TryRDo.
+func (rw *RWMutex) rdo(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
+	return rw.acquiring(ctx, op, inspection.KindRWMutex, acquire, func(ctx context.Context, h *hold) error {
+		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
+	})
+}
+
+// acquireReader and tryReader acquire a read hold of RDo's own.
+func (rw *RWMutex) acquireReader(ctx context.Context, o *observing) (*hold, error) {
+	return rw.acquire(ctx, rw.reader, nil, o)
+}
+
+func (rw *RWMutex) tryReader(ctx context.Context, o *observing) (*hold, error) {
+	return rw.try(ctx, rw.reader, nil, o)
+}
+
+// check reports a nil or zero RWMutex, a nil ctx and a nil fn.
+func (rw *RWMutex) check(ctx context.Context, fn ...func(context.Context) error) error {
+	var b *base
+	if rw != nil {
+		b = &rw.base
+	}
+	return b.check("*RWMutex", ctx, fn...)
+}

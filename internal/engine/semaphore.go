@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+)
+
+// Semaphore: see uncomplicated.Semaphore.
+type Semaphore struct {
+	base
+	permits int
+	spec    *spec
+}
+
+// NewSemaphore: see uncomplicated.NewSemaphore.
+func NewSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts ...Option) (*Semaphore, error) {
+	return newSemaphore(c, obj, permits, opts)
+}
+
+// newSemaphore checks opts and permits, names obj's lock and makes its
+// Semaphore.
+func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts []Option) (*Semaphore, error) {
+	b, err := newBase(c, obj, opts)
+	if err != nil {
+		return nil, err
+	}
+	if permits < 1 || permits > limits.Permits {
+		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, limits.Permits, permits)
+	}
+	s := &Semaphore{base: b, permits: permits}
+	prefix, key := b.cfg.prefix, b.name
+	s.spec = &spec{
+		primitive: inspection.KindSemaphore, kind: permitKind,
+		keys:    semKeysOf(prefix, key),
+		channel: wakeChannel(prefix, key, c.id), acquire: lua.SemAcquire, takeOver: lua.SemAcquire,
+		args: permitArgs, permits: permits,
+		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
+	}
+	return s, nil
+}
+
+// Name: see uncomplicated.Semaphore.Name.
+func (s *Semaphore) Name() string {
+	if s == nil {
+		return ""
+	}
+	return s.name
+}
+
+// Acquire: see uncomplicated.Semaphore.Acquire.
+func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	var p *Permit
+	if _, err := s.acquiring(ctx, "Acquire", inspection.KindSemaphore, s.acquireHold, permit(&p)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// TryAcquire: see uncomplicated.Semaphore.TryAcquire.
+func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, false, err
+	}
+	var p *Permit
+	ok, err := s.acquiring(ctx, "TryAcquire", inspection.KindSemaphore, s.tryHold, permit(&p))
+	if !ok {
+		return nil, false, err
+	}
+	return p, true, nil
+}
+
+// Do: see uncomplicated.Semaphore.Do.
+func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) error {
+	if err := s.check(ctx, fn); err != nil {
+		return err
+	}
+	_, err := s.acquiring(ctx, "Do", inspection.KindSemaphore, s.acquireHold, s.run(fn))
+	return err
+}
+
+// TryDo: see uncomplicated.Semaphore.TryDo.
+func (s *Semaphore) TryDo(ctx context.Context, fn func(context.Context) error) (bool, error) {
+	if err := s.check(ctx, fn); err != nil {
+		return false, err
+	}
+	return s.acquiring(ctx, "TryDo", inspection.KindSemaphore, s.tryHold, s.run(fn))
+}
+
+// acquireHold and tryHold acquire a permit's hold.
+func (s *Semaphore) acquireHold(ctx context.Context, o *observing) (*hold, error) {
+	return s.acquire(ctx, s.spec, nil, o)
+}
+
+func (s *Semaphore) tryHold(ctx context.Context, o *observing) (*hold, error) {
+	return s.try(ctx, s.spec, nil, o)
+}
+
+// permit makes the Permit of a hold in *p.
+func permit(p **Permit) func(context.Context, *hold) error {
+	return func(_ context.Context, h *hold) error {
+		*p = &Permit{h: h}
+		return nil
+	}
+}
+
+// run is the part of Do that follows the acquisition: fn, then Release.
+func (s *Semaphore) run(fn func(context.Context) error) func(context.Context, *hold) error {
+	return func(ctx context.Context, h *hold) error {
+		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
+	}
+}
+
+// check reports a nil or zero Semaphore, a nil ctx and a nil fn.
+func (s *Semaphore) check(ctx context.Context, fn ...func(context.Context) error) error {
+	var b *base
+	if s != nil {
+		b = &s.base
+	}
+	return b.check("*Semaphore", ctx, fn...)
+}
+
+// Permit: see uncomplicated.Permit.
+type Permit struct {
+	h *hold
+}
+
+// Release: see uncomplicated.Permit.Release.
+func (p *Permit) Release(ctx context.Context) error {
+	if err := p.check(ctx); err != nil {
+		return err
+	}
+	return OpError("Release", p.h.b.name, p.h.release(ctx, false))
+}
+
+// Refresh: see uncomplicated.Permit.Refresh.
+func (p *Permit) Refresh(ctx context.Context) error {
+	if err := p.check(ctx); err != nil {
+		return err
+	}
+	return OpError("Refresh", p.h.b.name, p.h.Refresh(ctx))
+}
+
+// Held: see uncomplicated.Permit.Held.
+func (p *Permit) Held(ctx context.Context) (bool, error) {
+	if err := p.check(ctx); err != nil {
+		return false, err
+	}
+	held, err := p.h.Held(ctx)
+	return held, OpError("Held", p.h.b.name, err)
+}
+
+// Fence: see uncomplicated.Permit.Fence.
+func (p *Permit) Fence() uint64 {
+	if p == nil || p.h == nil {
+		return 0
+	}
+	return p.h.fence
+}
+
+// Lost: see uncomplicated.Permit.Lost.
+func (p *Permit) Lost() <-chan struct{} {
+	if p == nil || p.h == nil {
+		return closed
+	}
+	return p.h.Lost()
+}
+
+func (p *Permit) check(ctx context.Context) error {
+	switch {
+	case p == nil || p.h == nil:
+		return fmt.Errorf("%w: nil or zero *Permit", ErrInvalidArgument)
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+	}
+	return nil
+}
