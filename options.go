@@ -41,13 +41,6 @@ func WithTimeout(d time.Duration) Option {
 	return Option(engine.WithTimeout(d))
 }
 
-// WithTicks sets how finely a waiter divides the timeout. Between attempts
-// it sleeps a random time below min(timeout/ticks, 1s), a bound raised to
-// 1ms if smaller. Default 100; must be positive.
-func WithTicks(n int) Option {
-	return Option(engine.WithTicks(n))
-}
-
 // WithTakeOver sets what a waiter does about a stuck holder. When false,
 // the default, Lock fails with an error wrapping ErrStale: a stuck holder
 // may only be slow, and taking its lock breaks exclusion. When true, Lock

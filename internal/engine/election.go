@@ -283,7 +283,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 			}
 			continue // read again: a newer leader may have come meanwhile
 		}
-		t := e.cfg.clock.Timer(jitter(e.cfg.tick()))
+		t := e.cfg.clock.Timer(e.cfg.sleep())
 		select {
 		case <-t.C:
 		case <-wake:

@@ -25,6 +25,11 @@ func (c *config) tick() time.Duration {
 	return max(min(c.timeout/time.Duration(c.ticks), maxTick), minTick)
 }
 
+// sleep is a waiter's random sleep between two attempts, below a tick.
+func (c *config) sleep() time.Duration {
+	return jitter(c.tick())
+}
+
 // expiry is how long a waiter counts as alive after each of its attempts
 // (see internal/lua/queue_wait.lua): three ticks and a tenth of a second, so that its next
 // attempt, a random time below a tick later, always comes first, while a

@@ -456,7 +456,7 @@ func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Durat
 // listening connection fails while the waiter waits for that; with ctx's
 // error when ctx ends, and ErrClosed when the Client closes.
 func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (wakeUp, error) {
-	d := min(jitter(b.cfg.tick()), left)
+	d := min(b.cfg.sleep(), left)
 	t := b.cfg.clock.Timer(d)
 	defer t.Stop()
 	var wake <-chan wakeUp
