@@ -2,16 +2,11 @@ package engine
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"strconv"
 	"time"
 
-	"github.com/uncomplicated-mutex/uncomplicated/driver"
-	"github.com/uncomplicated-mutex/uncomplicated/observe"
-
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
 // The wait loop, the same for every lock: try at once; while the lock is
@@ -21,110 +16,6 @@ import (
 // lock, the waiter joins its queue, and a release hands it the lock, for a
 // claim (see claim.go), and wakes it; the ticks go on all the same, so
 // that a waiter never depends on wake-ups.
-
-// The kinds of queue entry (see queueEntry) of a waiter for the lock itself
-// (a Mutex's, an RWMutex's writer) and of an RWMutex's reader; a
-// Semaphore's waiter's is its number of permits.
-const (
-	entryExclusive = "x"
-	entryShared    = "s"
-)
-
-// A spec is what differs between the locks' acquisitions: the kind of
-// hold, the lock's keys and channel, and the scripts of an attempt and a
-// take-over, with the arguments that follow the five of an attempt (see
-// attemptArgs).
-type spec struct {
-	primitive string // the primitive, for an Observer
-	kind      *holdKind
-	keys      []string
-	channel   string         // where this Client hears of hand-offs to its waiters
-	acquire   *driver.Script // one attempt
-	takeOver  *driver.Script // a take-over of stale blockers
-	args      argForm        // the form of its own arguments (see attemptArgs)
-	permits   int            // a Semaphore's
-	// writer and holder are the kinds of hold that block it: the writer
-	// (or a Mutex's holder) and the others (readers, permits); nil when
-	// none can.
-	writer, holder *holdKind
-	entry          string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
-	each           bool   // each holder has its own patience (see patience)
-	who            string // what a stale error blames: "one holder token", "the same holders"
-}
-
-// acquire acquires c's hold: in this process first, taking sem, if not
-// nil, and then in Redis. It returns the new hold, or an error wrapping
-// ErrNotObtained and its cause (see gaveUp). It tells o how it went.
-func (b *base) acquire(ctx context.Context, c *spec, sem chan struct{}, o *observing) (h *hold, err error) {
-	defer func() {
-		if h == nil {
-			o.failed(err)
-		}
-	}()
-	if err := b.open(ctx); err != nil {
-		return nil, err
-	}
-	obs, _ := b.cfg.clock.(settle.Observer)
-	if obs != nil {
-		obs.Waiting(1)
-		defer obs.Waiting(-1)
-	}
-	if sem != nil {
-		if err := b.enter(ctx, obs, sem, o); err != nil {
-			return nil, err
-		}
-		defer func() {
-			if h == nil { // also when a driver or logger panics
-				<-sem
-			}
-		}()
-	}
-	return b.wait(ctx, obs, c, o)
-}
-
-// try makes one attempt at c's hold, and never waits nor takes over. It
-// returns nil and no error when the lock is taken, here (sem) or in Redis.
-// It tells o how it went.
-func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing) (h *hold, err error) {
-	defer func() {
-		if h == nil {
-			o.failed(err)
-		}
-	}()
-	if err := b.open(ctx); err != nil {
-		return nil, err
-	}
-	if sem != nil {
-		select {
-		case sem <- struct{}{}:
-		default:
-			return nil, nil
-		}
-		defer func() {
-			if h == nil {
-				<-sem
-			}
-		}()
-	}
-	from := b.cfg.clock.Now()
-	token := b.holderToken(from)
-	b.c.tokens.own(token)
-	defer func() {
-		if h == nil {
-			b.c.tokens.disown(token)
-		}
-	}()
-	args := attemptArgs{token: token, lease: b.cfg.leaseMillis(), form: c.args, permits: c.permits}
-	g, _, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
-	if err != nil {
-		b.logFailure(ctx, err)
-		return nil, b.gaveUp(ctx, err, "")
-	}
-	if !g.ok {
-		return nil, nil
-	}
-	return b.granted(ctx, c, token, g.fence, from, observe.Acquired, o)
-}
 
 // wait acquires c's hold in Redis; this is the one wait loop.
 func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observing) (h *hold, err error) {
@@ -193,44 +84,6 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			return b.granted(ctx, c, w.token, wu.fence, from, observe.HandedOff, o)
 		}
 	}
-}
-
-// acquiring is an acquiring call op on a lock of kind, from its beginning
-// to its end for an Observer: acquire, and then, if that got a hold and run
-// is not nil, run it (Do's fn and release). It reports whether it got the
-// hold.
-func (b *base) acquiring(ctx context.Context, op string, kind string, acquire func(context.Context, *observing) (*hold, error), run func(context.Context, *hold) error) (bool, error) {
-	ctx, o := b.observe(ctx, op, kind)
-	h, err := acquire(ctx, o)
-	if h != nil && run != nil {
-		err = run(ctx, h)
-	}
-	err = OpError(op, b.name, err)
-	o.end(err)
-	return h != nil, err
-}
-
-// granted records and logs a hold of c that Redis granted to token, for
-// a call sent at or after from; how tells an attempt, a release's
-// hand-off or a take-over, to o. Under WithReplicas it fails when the
-// replicas do not have the hold.
-func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64, from time.Time, how observe.Outcome, o *observing) (*hold, error) {
-	if !c.kind.fenced {
-		fence = 0
-	}
-	if b.cfg.replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
-		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
-		o.acquired(how, fence)
-		return b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, o), nil
-	}
-	h := b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, nil)
-	if err := h.replicate(ctx); err != nil { // a hold given back is never reported
-		return nil, err
-	}
-	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
-	o.acquired(how, fence)
-	h.observe(o)
-	return h, nil
 }
 
 // A waiter is one acquisition in the wait loop.
@@ -487,61 +340,6 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 	}
 }
 
-// attempt runs an acquiring script with args (see attemptArgs). When its
-// reply is lost after it may have run, it runs it again: the scripts reply
-// the hold when the token has it already, and the entry, if it was joining
-// the queue, rejoins only if it is not there. When that fails too, or the
-// lost reply did not come in time (see askAgain), the release of kind
-// gives back in the background whatever the token may hold, and released
-// says so: the token must not be used again.
-func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args attemptArgs) (g grant, released bool, err error) {
-	g, unknown, err := b.grantOf(ctx, s, keys, kind, args.argv())
-	if !unknown {
-		return g, false, err
-	}
-	if askAgain(err) {
-		if args.op == "q" {
-			args.op = "r"
-		}
-		var again error
-		if g, _, again = b.grantOf(ctx, s, keys, kind, args.argv()); again == nil {
-			return g, false, nil
-		}
-		err = errors.Join(err, again)
-	}
-	b.background(ctx, kind.release, keys, "-", args.token)
-	return grant{}, true, err
-}
-
-// grantOf runs s and reads its grant of a hold of kind; unknown reports
-// a reply lost after the script may have run. Its error is the call's
-// (see gaveUp).
-func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
-	reply, sent, err := b.c.redis.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
-	if err == nil {
-		g, err = parseGrant(reply, kind == mutexKind)
-		if err == nil && g.ok && kind.fenced && g.fence == 0 {
-			err = fmt.Errorf("%w: a %s granted without a fence", driver.ErrUnexpectedReply, kind.what)
-		}
-		if err == nil {
-			return g, false, nil
-		}
-	}
-	return grant{}, mayHaveRun(sent, err), err
-}
-
-// observe begins a call op of kind on the lock.
-func (b *base) observe(ctx context.Context, op string, kind string) (context.Context, *observing) {
-	if b.cfg.observer == nil {
-		return ctx, nil
-	}
-	ctx, o := b.cfg.observer.Begin(ctx, observe.Call{Op: op, Kind: kind, Type: b.typ, Name: b.name})
-	if o == nil {
-		return ctx, nil
-	}
-	return ctx, &observing{o: o, clock: b.cfg.clock, start: b.cfg.clock.Now()}
-}
-
 // releaseOrphans releases what the attempt that got g found blocking it
 // that is an orphan of the waiter's Client (see owned), each token once,
 // and reports whether it released any: the next attempt, made at once, may
@@ -573,62 +371,4 @@ func (w *waiter) releaseOrphans(ctx context.Context, g grant) bool {
 		}
 	}
 	return released
-}
-
-// An observing is one call's Observation, with what the lock adds to it;
-// a nil *observing (no Observer) does nothing.
-type observing struct {
-	o     observe.Observation
-	clock interface{ Now() time.Time }
-	start time.Time
-	wait  bool // Waiting was called
-}
-
-func (o *observing) waiting() {
-	if o != nil && !o.wait {
-		o.wait = true
-		o.o.Waiting()
-	}
-}
-
-func (o *observing) acquired(outcome observe.Outcome, fence uint64) {
-	if o != nil {
-		o.o.Acquired(outcome, fence, o.clock.Now().Sub(o.start))
-	}
-}
-
-// failed reports an acquisition that ended without a hold: busy when err
-// is nil.
-func (o *observing) failed(err error) {
-	if o == nil {
-		return
-	}
-	outcome := observe.Error
-	switch {
-	case err == nil:
-		outcome = observe.Busy
-	case errors.Is(err, ErrStale):
-		outcome = observe.Stale
-	case errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		outcome = observe.Ended
-	}
-	o.o.NotAcquired(outcome, o.clock.Now().Sub(o.start), err)
-}
-
-func (o *observing) lost(why string) {
-	if o != nil {
-		o.o.Lost(why)
-	}
-}
-
-func (o *observing) released(since time.Time) {
-	if o != nil {
-		o.o.Released(o.clock.Now().Sub(since))
-	}
-}
-
-func (o *observing) end(err error) {
-	if o != nil {
-		o.o.End(err)
-	}
 }
