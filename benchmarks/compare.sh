@@ -74,7 +74,7 @@ rueidis="$tmp/worktree/uncomplicatedrueidis"
 if [[ ! -d $rueidis && -d "$tmp/worktree/rueidis" ]]; then
 	cp -r "$tmp/worktree/rueidis" "$rueidis"
 	(cd "$rueidis" && go mod edit -module "$module/uncomplicatedrueidis" &&
-		sed -i 's/^package rueidis$/package uncomplicatedrueidis/' ./*.go)
+		sed -i 's/^package rueidis\(_test\)\?$/package uncomplicatedrueidis\1/' ./*.go)
 fi
 if [[ -d $rueidis ]]; then
 	go mod edit -replace "$module/uncomplicatedrueidis=$rueidis" "$tmp/go.mod"
@@ -87,7 +87,7 @@ echo "building against ${new_label} and ${old:0:7}" >&2
 # API changed since), the old commit's own program, whose harness differs
 # only in the calls the API change made, measures the old side.
 if ! (cd "$bench" && GOWORK=off go build -mod=mod -modfile "$tmp/go.mod" -o "$tmp/bench-old" . 2>"$tmp/build-old.log"); then
-	echo "this program does not build against ${old:0:7}; building ${old:0:7}'s own" >&2
+	echo "this program does not build against ${old:0:7} ($(tail -n 3 "$tmp/build-old.log" | tr '\n' ' ')); building ${old:0:7}'s own" >&2
 	(cd "$tmp/worktree/benchmarks" && GOWORK=off go build -mod=mod -o "$tmp/bench-old" .)
 fi
 
