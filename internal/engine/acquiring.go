@@ -13,38 +13,9 @@ import (
 )
 
 // An acquiring call, whatever the lock: its entry points (acquire, try,
-// acquiring), the spec that says what differs between the locks, one
-// attempt in Redis, and the hold a grant makes.
-
-// The kinds of queue entry (see queueEntry) of a waiter for the lock itself
-// (a Mutex's, an RWMutex's writer) and of an RWMutex's reader; a
-// Semaphore's waiter's is its number of permits.
-const (
-	entryExclusive = "x"
-	entryShared    = "s"
-)
-
-// A spec is what differs between the locks' acquisitions: the kind of
-// hold, the lock's keys and channel, and the scripts of an attempt and a
-// take-over, with the arguments that follow the five of an attempt (see
-// attemptArgs).
-type spec struct {
-	primitive string // the primitive, for an Observer
-	kind      *holdKind
-	keys      []string
-	channel   string         // where this Client hears of hand-offs to its waiters
-	acquire   *driver.Script // one attempt
-	takeOver  *driver.Script // a take-over of stale blockers
-	args      argForm        // the form of its own arguments (see attemptArgs)
-	permits   int            // a Semaphore's
-	// writer and holder are the kinds of hold that block it: the writer
-	// (or a Mutex's holder) and the others (readers, permits); nil when
-	// none can.
-	writer, holder *holdKind
-	entry          string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
-	each           bool   // each holder has its own patience (see patience)
-	who            string // what a stale error blames: "one holder token", "the same holders"
-}
+// acquiring), the takers that call them, one attempt in Redis, and the
+// hold a grant makes. What differs between the locks is their spec (see
+// strategy.go).
 
 // acquire acquires c's hold: in this process first, taking sem, if not
 // nil, and then in Redis. It returns the new hold, or an error wrapping
@@ -120,13 +91,28 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 	return b.granted(ctx, c, token, g.fence, from, observe.Acquired, o)
 }
 
+// A taker takes one kind of hold for an acquiring call: waiting its turn
+// (take), or in one attempt that never waits (tryTake). The exclusive hold
+// of a Mutex or an RWMutex's writer, an RWMutex's reader and a Semaphore's
+// permit are the takers.
+type taker interface {
+	take(ctx context.Context, o *observing) (*hold, error)
+	tryTake(ctx context.Context, o *observing) (*hold, error)
+}
+
 // acquiring is an acquiring call op on a lock of kind, from its beginning
-// to its end for an Observer: acquire, and then, if that got a hold and run
-// is not nil, run it (Do's fn and release). It reports whether it got the
-// hold.
-func (b *base) acquiring(ctx context.Context, op string, kind string, acquire func(context.Context, *observing) (*hold, error), run func(context.Context, *hold) error) (bool, error) {
+// to its end for an Observer: t takes the hold, in one attempt with try,
+// and then, if that got a hold and run is not nil, run runs with it (Do's
+// fn and release). It reports whether it got the hold.
+func (b *base) acquiring(ctx context.Context, op string, kind string, t taker, try bool, run func(context.Context, *hold) error) (bool, error) {
 	ctx, o := b.observe(ctx, op, kind)
-	h, err := acquire(ctx, o)
+	var h *hold
+	var err error
+	if try {
+		h, err = t.tryTake(ctx, o)
+	} else {
+		h, err = t.take(ctx, o)
+	}
 	if h != nil && run != nil {
 		err = run(ctx, h)
 	}

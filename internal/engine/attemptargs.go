@@ -38,16 +38,6 @@ type attemptArgs struct {
 	permits int // a Semaphore's
 }
 
-// An argForm is the form of a primitive's own ARGV.
-type argForm int
-
-const (
-	mutexArgs  argForm = iota // a Mutex's: the stale holder's token, for a take-over
-	writerArgs                // an RWMutex's writer: "x" for a take-over, the stale writer, the stale readers
-	readerArgs                // an RWMutex's reader: the stale writer
-	permitArgs                // a Semaphore's: its permits, the stale holder
-)
-
 // argv returns a's ARGV, in the order the scripts read them. A Mutex's
 // attempt with no op and no take-over (TryLock's, the first of a Lock and
 // those before its waiter may queue) gets its token and lease only: Redis

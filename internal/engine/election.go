@@ -119,7 +119,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 	cfg := e.cfg
 	cfg.label = value
 	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: tokenTail(cfg)})
-	if _, err := m.acquiring(ctx, "Campaign", inspection.KindMutex, m.x.lock, nil); err != nil {
+	if _, err := m.acquiring(ctx, "Campaign", inspection.KindMutex, &m.x, false, nil); err != nil {
 		return nil, err
 	}
 	h := m.x.current()

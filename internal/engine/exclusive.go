@@ -26,9 +26,9 @@ func (x *exclusive) current() *hold {
 	return x.h
 }
 
-// lock acquires the lock, waiting first in this process, telling o how
+// take acquires the lock, waiting first in this process, telling o how
 // it went.
-func (x *exclusive) lock(ctx context.Context, o *observing) (*hold, error) {
+func (x *exclusive) take(ctx context.Context, o *observing) (*hold, error) {
 	h, err := x.b.acquire(ctx, x.spec, x.sem, o)
 	if err == nil {
 		x.mu.Lock()
@@ -38,8 +38,8 @@ func (x *exclusive) lock(ctx context.Context, o *observing) (*hold, error) {
 	return h, err
 }
 
-// tryLock makes one attempt, unless this process holds the lock.
-func (x *exclusive) tryLock(ctx context.Context, o *observing) (*hold, error) {
+// tryTake makes one attempt, unless this process holds the lock.
+func (x *exclusive) tryTake(ctx context.Context, o *observing) (*hold, error) {
 	h, err := x.b.try(ctx, x.spec, x.sem, o)
 	if h != nil {
 		x.mu.Lock()
@@ -102,10 +102,10 @@ func (x *exclusive) fence() uint64 {
 	return 0
 }
 
-// withLock is Do, or with acquire x.tryLock TryDo: lock, fn, unlock. It
-// reports whether fn ran.
-func (x *exclusive) withLock(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
-	return x.b.acquiring(ctx, op, x.spec.primitive, acquire, func(ctx context.Context, h *hold) error {
+// withLock is Do, or with try TryDo: lock, fn, unlock. It reports whether
+// fn ran.
+func (x *exclusive) withLock(ctx context.Context, op string, try bool, fn func(context.Context) error) (bool, error) {
+	return x.b.acquiring(ctx, op, x.spec.primitive, x, try, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return x.unlock(ctx, h) })
 	})
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
@@ -59,27 +58,6 @@ type hold struct {
 	// and until the acquisition succeeds (see granted).
 	obs *observing
 }
-
-// A holdKind is what differs between the kinds of hold.
-type holdKind struct {
-	what    string         // "lock", "write lock", "read lock" or "permit", for errors and logs
-	refresh *driver.Script // ARGV: lease, new token, tokens...
-	release *driver.Script // ARGV: entry or "", tokens...; replies as parseRelease reads
-	// refreshKeys is how many of the lock's keys refresh takes, from the
-	// first; release takes them all.
-	refreshKeys int
-	// set is the index among the keys of the set of holders; -1 when the
-	// first key holds the holder's token.
-	set    int
-	fenced bool // its holds have fences; a reader's do not
-}
-
-var (
-	mutexKind  = &holdKind{what: "lock", refresh: lua.Refresh, release: lua.Release, refreshKeys: 1, set: -1, fenced: true}
-	writerKind = &holdKind{what: "write lock", refresh: lua.Refresh, release: lua.RWUnlock, refreshKeys: 1, set: -1, fenced: true}
-	readerKind = &holdKind{what: "read lock", refresh: lua.RWRRefresh, release: lua.RWRUnlock, refreshKeys: 2, set: 1}
-	permitKind = &holdKind{what: "permit", refresh: lua.SemRefresh, release: lua.SemRelease, refreshKeys: 3, set: 0, fenced: true}
-)
 
 // inKey returns tokens as the lock's key holds them, so that a release
 // compares them whole: for a hold whose key holds its holder (a Mutex's,

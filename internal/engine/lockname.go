@@ -225,27 +225,6 @@ func sharedKey(prefix, part, name string) string {
 	return prefix + ":" + part + ":{" + name + "}"
 }
 
-// mutexKeysOf, rwKeysOf and semKeysOf name the keys of a lock of each kind, in
-// the order its scripts take them.
-func mutexKeysOf(prefix, name string) []string {
-	return []string{name, fenceKey(prefix, name), queueKey(prefix, name)}
-}
-
-func rwKeysOf(prefix, name string) []string {
-	return []string{
-		sharedKey(prefix, "writer", name), sharedKey(prefix, "readers", name),
-		sharedKey(prefix, "writers", name), sharedKey(prefix, "rwfence", name),
-		sharedKey(prefix, "rwqueue", name),
-	}
-}
-
-func semKeysOf(prefix, name string) []string {
-	return []string{
-		sharedKey(prefix, "permits", name), sharedKey(prefix, "fences", name),
-		sharedKey(prefix, "semfence", name), sharedKey(prefix, "semqueue", name),
-	}
-}
-
 // wakeChannel names the channel on which the Client with id hears that
 // lock name was handed to one of its waiters.
 func wakeChannel(prefix, name, id string) string {

@@ -103,7 +103,7 @@ func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err er
 		return OpError(op, m.name, m.notObtained("a lock taken before it was lost: "+cause.Error(), cause))
 	}
 	for _, m := range ms {
-		if _, err := m.acquiring(wctx, op, inspection.KindMutex, m.x.lock, nil); err != nil {
+		if _, err := m.acquiring(wctx, op, inspection.KindMutex, &m.x, false, nil); err != nil {
 			if lerr := lost(m); lerr != nil {
 				return holds, lerr
 			}

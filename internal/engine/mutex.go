@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // Mutex: see uncomplicated.Mutex.
@@ -30,14 +29,7 @@ func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex,
 // mutexOf makes the Mutex of the lock b names.
 func mutexOf(b base) *Mutex {
 	m := &Mutex{base: b}
-	prefix, key, c := b.cfg.prefix, b.name, b.c
-	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: &spec{
-		primitive: inspection.KindMutex, kind: mutexKind,
-		keys:    mutexKeysOf(prefix, key),
-		channel: wakeChannel(prefix, key, c.id), acquire: lua.Acquire, takeOver: lua.TakeOver,
-		args:   mutexArgs,
-		writer: mutexKind, entry: entryExclusive, who: "one holder token",
-	}}
+	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: mutexSpec(b.cfg.prefix, b.name, b.c.id)}
 	return m
 }
 
@@ -62,7 +54,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	_, err := m.acquiring(ctx, "Lock", inspection.KindMutex, m.x.lock, nil)
+	_, err := m.acquiring(ctx, "Lock", inspection.KindMutex, &m.x, false, nil)
 	return err
 }
 
@@ -71,7 +63,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(ctx); err != nil {
 		return false, err
 	}
-	return m.acquiring(ctx, "TryLock", inspection.KindMutex, m.x.tryLock, nil)
+	return m.acquiring(ctx, "TryLock", inspection.KindMutex, &m.x, true, nil)
 }
 
 // Unlock: see uncomplicated.Mutex.Unlock.
@@ -112,7 +104,7 @@ func (m *Mutex) Do(ctx context.Context, fn func(context.Context) error) error {
 	if err := m.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := m.x.withLock(ctx, "Do", m.x.lock, fn)
+	_, err := m.x.withLock(ctx, "Do", false, fn)
 	return err
 }
 
@@ -121,7 +113,7 @@ func (m *Mutex) TryDo(ctx context.Context, fn func(context.Context) error) (bool
 	if err := m.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return m.x.withLock(ctx, "TryDo", m.x.tryLock, fn)
+	return m.x.withLock(ctx, "TryDo", true, fn)
 }
 
 // check reports a nil or zero Mutex, a nil ctx and a nil fn.

@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // RWMutex: see uncomplicated.RWMutex.
@@ -30,19 +29,9 @@ func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*RWMu
 		return nil, err
 	}
 	rw := &RWMutex{base: b}
-	prefix, key := b.cfg.prefix, b.name
-	keys := rwKeysOf(prefix, key)
-	channel := wakeChannel(prefix, key, c.id)
-	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: &spec{
-		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel, acquire: lua.RWLock, takeOver: lua.RWLock,
-		args:   writerArgs,
-		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
-	}}
-	rw.reader = &spec{
-		primitive: inspection.KindRWMutex, kind: readerKind, keys: keys, channel: channel, acquire: lua.RWRLock, takeOver: lua.RWRLock,
-		args:   readerArgs,
-		writer: writerKind, holder: readerKind, entry: entryShared, who: "the same holders",
-	}
+	writer, reader := rwSpecs(b.cfg.prefix, b.name, c.id)
+	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: writer}
+	rw.reader = reader
 	return rw, nil
 }
 
@@ -67,7 +56,7 @@ func (rw *RWMutex) Lock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	_, err := rw.acquiring(ctx, "Lock", inspection.KindRWMutex, rw.x.lock, nil)
+	_, err := rw.acquiring(ctx, "Lock", inspection.KindRWMutex, &rw.x, false, nil)
 	return err
 }
 
@@ -76,7 +65,7 @@ func (rw *RWMutex) TryLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.acquiring(ctx, "TryLock", inspection.KindRWMutex, rw.x.tryLock, nil)
+	return rw.acquiring(ctx, "TryLock", inspection.KindRWMutex, &rw.x, true, nil)
 }
 
 // Unlock: see uncomplicated.RWMutex.Unlock.
@@ -92,7 +81,7 @@ func (rw *RWMutex) Do(ctx context.Context, fn func(context.Context) error) error
 	if err := rw.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := rw.x.withLock(ctx, "Do", rw.x.lock, fn)
+	_, err := rw.x.withLock(ctx, "Do", false, fn)
 	return err
 }
 
@@ -101,7 +90,7 @@ func (rw *RWMutex) TryDo(ctx context.Context, fn func(context.Context) error) (b
 	if err := rw.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return rw.x.withLock(ctx, "TryDo", rw.x.tryLock, fn)
+	return rw.x.withLock(ctx, "TryDo", true, fn)
 }
 
 // Refresh: see uncomplicated.RWMutex.Refresh.
@@ -134,26 +123,8 @@ func (rw *RWMutex) RLock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	_, err := rw.acquiring(ctx, "RLock", inspection.KindRWMutex, rw.rlock, nil)
+	_, err := rw.acquiring(ctx, "RLock", inspection.KindRWMutex, reader{rw: rw, kept: true}, false, nil)
 	return err
-}
-
-// rlock acquires a read hold and records it for RUnlock.
-func (rw *RWMutex) rlock(ctx context.Context, o *observing) (*hold, error) {
-	h, err := rw.acquireReader(ctx, o)
-	if err == nil {
-		rw.addReader(h)
-	}
-	return h, err
-}
-
-// tryRLock makes one attempt at a read hold and records it for RUnlock.
-func (rw *RWMutex) tryRLock(ctx context.Context, o *observing) (*hold, error) {
-	h, err := rw.tryReader(ctx, o)
-	if h != nil {
-		rw.addReader(h)
-	}
-	return h, err
 }
 
 // TryRLock: see uncomplicated.RWMutex.TryRLock.
@@ -161,7 +132,7 @@ func (rw *RWMutex) TryRLock(ctx context.Context) (bool, error) {
 	if err := rw.check(ctx); err != nil {
 		return false, err
 	}
-	return rw.acquiring(ctx, "TryRLock", inspection.KindRWMutex, rw.tryRLock, nil)
+	return rw.acquiring(ctx, "TryRLock", inspection.KindRWMutex, reader{rw: rw, kept: true}, true, nil)
 }
 
 func (rw *RWMutex) addReader(h *hold) {
@@ -193,7 +164,7 @@ func (rw *RWMutex) RDo(ctx context.Context, fn func(context.Context) error) erro
 	if err := rw.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := rw.rdo(ctx, "RDo", rw.acquireReader, fn)
+	_, err := rw.rdo(ctx, "RDo", false, fn)
 	return err
 }
 
@@ -202,23 +173,37 @@ func (rw *RWMutex) TryRDo(ctx context.Context, fn func(context.Context) error) (
 	if err := rw.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return rw.rdo(ctx, "TryRDo", rw.tryReader, fn)
+	return rw.rdo(ctx, "TryRDo", true, fn)
 }
 
-// rdo is RDo, or with acquire tryReader TryRDo.
-func (rw *RWMutex) rdo(ctx context.Context, op string, acquire func(context.Context, *observing) (*hold, error), fn func(context.Context) error) (bool, error) {
-	return rw.acquiring(ctx, op, inspection.KindRWMutex, acquire, func(ctx context.Context, h *hold) error {
+// rdo is RDo, or with try TryRDo.
+func (rw *RWMutex) rdo(ctx context.Context, op string, try bool, fn func(context.Context) error) (bool, error) {
+	return rw.acquiring(ctx, op, inspection.KindRWMutex, reader{rw: rw}, try, func(ctx context.Context, h *hold) error {
 		return h.run(ctx, fn, func(ctx context.Context) error { return h.release(ctx, true) })
 	})
 }
 
-// acquireReader and tryReader acquire a read hold of RDo's own.
-func (rw *RWMutex) acquireReader(ctx context.Context, o *observing) (*hold, error) {
-	return rw.acquire(ctx, rw.reader, nil, o)
+// A reader takes a read hold of rw; a kept one records it for RUnlock,
+// RDo's is its own.
+type reader struct {
+	rw   *RWMutex
+	kept bool
 }
 
-func (rw *RWMutex) tryReader(ctx context.Context, o *observing) (*hold, error) {
-	return rw.try(ctx, rw.reader, nil, o)
+func (r reader) take(ctx context.Context, o *observing) (*hold, error) {
+	h, err := r.rw.acquire(ctx, r.rw.reader, nil, o)
+	if err == nil && r.kept {
+		r.rw.addReader(h)
+	}
+	return h, err
+}
+
+func (r reader) tryTake(ctx context.Context, o *observing) (*hold, error) {
+	h, err := r.rw.try(ctx, r.rw.reader, nil, o)
+	if h != nil && r.kept {
+		r.rw.addReader(h)
+	}
+	return h, err
 }
 
 // check reports a nil or zero RWMutex, a nil ctx and a nil fn.

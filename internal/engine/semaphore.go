@@ -3,11 +3,9 @@ package engine
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // Semaphore: see uncomplicated.Semaphore.
@@ -33,14 +31,7 @@ func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts [
 		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, limits.Permits, permits)
 	}
 	s := &Semaphore{base: b, permits: permits}
-	prefix, key := b.cfg.prefix, b.name
-	s.spec = &spec{
-		primitive: inspection.KindSemaphore, kind: permitKind,
-		keys:    semKeysOf(prefix, key),
-		channel: wakeChannel(prefix, key, c.id), acquire: lua.SemAcquire, takeOver: lua.SemAcquire,
-		args: permitArgs, permits: permits,
-		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
-	}
+	s.spec = permitSpec(b.cfg.prefix, b.name, c.id, permits)
 	return s, nil
 }
 
@@ -58,7 +49,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	var p *Permit
-	if _, err := s.acquiring(ctx, "Acquire", inspection.KindSemaphore, s.acquireHold, permit(&p)); err != nil {
+	if _, err := s.acquiring(ctx, "Acquire", inspection.KindSemaphore, s, false, permit(&p)); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -70,7 +61,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 		return nil, false, err
 	}
 	var p *Permit
-	ok, err := s.acquiring(ctx, "TryAcquire", inspection.KindSemaphore, s.tryHold, permit(&p))
+	ok, err := s.acquiring(ctx, "TryAcquire", inspection.KindSemaphore, s, true, permit(&p))
 	if !ok {
 		return nil, false, err
 	}
@@ -82,7 +73,7 @@ func (s *Semaphore) Do(ctx context.Context, fn func(context.Context) error) erro
 	if err := s.check(ctx, fn); err != nil {
 		return err
 	}
-	_, err := s.acquiring(ctx, "Do", inspection.KindSemaphore, s.acquireHold, s.run(fn))
+	_, err := s.acquiring(ctx, "Do", inspection.KindSemaphore, s, false, s.run(fn))
 	return err
 }
 
@@ -91,15 +82,15 @@ func (s *Semaphore) TryDo(ctx context.Context, fn func(context.Context) error) (
 	if err := s.check(ctx, fn); err != nil {
 		return false, err
 	}
-	return s.acquiring(ctx, "TryDo", inspection.KindSemaphore, s.tryHold, s.run(fn))
+	return s.acquiring(ctx, "TryDo", inspection.KindSemaphore, s, true, s.run(fn))
 }
 
-// acquireHold and tryHold acquire a permit's hold.
-func (s *Semaphore) acquireHold(ctx context.Context, o *observing) (*hold, error) {
+// take and tryTake acquire a permit's hold.
+func (s *Semaphore) take(ctx context.Context, o *observing) (*hold, error) {
 	return s.acquire(ctx, s.spec, nil, o)
 }
 
-func (s *Semaphore) tryHold(ctx context.Context, o *observing) (*hold, error) {
+func (s *Semaphore) tryTake(ctx context.Context, o *observing) (*hold, error) {
 	return s.try(ctx, s.spec, nil, o)
 }
 
