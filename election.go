@@ -52,7 +52,8 @@ func (e *Election) Name() string {
 // bytes, as a holder label, which anyone who can read Redis can read). An
 // Election that already leads returns nil at once, its value unchanged. It
 // returns an error wrapping ErrNotObtained and the cause when ctx ends or
-// the Client closes first, or Redis fails. Closing the Client ends the
+// the Client closes first, or Redis fails as it fails Mutex.Lock (which
+// waits out a restart or failover). Closing the Client ends the
 // leadership: it resigns, and Close waits for that.
 func (e *Election) Campaign(ctx context.Context, value string) error {
 	return e.inner().Campaign(ctx, value)

@@ -16,11 +16,11 @@ import (
 //
 // It returns nil with all of them held, each with its own fence (Fence),
 // or an error wrapping ErrNotObtained and the cause (ctx's error,
-// ErrStale, ErrClosed, a Redis error, or ErrLost when a lock already taken
-// was lost while it waited) with none of them held. An empty list, a nil
-// Mutex, or one listed twice (the same *Mutex, or the same name on the
-// same Client) returns an error wrapping ErrInvalidArgument and locks
-// nothing. Two Clients on one Redis locking the same name in one LockAll
+// ErrStale, ErrClosed, a Redis error that ends Mutex.Lock, or ErrLost
+// when a lock already taken was lost while it waited) with none of them
+// held. An empty list, a nil Mutex, or one listed twice (the same *Mutex,
+// or the same name on the same Client) returns an error wrapping
+// ErrInvalidArgument and locks nothing. Two Clients on one Redis locking the same name in one LockAll
 // wait on each other, until ctx ends or the stale policy acts.
 func LockAll(ctx context.Context, ms ...*Mutex) error {
 	return engine.LockAll(ctx, inners(ms)...)

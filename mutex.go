@@ -61,9 +61,11 @@ func (m *Mutex) Fence() uint64 {
 // then returns an error wrapping ErrStale, or with WithTakeOver replaces the
 // holder. Every failure wraps ErrNotObtained and its cause: ctx.Err() when
 // ctx ends (the message names who held the lock), ErrClosed, ErrStale, or
-// the Redis error, which ends Lock at once but for LOADING (a restarted
-// Redis reading its data), which Lock waits out. On failure Lock leaves
-// the lock as it found it.
+// the Redis error. Through a Redis restart or failover (a refused, broken
+// or silent connection, LOADING, READONLY, MASTERDOWN, CLUSTERDOWN,
+// TRYAGAIN) Lock tries again on its ticks until ctx ends, and the error
+// then also says what Redis last answered; any other Redis error ends it
+// at once. On failure Lock leaves the lock as it found it.
 func (m *Mutex) Lock(ctx context.Context) error {
 	return m.inner().Lock(ctx)
 }

@@ -73,7 +73,8 @@ func WithClock(clk clock.Clock) Option {
 // WithLogger sets where the locks' records go. Debug: "acquired", "busy,
 // waiting", "released". Warn: "stale" (without WithTakeOver), "taken over", "lost",
 // and "Redis call failed" for a call that failed while its ctx was alive.
-// Info: "Redis call failed" for LOADING, which Lock waits out. Each record
+// Info: "Redis call failed" for LOADING, a restarted Redis reading its data.
+// A waiter's failed attempts are logged at most once a second per lock. Each record
 // has the lock name ("lock") and, when it is about a hold, its "fence".
 // slog.Default() thus shows what needs attention and nothing more.
 // Default, or nil: nowhere.
