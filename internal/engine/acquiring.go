@@ -176,7 +176,7 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
 	reply, sent, err := b.c.redis.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
 	if err == nil {
-		g, err = parseGrant(reply, kind == mutexKind)
+		g, err = parseGrant(reply, kind.fenced)
 		if err == nil && g.ok && kind.fenced && g.fence == 0 {
 			err = fmt.Errorf("%w: a %s granted without a fence", driver.ErrUnexpectedReply, kind.what)
 		}

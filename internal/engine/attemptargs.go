@@ -3,9 +3,9 @@ package engine
 // The queue of waiters, for the acquiring and releasing scripts (see
 // internal/lua/queue_wait.lua). An acquiring script's ARGV are, first, the waiter's token, its
 // lease, its entry (see queueEntry), what to do with the entry (op), and
-// its expiry in ms, "0" for an attempt that does not wait (TryLock); a
-// Mutex's attempt with no op passes the first two only (see
-// attemptArgs.argv).
+// its expiry in ms, "0" for an attempt that does not wait (TryLock); the
+// attempt of a Mutex, an RWMutex's writer or a Semaphore with no op and no
+// take-over passes a lean form instead (see attemptArgs.argv).
 //
 // op: join the queue once the subscription is confirmed ("q"), rejoin if
 // a release passed the waiter over ("r": its key is gone), or stay queued
@@ -22,9 +22,9 @@ package engine
 // hand-off may have just given it.
 
 // attemptArgs are the ARGV of an acquiring script, as internal/lua/queue_wait.lua reads them:
-// the five of an attempt (two only for a Mutex's attempt with no op; see
-// argv), then the primitive's own, which say what a take-over evicts (see
-// the scripts of each primitive).
+// the five of an attempt, then the primitive's own, which say what a
+// take-over evicts (see the scripts of each primitive); or the lean form
+// (see argv).
 type attemptArgs struct {
 	token  string
 	lease  int64  // ms; 0: none
@@ -38,14 +38,24 @@ type attemptArgs struct {
 	permits int // a Semaphore's
 }
 
-// argv returns a's ARGV, in the order the scripts read them. A Mutex's
-// attempt with no op and no take-over (TryLock's, the first of a Lock and
-// those before its waiter may queue) gets its token and lease only: Redis
-// copies every argument into Lua, and the scripts read the others only for
-// an op or a take-over.
+// argv returns a's ARGV, in the order the scripts read them. An attempt
+// of a Mutex, an RWMutex's writer or a Semaphore with no op and no
+// take-over (TryLock's, the first of a Lock and those before its waiter
+// may queue) gets the lean form: its token and lease, then what its script
+// still reads, a writer's expiry (a blocked writer counts among the
+// waiting writers for it) or a Semaphore's permits. Redis copies every
+// argument into Lua, and the scripts read the others only for an op or a
+// take-over.
 func (a attemptArgs) argv() []any {
-	if a.form == mutexArgs && a.op == "" && a.stale == nil {
-		return []any{a.token, a.lease}
+	if a.op == "" && a.stale == nil {
+		switch a.form {
+		case mutexArgs:
+			return []any{a.token, a.lease}
+		case writerArgs:
+			return []any{a.token, a.lease, a.expiry}
+		case permitArgs:
+			return []any{a.token, a.lease, a.permits}
+		}
 	}
 	args := []any{a.token, a.lease, a.entry, a.op, a.expiry}
 	var first string // the first stale blocker, a writer's token without its mark

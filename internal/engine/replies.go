@@ -7,10 +7,11 @@ import (
 )
 
 // grant is the reply of an acquiring script: {1, fence} when it acquired
-// (fence 0 for a reader), or the fence alone when a Mutex's attempt set
-// the lock, else {0, writer, holders}: what blocks the caller, the holder
-// of a Mutex or the writer of an RWMutex ("" none), as the lock holds it
-// (see cutFence), and the readers or permit holders.
+// (fence 0 for a reader), or the fence alone when the attempt of a Mutex,
+// an RWMutex's writer or a Semaphore took a free lock, else {0, writer,
+// holders}: what blocks the caller, the holder of a Mutex or the writer of
+// an RWMutex ("" none), as the lock holds it (see cutFence), and the
+// readers or permit holders.
 type grant struct {
 	ok      bool
 	fence   uint64   // the fence of the hold; 0 for a reader
@@ -27,7 +28,7 @@ func (g grant) blockers() []string {
 }
 
 // parseGrant reads an acquiring script's reply; bare: the script may
-// reply the fence alone (a Mutex's).
+// reply the fence alone (that of a hold with fences).
 func parseGrant(reply any, bare bool) (grant, error) {
 	if f, ok := reply.(int64); ok && f > 0 && bare {
 		return grant{ok: true, fence: uint64(f)}, nil

@@ -95,7 +95,7 @@ func TestRWLockScript_takeOver(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := parseGrant(reply, false)
+				g, err := parseGrant(reply, true)
 				if err != nil || g.ok != tc.ok {
 					t.Fatalf("take-over = %+v, %v; want ok %v", g, err, tc.ok)
 				}
@@ -130,7 +130,7 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 				t.Fatalf("readers = %v; want [reader]", got)
 			}
 			// The next writer waits for the reader.
-			g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "next", 0, "", "", 100, "", "")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "next", 0, "", "", 100, "", "")...)), true)
 			if err != nil || g.ok {
 				t.Fatalf("writer after the reader was let in = %+v, %v; want blocked", g, err)
 			}
@@ -332,7 +332,7 @@ func TestHolderScripts_prune(t *testing.T) {
 			must(t, conn, "ZADD", "permits", past, "dead")
 			must(t, conn, "HSET", "fences", "dead", 1)
 			before := clockOf(t, conn)
-			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), true)
 			if err != nil || !g.ok {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want the permit", g, err)
 			}
@@ -344,9 +344,69 @@ func TestHolderScripts_prune(t *testing.T) {
 				t.Errorf("held(dead) = %d; want 0", n)
 			}
 			must(t, conn, "ZADD", "r", past, "dead")
-			g, err = parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "writer", 0, "", "", 100, "", "")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "writer", 0, "", "", 100, "", "")...)), true)
 			if err != nil || !g.ok {
 				t.Errorf("writer past an expired reader = %+v, %v; want in", g, err)
+			}
+		})
+	}
+}
+
+// A writer's lean attempt that finds the lock taken counts among the
+// waiting writers, unless it does not wait (TryLock: expiry 0), and names
+// what blocks it: the writer, or the readers.
+func TestRWLockScript_leanAttemptBlocked(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			must(t, conn, "SET", "w", fenced("h", 7))
+			attempt := func(token string, expiry int64, want grant) {
+				t.Helper()
+				a := attemptArgs{token: token, lease: 1000, expiry: expiry, form: writerArgs}
+				g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, a.argv()...)...)), true)
+				if err != nil || !grantsEqual(g, want) {
+					t.Errorf("%s's attempt = %+v, %v; want %+v", token, g, err, want)
+				}
+				score, err := conn.Do("ZSCORE", "ww", token)
+				if counted := score != nil; err != nil || counted != (expiry != 0) {
+					t.Errorf("%s among the waiting writers = %v; want %v", token, counted, expiry != 0)
+				}
+			}
+			attempt("waits", 100, grant{writer: "h"})
+			attempt("tries", 0, grant{writer: "h"})
+			must(t, conn, "DEL", "w")
+			waiting(t, conn, "r", "reader")
+			attempt("waits too", 100, grant{holders: []string{"reader"}})
+		})
+	}
+}
+
+// A Semaphore's lean attempt on a semaphore with holders counts them
+// against the permits it names.
+func TestSemAcquireScript_leanAttempt(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			must(t, conn, "ZADD", "permits", "+inf", "a")
+			must(t, conn, "HSET", "fences", "a", 1)
+			must(t, conn, "SET", "fence", 1)
+			for _, tc := range []struct {
+				permits int
+				want    grant
+			}{
+				{1, grant{holders: []string{"a"}}},
+				{2, grant{ok: true}},
+			} {
+				a := attemptArgs{token: "new", form: permitArgs, permits: tc.permits}
+				g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, a.argv()...)...)), true)
+				if tc.want.ok && err == nil && g.fence > 1 {
+					tc.want.fence = g.fence
+				}
+				if err != nil || !grantsEqual(g, tc.want) {
+					t.Errorf("attempt on %d permits = %+v, %v; want %+v", tc.permits, g, err, tc.want)
+				}
 			}
 		})
 	}
@@ -364,14 +424,14 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				must(t, conn, "ZADD", "permits", "+inf", h)
 				must(t, conn, "HSET", "fences", h, 1)
 			}
-			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 2, "a")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 2, "a")...)), true)
 			if err != nil || g.ok {
 				t.Fatalf("take-over with 2 permits and 3 holders = %+v, %v; want refused", g, err)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("holders = %v; want all three", got)
 			}
-			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "a")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "a")...)), true)
 			if err != nil || !g.ok {
 				t.Fatalf("take-over with 3 permits = %+v, %v; want the permit", g, err)
 			}
@@ -379,7 +439,7 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				t.Errorf("holders = %v; want b, c, new", got)
 			}
 			// Asked again after a lost reply: the same permit and fence.
-			again, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "b")...)), false)
+			again, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "b")...)), true)
 			if err != nil || !again.ok || again.fence != g.fence {
 				t.Errorf("the same take-over again = %+v, %v; want fence %d and b kept", again, err, g.fence)
 			}
@@ -406,7 +466,7 @@ func TestHolderScripts_badFence(t *testing.T) {
 			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences")); n != 0 {
 				t.Errorf("%d keys written; want none", n)
 			}
-			if g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "new", 0, "", "", 100, "", "")...)), false); err != nil || !g.ok {
+			if g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "new", 0, "", "", 100, "", "")...)), true); err != nil || !g.ok {
 				t.Fatalf("writer beside an earlier version's broken counter = %+v, %v; want in", g, err)
 			}
 			if ok, _ := released(t, conn, lua.RWUnlock, with(rwKeys, "", "new")...); !ok {
@@ -528,11 +588,11 @@ func TestSemAcquireScript_manyPermits(t *testing.T) {
 			for i := range 65 {
 				must(t, conn, "ZADD", "permits", "+inf", fmt.Sprintf("h%02d", i))
 			}
-			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 65, "")...)), false)
+			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 65, "")...)), true)
 			if err != nil || g.ok || len(g.holders) != 65 || slices.Contains(g.holders, "expired") {
 				t.Fatalf("attempt on 65 permits, all taken = ok %v, %d holders, %v; want blocked by the 65 live ones", g.ok, len(g.holders), err)
 			}
-			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 66, "")...)), false)
+			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 66, "")...)), true)
 			if err != nil || !g.ok {
 				t.Fatalf("attempt on 66 permits = %+v, %v; want the permit", g, err)
 			}

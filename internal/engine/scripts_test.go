@@ -3,7 +3,11 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -567,19 +571,27 @@ func TestAttemptArgs_argv(t *testing.T) {
 			t.Errorf("%s: argv() = %q; want %q", tc.name, got, want)
 		}
 	}
-	// A Mutex's attempt with no op sends its token and lease only; any
-	// other form, or a take-over, sends the whole head.
-	first := attemptArgs{token: "tok", lease: 5, entry: "e", expiry: 7, form: mutexArgs}
-	if got, want := first.argv(), []any{"tok", int64(5)}; !slices.Equal(got, want) {
-		t.Errorf("mutex attempt with no op: argv() = %q; want %q", got, want)
-	}
-	for _, a := range []attemptArgs{
-		{token: "tok", lease: 5, entry: "e", expiry: 7, form: mutexArgs, stale: []string{"old"}},
-		{token: "tok", lease: 5, entry: "e", expiry: 7, form: readerArgs},
-		{token: "tok", lease: 5, entry: "e", expiry: 7, form: permitArgs},
+	// An attempt with no op and no take-over sends the lean form: its token
+	// and lease, then what its script reads besides (a writer's expiry, a
+	// Semaphore's permits); a reader's, or a take-over, the whole head.
+	noOp := []any{"tok", int64(5), "", "", int64(7)}
+	for _, tc := range []struct {
+		name  string
+		form  argForm
+		stale []string
+		want  []any
+	}{
+		{"mutex attempt", mutexArgs, nil, []any{"tok", int64(5)}},
+		{"writer attempt", writerArgs, nil, []any{"tok", int64(5), int64(7)}},
+		{"permit attempt", permitArgs, nil, []any{"tok", int64(5), 3}},
+		{"reader attempt", readerArgs, nil, append(slices.Clone(noOp), "")},
+		{"mutex take-over", mutexArgs, []string{"w:old"}, append(slices.Clone(noOp), "old")},
+		{"writer take-over", writerArgs, []string{"w:old"}, append(slices.Clone(noOp), "x", "old")},
+		{"permit take-over", permitArgs, []string{"p1"}, append(slices.Clone(noOp), 3, "p1")},
 	} {
-		if got := a.argv(); len(got) < 5 {
-			t.Errorf("%+v: argv() = %q; want the five of every attempt first", a, got)
+		a := attemptArgs{token: "tok", lease: 5, expiry: 7, form: tc.form, stale: tc.stale, permits: 3}
+		if got := a.argv(); !slices.Equal(got, tc.want) {
+			t.Errorf("%s with no op: argv() = %q; want %q", tc.name, got, tc.want)
 		}
 	}
 }
@@ -715,4 +727,125 @@ func TestAcquireScript_writesTheValueAsFencedDoes(t *testing.T) {
 			t.Errorf("at %d µs: fence %d, lock %q; want %d, %q", us, fence, v, at.UnixMicro(), fenced("tok", uint64(at.UnixMicro())))
 		}
 	}
+}
+
+// The lean grant of an attempt with no op writes what the whole script
+// writes for a queued waiter: the same keys, values and expiries, the
+// fence aside. Also for a writer that counted among the waiting writers,
+// and with no lease.
+func TestAcquireScripts_leanGrantWritesAsTheWholeScriptDoes(t *testing.T) {
+	const waiting = 4102444800000 // a waiting writer's expiry, in 2100, in ms
+	cases := []struct {
+		name   string
+		script *driver.Script
+		keys   []any
+		form   argForm
+		before []any // a command run before each attempt; nil for none
+	}{
+		{"Mutex", lua.Acquire, mutexKeys, mutexArgs, nil},
+		{"RWMutex", lua.RWLock, rwKeys, writerArgs, nil},
+		{"RWMutex, a waiting writer", lua.RWLock, rwKeys, writerArgs, []any{"ZADD", "ww", waiting, "tok", waiting, "other"}},
+		{"Semaphore", lua.SemAcquire, semKeys, permitArgs, nil},
+	}
+	for server, pool := range scriptServers(t) {
+		for _, tc := range cases {
+			for _, lease := range []int64{60000, 0} {
+				t.Run(fmt.Sprintf("%s/%s/lease %d", server, tc.name, lease), func(t *testing.T) {
+					conn := scriptConn(t, pool)
+					lean := attemptArgs{token: "tok", lease: lease, expiry: 100, form: tc.form, permits: 1}
+					whole := lean
+					whole.entry, whole.op = entry("tok", 1), "x" // queued, not listening
+					var states [2]lockState
+					var fences [2]uint64
+					for i, a := range []attemptArgs{lean, whole} {
+						must(t, conn, "FLUSHALL")
+						if tc.before != nil {
+							must(t, conn, tc.before[0].(string), tc.before[1:]...)
+						}
+						reply, err := doScript(conn, tc.script, with(tc.keys, a.argv()...)...)
+						if err != nil {
+							t.Fatal(err)
+						}
+						g, err := parseGrant(reply, true)
+						if _, bare := reply.(int64); err != nil || !g.ok || bare != (i == 0) {
+							t.Fatalf("attempt %q = %#v, %v; want a grant, the bare fence exactly for the lean form", a.argv(), reply, err)
+						}
+						states[i], fences[i] = stateOf(t, conn, tc.keys, g.fence), g.fence
+					}
+					// Times apart by as long as the grants were, Redis's
+					// clock in ms, and its rounding.
+					apart := int64(fences[1]/1000-fences[0]/1000) + 2
+					if !states[0].like(states[1], apart) {
+						t.Errorf("lean grant wrote %+v; the whole script %+v", states[0], states[1])
+					}
+				})
+			}
+		}
+	}
+}
+
+// A lockState is what a lock's keys hold, read beside the fence of a
+// grant: their contents with the fence as "F", and their times (scores,
+// expiries) in ms from the fence's.
+type lockState struct {
+	contents map[string]string
+	times    map[string]int64
+}
+
+// stateOf reads the state of keys beside fence.
+func stateOf(t *testing.T, conn redis.Conn, keys []any, fence uint64) lockState {
+	t.Helper()
+	s := lockState{contents: map[string]string{}, times: map[string]int64{}}
+	ms := int64(fence / 1000)
+	for _, k := range keys {
+		key := k.(string)
+		kind, err := redis.String(conn.Do("TYPE", key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read []string
+		switch kind {
+		case "none":
+			continue
+		case "string":
+			v, _ := redis.String(conn.Do("GET", key))
+			read = []string{v}
+		case "hash":
+			read, _ = redis.Strings(conn.Do("HGETALL", key))
+		case "list":
+			read, _ = redis.Strings(conn.Do("LRANGE", key, 0, -1))
+		case "zset":
+			r, _ := redis.Strings(conn.Do("ZRANGE", key, 0, -1, "WITHSCORES"))
+			for i := 0; i+1 < len(r); i += 2 {
+				score, err := strconv.ParseFloat(r[i+1], 64)
+				if err != nil || math.IsInf(score, 1) {
+					read = append(read, r[i]+" "+r[i+1])
+					continue
+				}
+				read = append(read, r[i])
+				s.times[key+" "+r[i]] = int64(score) - ms
+			}
+		}
+		s.contents[key] = kind + " " + strings.ReplaceAll(strings.Join(read, " "), strconv.FormatUint(fence, 10), "F")
+		if at, _ := redis.Int64(conn.Do("PEXPIRETIME", key)); at >= 0 {
+			s.times[key] = at - ms
+		} else {
+			s.contents[key] += ", no expiry"
+		}
+	}
+	return s
+}
+
+// like reports whether s and o hold the same, their times within apart ms.
+func (s lockState) like(o lockState, apart int64) bool {
+	if !maps.Equal(s.contents, o.contents) || len(s.times) != len(o.times) {
+		return false
+	}
+	for k, v := range s.times {
+		w, ok := o.times[k]
+		if !ok || v-w > apart || w-v > apart {
+			return false
+		}
+	}
+	return true
 }

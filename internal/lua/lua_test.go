@@ -58,3 +58,16 @@ func TestLuaFiles(t *testing.T) {
 		t.Errorf("Acquire is not acquire.lua")
 	}
 }
+
+// The attempts of a Mutex, an RWMutex's writer and a Semaphore reply the
+// grant of a free lock, their most common one, before they define any
+// function, which costs Redis CPU on every call.
+func TestAcquireScripts_grantBeforeAnyFunction(t *testing.T) {
+	for _, name := range []string{"acquire", "rw_lock", "sem_acquire"} {
+		src := Source(name)
+		grant, fn := strings.Index(src, "return fence\n"), strings.Index(src, "function")
+		if grant < 0 || fn >= 0 && fn < grant {
+			t.Errorf("%s.lua: the grant of a free lock at %d, the first function at %d; want the grant first", name, grant, fn)
+		}
+	}
+}

@@ -1,32 +1,49 @@
--- RWLock makes one writer's attempt (see attemptArgs for ARGV[1..5]).
--- With ARGV[6] = "x" (a take-over) it first evicts the blockers the caller
--- saw, writer ARGV[7] ("" none) and readers ARGV[8..], but only if they
--- are still exactly what blocks it. Replies {1, fence} when it holds the
--- lock, also when it already did (a hand-off, or a lost reply asked again:
--- the lease restarts), and {0, writer, readers} when blocked. A blocked
--- writer that waits counts among the waiting writers for its expiry,
--- queued or not.
+-- RWLock makes one writer's attempt (see attemptArgs for ARGV[1..5]; its
+-- expiry is ARGV[3] in the lean form of an attempt with no op). With
+-- ARGV[6] = "x" (a take-over) it first evicts the blockers the caller saw,
+-- writer ARGV[7] ("" none) and readers ARGV[8..], but only if they are
+-- still exactly what blocks it. A first attempt ("" or "q") on a lock
+-- without readers' key sets it at once if free, as Acquire does (see
+-- set_if_free.lua). Replies as Acquire does: the fence when it set the
+-- lock, {1, fence} when it holds the lock otherwise, also when it already
+-- did (see restart_lease.lua), and {0, writer, readers} when blocked. A
+-- blocked writer that waits counts among the waiting writers for its
+-- expiry, queued or not, and leaves them when it gets the lock.
 
+local op, expiryMs, cur, fence = ARGV[4], ARGV[5] or ARGV[3], nil, nil
+local first = op ~= 'r' and op ~= 'x' and ARGV[6] ~= 'x' and redis.call('EXISTS', KEYS[2]) == 0
+if first then
+--#include set_if_free
+  if not cur and (expiryMs == '0' or redis.call('ZREM', KEYS[3], ARGV[1]) == 0) then
+    return fence
+  end
+else
+  cur = redis.call('GET', KEYS[1])
+end
 --#include clock
 --#include new_fence
 --#include fenced
 --#include holds
 --#include fence_of
+--#include restart_lease
 --#include time
 --#include lease
 --#include queue_keep
 --#include queue_wait
-local cur = redis.call('GET', KEYS[1])
-if cur and holds(cur, ARGV[1]) then
-  if ARGV[2] == '0' then
-    redis.call('PERSIST', KEYS[1])
-  else
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  return {1, fenceOf(cur) or 0}
+if first and not cur then -- set, and it left the waiting writers
+  expireWith(KEYS[3])
+  return fence
 end
-local t = now()
-local readers = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(t), '+inf')
+if cur and holds(cur, ARGV[1]) then
+  return restartLease(KEYS[1], cur, ARGV[2])
+end
+local t, readers = nil, {}
+if first then -- no readers, and the clock that set_if_free read
+  t = math.floor(fence / 1000)
+else
+  t = now()
+  readers = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(t), '+inf')
+end
 local evict = false
 if ARGV[6] == 'x' and (not cur and ARGV[7] == '' or cur and ARGV[7] ~= '' and holds(cur, ARGV[7])) then
   local seen = {}
@@ -41,17 +58,17 @@ if ARGV[6] == 'x' and (not cur and ARGV[7] == '' or cur and ARGV[7] ~= '' and ho
   end
 end
 if not evict and (cur or #readers > 0) then
-  if ARGV[5] ~= '0' then
-    redis.call('ZADD', KEYS[3], ms(t + tonumber(ARGV[5])), ARGV[1])
+  if expiryMs ~= '0' then
+    redis.call('ZADD', KEYS[3], ms(t + tonumber(expiryMs)), ARGV[1])
     expireWith(KEYS[3])
     wait(KEYS[5])
   end
   return {0, cur or '', readers}
 end
-local fence = newFence(fenceOf(cur))
+fence = newFence(fenceOf(cur))
 redis.call('DEL', KEYS[2])
 setLease(KEYS[1], fenced(ARGV[1], fence), ARGV[2])
-if ARGV[5] ~= '0' then
+if expiryMs ~= '0' then
   redis.call('ZREM', KEYS[3], ARGV[1])
   expireWith(KEYS[3])
 end

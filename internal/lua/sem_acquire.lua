@@ -1,22 +1,45 @@
 -- SemAcquire makes one attempt (see attemptArgs for ARGV[1..5]) on a
--- semaphore of ARGV[6] permits. With a stale holder's token ARGV[7] (a
--- take-over), it first evicts that holder, but only if that leaves a
--- permit for the caller. Replies {1, fence} when the caller holds a
--- permit, also when it already did (a hand-off, or a lost reply asked
--- again: the lease restarts), and {0, "", holders} when every permit is
--- taken. The counter is read before any write, so a broken counter
--- changes nothing. Only a success drops the expired holders; the counts
--- before it leave them out. Up to 64 permits, one read of the live holders
--- both counts them and names them for a blocked reply. An attempt that
--- joins the queue ("q") holds nothing yet, so it does not look for its own
--- permit.
+-- semaphore of ARGV[6] permits (ARGV[3] in the lean form of an attempt
+-- with no op). With a stale holder's token ARGV[7] (a take-over), it first
+-- evicts that holder, but only if that leaves a permit for the caller. An
+-- attempt with no op on a semaphore none of whose keys is there makes the
+-- caller its one holder at once, under Redis's clock as fence, defining no
+-- function before that reply, as Acquire does; one that joins the queue
+-- ("q") does not look, as it finds the semaphore taken most often and the
+-- look would cost a call. Replies the fence then; {1, fence} when the
+-- caller holds a permit otherwise, also when it already did (a hand-off,
+-- or a lost reply asked again: the lease restarts), and {0, "", holders}
+-- when every permit is taken. The counter is read before any write, so a
+-- broken counter changes nothing. Only a success drops the expired
+-- holders; the counts before it leave them out. Up to 64 permits, one read
+-- of the live holders both counts them and names them for a blocked reply.
+-- An attempt that joins the queue holds nothing yet, so it does not look
+-- for its own permit.
 
+local op, permits, stale = ARGV[4], tonumber(ARGV[6] or ARGV[3]), ARGV[7] or ''
+if (op or '') == '' and stale == '' and redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) == 0 then
+  local c = redis.call('TIME')
+  local fence = c[1] * 1000000 + c[2]
+  local f = string.format('%d', fence)
+  redis.call('HSET', KEYS[2], ARGV[1], f)
+  if ARGV[2] == '0' then
+    redis.call('ZADD', KEYS[1], '+inf', ARGV[1])
+    redis.call('SET', KEYS[3], f)
+  else -- the keys expire with the lease, as expireWith makes them
+    local at = string.format('%d', math.floor(fence / 1000) + tonumber(ARGV[2]))
+    redis.call('ZADD', KEYS[1], at, ARGV[1])
+    redis.call('PEXPIREAT', KEYS[1], at)
+    redis.call('PEXPIREAT', KEYS[2], at)
+    redis.call('SET', KEYS[3], f, 'PXAT', at)
+  end
+  return fence
+end
 --#include sem_fence
 --#include time
 --#include queue_keep
 --#include queue_wait
 local t = now()
-if ARGV[4] ~= 'q' and live(KEYS[1], ARGV[1], t) then
+if op ~= 'q' and live(KEYS[1], ARGV[1], t) then
   local mine = redis.call('HGET', KEYS[2], ARGV[1])
   if mine then
     redis.call('ZADD', KEYS[1], expiry(t, ARGV[2]), ARGV[1])
@@ -24,7 +47,7 @@ if ARGV[4] ~= 'q' and live(KEYS[1], ARGV[1], t) then
     return {1, tonumber(mine)}
   end
 end
-local alive, permits = '(' .. ms(t), tonumber(ARGV[6])
+local alive = '(' .. ms(t)
 local holders, taken
 if permits <= 64 then
   holders = redis.call('ZRANGEBYSCORE', KEYS[1], alive, '+inf')
@@ -32,7 +55,7 @@ if permits <= 64 then
 else
   taken = redis.call('ZCOUNT', KEYS[1], alive, '+inf')
 end
-local evict = ARGV[7] ~= '' and live(KEYS[1], ARGV[7], t)
+local evict = stale ~= '' and live(KEYS[1], stale, t)
 if evict then
   taken = taken - 1
 end
@@ -47,8 +70,8 @@ end
 keepFence(fence)
 prune(KEYS[1], KEYS[2], t)
 if evict then
-  redis.call('ZREM', KEYS[1], ARGV[7])
-  redis.call('HDEL', KEYS[2], ARGV[7])
+  redis.call('ZREM', KEYS[1], stale)
+  redis.call('HDEL', KEYS[2], stale)
 end
 redis.call('ZADD', KEYS[1], expiry(t, ARGV[2]), ARGV[1])
 redis.call('HSET', KEYS[2], ARGV[1], ms(fence))

@@ -11,17 +11,13 @@
 --#include fenced
 --#include holds
 --#include fence_of
+--#include restart_lease
 --#include lease
 --#include queue_keep
 --#include queue_wait
 local cur = redis.call('GET', KEYS[1])
 if cur and holds(cur, ARGV[1]) then
-  if ARGV[2] == '0' then
-    redis.call('PERSIST', KEYS[1])
-  else
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  end
-  return {1, fenceOf(cur) or 0}
+  return restartLease(KEYS[1], cur, ARGV[2])
 end
 if cur and not holds(cur, ARGV[6]) then
   wait(KEYS[3])
