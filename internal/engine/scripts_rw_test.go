@@ -378,6 +378,44 @@ func TestRWLockScript_leanAttemptBlocked(t *testing.T) {
 			must(t, conn, "DEL", "w")
 			waiting(t, conn, "r", "reader")
 			attempt("waits too", 100, grant{holders: []string{"reader"}})
+			if n, _ := redis.Int(conn.Do("EXISTS", "w")); n != 0 {
+				t.Error("a writer's attempt blocked by readers left the writer's key set")
+			}
+		})
+	}
+}
+
+// The waiting writers' set lives until the latest expiry a blocked
+// writer's attempt wrote into it: the first attempt gives the new set its
+// expiry, a later expiry pushes it back, an earlier one leaves it, and a
+// writer that leaves does not shorten it.
+func TestRWLockScript_waitingWritersExpire(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			must(t, conn, "SET", "w", fenced("h", 7))
+			for _, step := range []struct {
+				token  string
+				expiry int64 // ms
+				want   int64 // the set's expiry, ms from now
+			}{
+				{"a", 2000, 2000},
+				{"b", 9000, 9000},
+				{"a", 2000, 9000},
+			} {
+				now := int64(clockOf(t, conn) / 1000)
+				a := attemptArgs{token: step.token, lease: 1000, expiry: step.expiry, form: writerArgs}
+				must2(doScript(conn, lua.RWLock, with(rwKeys, a.argv()...)...))
+				at, err := redis.Int64(conn.Do("PEXPIRETIME", "ww"))
+				if err != nil || at < now+step.want-500 || at > now+step.want+500 {
+					t.Errorf("after %s's attempt for %d ms, the set expires in %d ms, %v; want about %d", step.token, step.expiry, at-now, err, step.want)
+				}
+			}
+			must2(doScript(conn, lua.RWUnlock, with(rwKeys, "q", "b")...))
+			if at, _ := redis.Int64(conn.Do("PEXPIRETIME", "ww")); at < 0 {
+				t.Errorf("PEXPIRETIME after b left = %d; want the set still expiring", at)
+			}
 		})
 	}
 }
@@ -600,5 +638,108 @@ func TestSemAcquireScript_manyPermits(t *testing.T) {
 				t.Errorf("%d holders after; want 66: the expired one dropped", n)
 			}
 		})
+	}
+}
+
+// A Semaphore's release that hands the permit to a waiter who then holds
+// alone leaves the keys as an attempt of that waiter, with its claim as
+// lease, would on a free semaphore; one that leaves another holder keeps
+// the keys until the later of the two leases.
+func TestSemReleaseScript_handOffWritesAsAGrant(t *testing.T) {
+	const claim = 1500 // ms
+	for server, pool := range scriptServers(t) {
+		for _, others := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/other holder %v", server, others), func(t *testing.T) {
+				conn := scriptConn(t, pool)
+				psc := subscribe(t, pool, "chan")
+				prepare := func() {
+					must(t, conn, "FLUSHALL")
+					if others {
+						must(t, conn, "ZADD", "permits", later(), "other")
+						must(t, conn, "HSET", "fences", "other", 1)
+					}
+				}
+				prepare()
+				must(t, conn, "ZADD", "permits", later(), "h")
+				must(t, conn, "HSET", "fences", "h", 2)
+				must(t, conn, "SET", "fence", 2)
+				enqueue(t, conn, "semqueue", "w", fmt.Sprintf("2 %d 3600000 1 chan", claim))
+				if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "h")...); !ok || !slices.Equal(next, []string{"w"}) {
+					t.Fatalf("h's release = %v, %v; want the permit handed to w", ok, next)
+				}
+				_, wu, _ := parseWakeUp(message(t, psc))
+				handed := stateOf(t, conn, semKeys, wu.fence)
+
+				prepare()
+				whole := attemptArgs{token: "w", lease: claim, entry: entry("w", 1), op: "x", expiry: 100, form: permitArgs, permits: 2}
+				g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, whole.argv()...)...)), true)
+				if err != nil || !g.ok {
+					t.Fatalf("w's attempt = %+v, %v; want the permit", g, err)
+				}
+				granted := stateOf(t, conn, semKeys, g.fence)
+				apart := int64(g.fence/1000-wu.fence/1000) + 2
+				if !handed.like(granted, apart) {
+					t.Errorf("hand-off wrote %+v; a grant %+v", handed, granted)
+				}
+			})
+		}
+	}
+}
+
+// A Semaphore's release drops its holder and those whose lease ended,
+// hands the permit on only if the live holders left let the waiter in,
+// and counts as lost a holder whose lease ended: with few holders, read
+// at once, and with more than 64.
+func TestSemReleaseScript_countsLiveHolders(t *testing.T) {
+	past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+	for server, pool := range scriptServers(t) {
+		for _, others := range []int{2, 70} {
+			for _, tc := range []struct {
+				permits int // the waiter's
+				handed  bool
+			}{{others + 1, true}, {others, false}} {
+				t.Run(fmt.Sprintf("%s/%d others/waiter of %d", server, others, tc.permits), func(t *testing.T) {
+					conn := scriptConn(t, pool)
+					must(t, conn, "FLUSHALL")
+					psc := subscribe(t, pool, "chan")
+					for i := range others {
+						must(t, conn, "ZADD", "permits", later(), fmt.Sprint("other", i))
+						must(t, conn, "HSET", "fences", fmt.Sprint("other", i), 1)
+					}
+					for _, dead := range []string{"dead1", "dead2", "gone"} {
+						must(t, conn, "ZADD", "permits", past, dead)
+						must(t, conn, "HSET", "fences", dead, 1)
+					}
+					must(t, conn, "ZADD", "permits", later(), "h")
+					must(t, conn, "HSET", "fences", "h", 2)
+					must(t, conn, "SET", "fence", 2, "PX", 3600000)
+					enqueue(t, conn, "semqueue", "w", fmt.Sprintf("%d 1500 3600000 1 chan", tc.permits))
+					ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "h")...)
+					if want := []string(nil); tc.handed {
+						want = []string{"w"}
+						if !ok || !slices.Equal(next, want) {
+							t.Errorf("h's release = %v, %v; want true, %v", ok, next, want)
+						}
+						if token, _, _ := parseWakeUp(message(t, psc)); token != "w" {
+							t.Errorf("message to %q; want w's hand-off", token)
+						}
+					} else if !ok || next != nil {
+						t.Errorf("h's release = %v, %v; want true, nobody", ok, next)
+					}
+					held := members(t, conn, "permits")
+					want := others
+					if tc.handed {
+						want++
+					}
+					if n, _ := redis.Int(conn.Do("HLEN", "fences")); len(held) != want || n != want || slices.Contains(held, "h") || slices.Contains(held, "dead1") {
+						t.Errorf("holders %v, %d fences after the release; want the %d others alive, and w if handed", held, n, others)
+					}
+					must(t, conn, "ZADD", "permits", past, "gone")
+					if ok, _ := released(t, conn, lua.SemRelease, with(semKeys, "", "gone")...); ok {
+						t.Error("the release of a holder whose lease ended succeeded; want it lost")
+					}
+				})
+			}
+		}
 	}
 }

@@ -30,7 +30,6 @@ local function handOff(above)
     end
     if not reading(w) then
       redis.call('ZREM', KEYS[3], w.token)
-      expireWith(KEYS[3])
     end
     fence = fence or newFence(above)
     if offer(w, fence) then

@@ -8,13 +8,21 @@
 -- lock, {1, fence} when it holds the lock otherwise, also when it already
 -- did (see restart_lease.lua), and {0, writer, readers} when blocked. A
 -- blocked writer that waits counts among the waiting writers for its
--- expiry, queued or not, and leaves them when it gets the lock.
+-- expiry, queued or not, and leaves them when it gets the lock; their set
+-- lives until the latest expiry written to it (outlive), which a writer
+-- that leaves does not shorten, so that a leave costs one command.
 
 local op, expiryMs, cur, fence = ARGV[4], ARGV[5] or ARGV[3], nil, nil
-local first = op ~= 'r' and op ~= 'x' and ARGV[6] ~= 'x' and redis.call('EXISTS', KEYS[2]) == 0
+local first = op ~= 'r' and op ~= 'x' and ARGV[6] ~= 'x'
 if first then
 --#include set_if_free
-  if not cur and (expiryMs == '0' or redis.call('ZREM', KEYS[3], ARGV[1]) == 0) then
+  if not cur and redis.call('EXISTS', KEYS[2]) == 1 then -- readers hold it
+    redis.call('DEL', KEYS[1])
+    first = false
+  elseif not cur then
+    if expiryMs ~= '0' then
+      redis.call('ZREM', KEYS[3], ARGV[1])
+    end
     return fence
   end
 else
@@ -30,15 +38,16 @@ end
 --#include lease
 --#include queue_keep
 --#include queue_wait
-if first and not cur then -- set, and it left the waiting writers
-  expireWith(KEYS[3])
-  return fence
+local function outlive(key, at) -- key lives until at at least
+  if redis.call('PEXPIREAT', key, at, 'GT') == 0 then
+    redis.call('PEXPIREAT', key, at, 'NX')
+  end
 end
 if cur and holds(cur, ARGV[1]) then
   return restartLease(KEYS[1], cur, ARGV[2])
 end
 local t, readers = nil, {}
-if first then -- no readers, and the clock that set_if_free read
+if first then -- a writer holds it, so no reader does; the clock that set_if_free read
   t = math.floor(fence / 1000)
 else
   t = now()
@@ -59,8 +68,9 @@ if ARGV[6] == 'x' and (not cur and ARGV[7] == '' or cur and ARGV[7] ~= '' and ho
 end
 if not evict and (cur or #readers > 0) then
   if expiryMs ~= '0' then
-    redis.call('ZADD', KEYS[3], ms(t + tonumber(expiryMs)), ARGV[1])
-    expireWith(KEYS[3])
+    local at = ms(t + tonumber(expiryMs))
+    redis.call('ZADD', KEYS[3], at, ARGV[1])
+    outlive(KEYS[3], at)
     wait(KEYS[5])
   end
   return {0, cur or '', readers}
@@ -70,7 +80,6 @@ redis.call('DEL', KEYS[2])
 setLease(KEYS[1], fenced(ARGV[1], fence), ARGV[2])
 if expiryMs ~= '0' then
   redis.call('ZREM', KEYS[3], ARGV[1])
-  expireWith(KEYS[3])
 end
 joined(KEYS[5])
 return {1, fence}

@@ -10,7 +10,6 @@
 --#include queue_leave
 if ARGV[1] ~= '' then
   redis.call('ZREM', KEYS[3], ARGV[2])
-  expireWith(KEYS[3])
 end
 leave(KEYS[5])
 local cur = redis.call('GET', KEYS[1])

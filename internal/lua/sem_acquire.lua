@@ -16,22 +16,16 @@
 -- An attempt that joins the queue holds nothing yet, so it does not look
 -- for its own permit.
 
+--#include sem_only
 local op, permits, stale = ARGV[4], tonumber(ARGV[6] or ARGV[3]), ARGV[7] or ''
 if (op or '') == '' and stale == '' and redis.call('EXISTS', KEYS[1], KEYS[2], KEYS[3]) == 0 then
   local c = redis.call('TIME')
   local fence = c[1] * 1000000 + c[2]
-  local f = string.format('%d', fence)
-  redis.call('HSET', KEYS[2], ARGV[1], f)
-  if ARGV[2] == '0' then
-    redis.call('ZADD', KEYS[1], '+inf', ARGV[1])
-    redis.call('SET', KEYS[3], f)
-  else -- the keys expire with the lease, as expireWith makes them
-    local at = string.format('%d', math.floor(fence / 1000) + tonumber(ARGV[2]))
-    redis.call('ZADD', KEYS[1], at, ARGV[1])
-    redis.call('PEXPIREAT', KEYS[1], at)
-    redis.call('PEXPIREAT', KEYS[2], at)
-    redis.call('SET', KEYS[3], f, 'PXAT', at)
+  local at = nil
+  if ARGV[2] ~= '0' then
+    at = string.format('%d', math.floor(fence / 1000) + tonumber(ARGV[2]))
   end
+  onlyHolder(ARGV[1], string.format('%d', fence), at)
   return fence
 end
 --#include sem_fence

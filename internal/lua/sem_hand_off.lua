@@ -1,17 +1,21 @@
 -- semHandOff is the Lua of a release: it hands the permit to the oldest
 -- waiter that is alive and listens, if that waiter's number of permits
 -- lets it in, under a new fence; an offer nobody heard spends none.
--- Returns its token, or 1.
+-- taken is how many permits are held, if the caller has counted them.
+-- Returns its token, or 1, and true when the waiter is the one holder,
+-- whose grant set the keys' expiry (see sem_only.lua).
 
 --#include sem_fence
+--#include sem_only
 --#include time
 --#include queue_keep
 --#include queue_hand
-local function free(w)
-  return redis.call('ZCARD', KEYS[1]) < (tonumber(w.kind) or 0)
-end
-local function handOff()
+local function handOff(taken)
   local fence
+  taken = taken or redis.call('ZCARD', KEYS[1])
+  local function free(w)
+    return taken < (tonumber(w.kind) or 0)
+  end
   while true do
     local w = nextWaiter(KEYS[4], free)
     if not w then
@@ -23,8 +27,16 @@ local function handOff()
       return 1
     end
     if offer(w, fence) then
+      local at = expiry(now(), w.claim)
+      if taken == 0 then
+        if at == '+inf' then
+          at = nil
+        end
+        onlyHolder(w.token, ms(fence), at)
+        return w.token, true
+      end
       keepFence(fence)
-      redis.call('ZADD', KEYS[1], expiry(now(), w.claim), w.token)
+      redis.call('ZADD', KEYS[1], at, w.token)
       redis.call('HSET', KEYS[2], w.token, ms(fence))
       return w.token
     end

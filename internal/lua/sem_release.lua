@@ -8,15 +8,47 @@
 --#include queue_leave
 leave(KEYS[4])
 local t = now()
-prune(KEYS[1], KEYS[2], t)
-local released = 0
-for i = 2, #ARGV do
-  released = released + redis.call('ZREM', KEYS[1], ARGV[i])
-  redis.call('HDEL', KEYS[2], ARGV[i])
+local tokens = {unpack(ARGV, 2)}
+local gone, released, taken = {unpack(tokens)}, 0, nil
+-- One read of the holders, when they are at most 64, tells which of them
+-- are ours and alive, which others hold and which have expired: the keys
+-- go at once when no other holds, else one ZREM and one HDEL drop ours
+-- and the expired. More are pruned and counted apart.
+local view = redis.call('ZRANGE', KEYS[1], 0, 63, 'WITHSCORES')
+if #view < 128 then
+  local ours = {}
+  for _, token in ipairs(tokens) do
+    ours[token] = true
+  end
+  taken = 0
+  for i = 1, #view, 2 do
+    local alive = view[i + 1] == 'inf' or tonumber(view[i + 1]) > t
+    if ours[view[i]] then
+      released = released + (alive and 1 or 0)
+    elseif alive then
+      taken = taken + 1
+    else
+      gone[#gone + 1] = view[i]
+    end
+  end
+  if taken == 0 then
+    redis.call('DEL', KEYS[1], KEYS[2])
+  elseif #gone > 0 then
+    redis.call('ZREM', KEYS[1], unpack(gone))
+    redis.call('HDEL', KEYS[2], unpack(gone))
+  end
+else
+  prune(KEYS[1], KEYS[2], t)
+  if #tokens > 0 then
+    released = redis.call('ZREM', KEYS[1], unpack(tokens))
+    redis.call('HDEL', KEYS[2], unpack(tokens))
+  end
 end
 if released == 0 then
   return 0
 end
-local next = handOff()
-expireWith(KEYS[1], KEYS[2], KEYS[3])
+local next, only = handOff(taken)
+if not only then
+  expireWith(KEYS[1], KEYS[2], KEYS[3])
+end
 return next
