@@ -1,8 +1,9 @@
 -- sem_only.lua makes token the one holder of a semaphore none of whose
 -- keys holds anyone else, under fence f (a string), until at (ms, a
 -- string; nil for no lease): the keys expire with it, as expireWith makes
--- them, five commands and no read. The first attempt on a free semaphore
--- and a hand-off to a waiter when nobody else holds a permit grant so.
+-- them, in five commands at most and no read. The first attempt on a free
+-- semaphore and a hand-off to a waiter when nobody else holds a permit
+-- grant so.
 
 local function onlyHolder(token, f, at)
   redis.call('HSET', KEYS[2], token, f)
