@@ -14,8 +14,8 @@ local gone, released, taken = {unpack(tokens)}, 0, nil
 -- are ours and alive, which others hold and which have expired: the keys
 -- go at once when no other holds, else one ZREM and one HDEL drop ours
 -- and the expired. More are pruned and counted apart.
-local view = redis.call('ZRANGE', KEYS[1], 0, 63, 'WITHSCORES')
-if #view < 128 then
+local view = redis.call('ZRANGE', KEYS[1], 0, 64, 'WITHSCORES')
+if #view <= 128 then -- all of them
   local ours = {}
   for _, token in ipairs(tokens) do
     ours[token] = true
