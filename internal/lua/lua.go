@@ -33,7 +33,8 @@ import (
 // lease; the scripts drop the members whose lease has ended, so that a
 // holder that died frees its share by itself and no count can go wrong.
 // Such a set, and what a Semaphore keeps beside it, expires when its
-// latest member's lease or expiry ends (see expireWith).
+// latest member's lease or expiry ends (see expireWith); the waiting
+// writers' set, when the latest expiry written to it ends (see rw_lock.lua).
 //
 // Every lock has a queue of waiters: a list of their tokens, oldest first.
 // Beside it, each queued waiter has a key of its own, the queue's name and

@@ -24,8 +24,9 @@ var Refresh = newScript(1, "refresh")
 // The RWMutex's scripts. KEYS[1] holds the writer's token and fence (see
 // new_fence.lua), with its lease as TTL; KEYS[2] is the set of readers;
 // KEYS[3] the waiting writers, each with the expiry that its attempts push
-// back, the set living until the latest of them (see rw_lock.lua); KEYS[4] the fence counter that earlier versions kept, deleted when
-// the lock is freed; KEYS[5] the queue (see attemptArgs).
+// back, the set living until the latest expiry written to it (see
+// rw_lock.lua); KEYS[4] the fence counter that earlier versions kept,
+// deleted when the lock is freed; KEYS[5] the queue (see attemptArgs).
 //
 // Readers may enter only while there is no writer and no waiting writer:
 // that makes the lock write-preferring. So that a stream of writers cannot

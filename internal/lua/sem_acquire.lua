@@ -3,8 +3,8 @@
 -- with no op). With a stale holder's token ARGV[7] (a take-over), it first
 -- evicts that holder, but only if that leaves a permit for the caller. An
 -- attempt with no op on a semaphore none of whose keys is there makes the
--- caller its one holder at once, under Redis's clock as fence, defining no
--- function before that reply, as Acquire does; one that joins the queue
+-- caller its one holder at once, under Redis's clock as fence, defining
+-- no function before that reply but the grant's own (see sem_only.lua); one that joins the queue
 -- ("q") does not look, as it finds the semaphore taken most often and the
 -- look would cost a call. Replies the fence then; {1, fence} when the
 -- caller holds a permit otherwise, also when it already did (a hand-off,

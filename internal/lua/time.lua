@@ -4,7 +4,9 @@
 -- cannot turn into a number.
 -- expireWith makes set, and the keys kept beside it, expire when its
 -- latest score does (never for +inf), and deletes those keys when set is
--- empty; every script that adds to a set, or takes from it, calls it.
+-- empty; every script that adds to a set, or takes from it, calls it, but
+-- for the waiting writers' set (see outlive in rw_lock.lua) and a
+-- Semaphore's grant to a lone holder (see sem_only.lua).
 
 local function now()
   return math.floor(clock() / 1000)
