@@ -4,9 +4,9 @@
 -- evicts that holder, but only if that leaves a permit for the caller. An
 -- attempt with no op on a semaphore none of whose keys is there makes the
 -- caller its one holder at once, under Redis's clock as fence, defining
--- no function before that reply but the grant's own (see sem_only.lua); one that joins the queue
--- ("q") does not look, as it finds the semaphore taken most often and the
--- look would cost a call. Replies the fence then; {1, fence} when the
+-- no function before that reply but the grant's own (see sem_only.lua);
+-- one that joins the queue ("q") does not look, as it finds the semaphore
+-- taken most often and the look would cost a call. Replies the fence then; {1, fence} when the
 -- caller holds a permit otherwise, also when it already did (a hand-off,
 -- or a lost reply asked again: the lease restarts), and {0, "", holders}
 -- when every permit is taken. The counter is read before any write, so a
