@@ -337,8 +337,8 @@ func TestHolderScripts_prune(t *testing.T) {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want the permit", g, err)
 			}
 			newFence(t, g.fence, before, 0)
-			if n, _ := redis.Int(conn.Do("HLEN", "fences")); n != 1 {
-				t.Errorf("fences = %d; want 1: the expired holder's is gone", n)
+			if n, _ := redis.Int(conn.Do("HEXISTS", "fences", "dead")); n != 0 {
+				t.Error("the expired holder's fence is still there; want it gone")
 			}
 			if n, _ := redis.Int(doScript(conn, lua.Held, "permits", "dead")); n != 0 {
 				t.Errorf("held(dead) = %d; want 0", n)
@@ -429,8 +429,7 @@ func TestSemAcquireScript_leanAttempt(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
 			must(t, conn, "ZADD", "permits", "+inf", "a")
-			must(t, conn, "HSET", "fences", "a", 1)
-			must(t, conn, "SET", "fence", 1)
+			must(t, conn, "HSET", "fences", "a", 1, "fence", 1)
 			for _, tc := range []struct {
 				permits int
 				want    grant
@@ -490,20 +489,35 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 }
 
 // A Semaphore's fence counter that is not an integer fails an acquisition
-// and changes nothing. An RWMutex keeps no counter: one that an earlier
-// version left changes nothing, and goes when the lock is freed.
+// and changes nothing. Neither an RWMutex nor a Semaphore keeps a counter
+// key: one that an earlier version left changes nothing, and goes when the
+// lock is freed.
 func TestHolderScripts_badFence(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
-			must(t, conn, "SET", "fence", "x")
+			must(t, conn, "HSET", "fences", "fence", "x")
 			must(t, conn, "SET", "f", "x")
 			if _, err := doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 1, "")...); err == nil {
 				t.Error("semaphore acquire with a broken counter succeeded")
 			}
-			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences")); n != 0 {
-				t.Errorf("%d keys written; want none", n)
+			if n, _ := redis.Int(conn.Do("EXISTS", "permits")); n != 0 {
+				t.Error("a holder written; want none")
+			}
+			if fields, _ := redis.Strings(conn.Do("HGETALL", "fences")); !slices.Equal(fields, []string{"fence", "x"}) {
+				t.Errorf("fences %q; want the broken counter alone", fields)
+			}
+			must(t, conn, "DEL", "fences")
+			must(t, conn, "SET", "fence", "x")
+			if g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 1, "")...)), true); err != nil || !g.ok {
+				t.Fatalf("semaphore acquire beside an earlier version's broken counter = %+v, %v; want the permit", g, err)
+			}
+			if ok, _ := released(t, conn, lua.SemRelease, with(semKeys, "", "new")...); !ok {
+				t.Fatal("the permit's release = false; want true")
+			}
+			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "fence")); n != 0 {
+				t.Errorf("%d of the semaphore's keys and the earlier counter left; want none", n)
 			}
 			if g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "new", 0, "", "", 100, "", "")...)), true); err != nil || !g.ok {
 				t.Fatalf("writer beside an earlier version's broken counter = %+v, %v; want in", g, err)
@@ -572,8 +586,7 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 			must(t, conn, "FLUSHALL")
 			psc := subscribe(t, pool, "chan")
 			must(t, conn, "ZADD", "permits", "+inf", "h")
-			must(t, conn, "HSET", "fences", "h", 1)
-			must(t, conn, "SET", "fence", 1)
+			must(t, conn, "HSET", "fences", "h", 1, "fence", 1)
 			enqueueAll(t, conn, "semqueue", "1 a", "1 b")
 			fence := uint64(1) // the last granted
 			steps := []struct {
@@ -662,8 +675,7 @@ func TestSemReleaseScript_handOffWritesAsAGrant(t *testing.T) {
 				}
 				prepare()
 				must(t, conn, "ZADD", "permits", later(), "h")
-				must(t, conn, "HSET", "fences", "h", 2)
-				must(t, conn, "SET", "fence", 2)
+				must(t, conn, "HSET", "fences", "h", 2, "fence", 2)
 				enqueue(t, conn, "semqueue", "w", fmt.Sprintf("2 %d 3600000 1 chan", claim))
 				if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "h")...); !ok || !slices.Equal(next, []string{"w"}) {
 					t.Fatalf("h's release = %v, %v; want the permit handed to w", ok, next)
@@ -712,8 +724,7 @@ func TestSemReleaseScript_countsLiveHolders(t *testing.T) {
 						must(t, conn, "HSET", "fences", dead, 1)
 					}
 					must(t, conn, "ZADD", "permits", later(), "h")
-					must(t, conn, "HSET", "fences", "h", 2)
-					must(t, conn, "SET", "fence", 2, "PX", 3600000)
+					must(t, conn, "HSET", "fences", "h", 2, "fence", 2)
 					enqueue(t, conn, "semqueue", "w", fmt.Sprintf("%d 1500 3600000 1 chan", tc.permits))
 					ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "h")...)
 					if want := []string(nil); tc.handed {
@@ -732,8 +743,8 @@ func TestSemReleaseScript_countsLiveHolders(t *testing.T) {
 					if tc.handed {
 						want++
 					}
-					if n, _ := redis.Int(conn.Do("HLEN", "fences")); len(held) != want || n != want || slices.Contains(held, "h") || slices.Contains(held, "dead1") {
-						t.Errorf("holders %v, %d fences after the release; want the %d others alive, and w if handed", held, n, others)
+					if n, _ := redis.Int(conn.Do("HLEN", "fences")); len(held) != want || n != want+1 || slices.Contains(held, "h") || slices.Contains(held, "dead1") {
+						t.Errorf("holders %v, %d fields of fences after the release; want the %d others alive, and w if handed, and the counter", held, n, others)
 					}
 					must(t, conn, "ZADD", "permits", past, "gone")
 					if ok, _ := released(t, conn, lua.SemRelease, with(semKeys, "", "gone")...); ok {
@@ -742,5 +753,67 @@ func TestSemReleaseScript_countsLiveHolders(t *testing.T) {
 				})
 			}
 		}
+	}
+}
+
+// A Semaphore keeps its fence counter in its hash of fences: every grant
+// (a first attempt on a free semaphore, one beside a holder, a hand-off
+// beside a holder and one to a waiter who then holds alone) writes it
+// there with the holder's fence and writes no counter key, and each fence
+// is above the counter, even one far ahead of Redis's clock; and so does
+// a forced release's hand-off, after which no counter key is left either.
+func TestSemScripts_counterInFences(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			psc := subscribe(t, pool, "chan")
+			granted := func(step string, fence, floor uint64) {
+				t.Helper()
+				counter, _ := redis.Uint64(conn.Do("HGET", "fences", "fence"))
+				if n, _ := redis.Int(conn.Do("EXISTS", "fence")); fence <= floor || counter != fence || n != 0 {
+					t.Errorf("%s: fence %d, counter %d, %d counter keys; want a fence above %d, the counter at it, no key", step, fence, counter, n, floor)
+				}
+			}
+			attempt := func(a attemptArgs) uint64 {
+				t.Helper()
+				g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, a.argv()...)...)), true)
+				if err != nil || !g.ok {
+					t.Fatalf("%s's attempt = %+v, %v; want a permit", a.token, g, err)
+				}
+				return g.fence
+			}
+			handOff := func(from, to string) uint64 {
+				t.Helper()
+				enqueue(t, conn, "semqueue", to, "2 1500 3600000 1 chan")
+				if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", from)...); !ok || !slices.Equal(next, []string{to}) {
+					t.Fatalf("%s's release = %v, %v; want the permit handed to %s", from, ok, next, to)
+				}
+				_, wu, _ := parseWakeUp(message(t, psc))
+				return wu.fence
+			}
+			fa := attempt(attemptArgs{token: "a", lease: 60000, form: permitArgs, permits: 2})
+			granted("a first attempt", fa, 0)
+			ahead := fa + 1_000_000_000 // 1000 s ahead of Redis's clock
+			must(t, conn, "HSET", "fences", "fence", ahead)
+			fb := attempt(attemptArgs{token: "b", lease: 60000, entry: entry("b", 1), op: "q", expiry: 100, form: permitArgs, permits: 2})
+			granted("an attempt beside a holder", fb, ahead)
+			fw := handOff("a", "w")
+			granted("a hand-off beside a holder", fw, fb)
+			if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "b")...); !ok || next != nil {
+				t.Fatalf("b's release = %v, %v; want true, nobody", ok, next)
+			}
+			fv := handOff("w", "v")
+			granted("a hand-off to a waiter alone", fv, fw)
+			ahead = fv + 1_000_000_000
+			must(t, conn, "HSET", "fences", "fence", ahead)
+			must(t, conn, "SET", "fence", 1) // an earlier version's counter
+			enqueue(t, conn, "semqueue", "u", "1 1500 3600000 1 chan")
+			if gone, err := redis.Strings(doScript(conn, lua.ForceSem, semKeys...)); err != nil || !slices.Equal(gone, []string{"v"}) {
+				t.Fatalf("ForceSem = %q, %v; want v removed", gone, err)
+			}
+			_, wu, _ := parseWakeUp(message(t, psc))
+			granted("a forced release's hand-off", wu.fence, ahead)
+		})
 	}
 }

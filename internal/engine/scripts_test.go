@@ -677,8 +677,7 @@ func TestHandOffs_offersNobodyHeardSpendNoFence(t *testing.T) {
 		}, with(rwKeys, "", "h")},
 		{"Semaphore", "1", "semqueue", func() {
 			must(t, conn, "ZADD", "permits", "+inf", "h")
-			must(t, conn, "HSET", "fences", "h", clock)
-			must(t, conn, "SET", "fence", clock)
+			must(t, conn, "HSET", "fences", "h", clock, "fence", clock)
 		}, with(semKeys, "", "h")},
 	}
 	for _, c := range cases {
@@ -810,8 +809,12 @@ func stateOf(t *testing.T, conn redis.Conn, keys []any, fence uint64) lockState 
 		case "string":
 			v, _ := redis.String(conn.Do("GET", key))
 			read = []string{v}
-		case "hash":
-			read, _ = redis.Strings(conn.Do("HGETALL", key))
+		case "hash": // field and value pairs, in order: a hash has none
+			r, _ := redis.Strings(conn.Do("HGETALL", key))
+			for i := 0; i+1 < len(r); i += 2 {
+				read = append(read, r[i]+" "+r[i+1])
+			}
+			slices.Sort(read)
 		case "list":
 			read, _ = redis.Strings(conn.Do("LRANGE", key, 0, -1))
 		case "zset":

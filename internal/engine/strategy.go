@@ -32,7 +32,7 @@ var (
 	mutexKind  = &holdKind{what: "lock", refresh: lua.Refresh, release: lua.Release, refreshKeys: 1, set: -1, fenced: true}
 	writerKind = &holdKind{what: "write lock", refresh: lua.Refresh, release: lua.RWUnlock, refreshKeys: 1, set: -1, fenced: true}
 	readerKind = &holdKind{what: "read lock", refresh: lua.RWRRefresh, release: lua.RWRUnlock, refreshKeys: 2, set: 1}
-	permitKind = &holdKind{what: "permit", refresh: lua.SemRefresh, release: lua.SemRelease, refreshKeys: 3, set: 0, fenced: true}
+	permitKind = &holdKind{what: "permit", refresh: lua.SemRefresh, release: lua.SemRelease, refreshKeys: 2, set: 0, fenced: true}
 )
 
 // The kinds of queue entry (see queueEntry) of a waiter for the lock itself

@@ -10,8 +10,11 @@ local gone = redis.call('ZRANGE', KEYS[1], 0, -1)
 if #gone == 0 then
   return {}
 end
-redis.call('DEL', KEYS[1], KEYS[2])
+if handOff(0) == 1 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  return gone
+end
 while handOff() ~= 1 do
 end
-expireWith(KEYS[1], KEYS[2], KEYS[3])
+expireWith(KEYS[1], KEYS[2])
 return gone

@@ -26,7 +26,7 @@ import (
 // RWMutex as its writer, is stored as "<token> <fence>" (see fenced and
 // cutFence), so that its fence lives and dies with it; a Semaphore keeps
 // the fence of each holder beside it, and the highest in a counter that
-// lives as long as its holders.
+// lives as long as its holders, in the same hash.
 //
 // The holders of an RWMutex (its readers) and of a Semaphore are members
 // of a sorted set whose score is when their lease ends, or +inf without a
@@ -59,9 +59,9 @@ import (
 // server without sharded pub/sub (miniredis) gets PUBSUB NUMSUB and
 // PUBLISH, and its Clients SUBSCRIBE.
 //
-// A key that no script writes any more, such as the fence counter of a
-// Mutex or an RWMutex that earlier versions kept, is deleted when the
-// lock is next freed.
+// A key that no script writes any more, such as the fence counter that
+// earlier versions kept for each lock, is deleted when the lock is next
+// freed.
 
 //go:embed *.lua
 var luaFiles embed.FS

@@ -50,11 +50,12 @@ var RWRUnlock = newScript(5, "rw_runlock")
 var RWRRefresh = newScript(2, "rw_rrefresh")
 
 // The Semaphore's scripts. KEYS[1] is the set of holders, KEYS[2] a hash of
-// each holder's fence, KEYS[3] the fence counter, the highest fence it has
-// granted to a holder still there (see new_fence.lua), and KEYS[4] the queue
-// (see attemptArgs). The first three expire with the latest holder's lease
-// (see expireWith). An entry's kind is the number of permits of the
-// semaphore its waiter asks.
+// each holder's fence and of the fence counter, the highest fence granted
+// to a holder still there (see sem_only.lua and new_fence.lua); KEYS[3] the
+// fence counter that earlier versions kept apart, which a release that
+// frees the semaphore deletes; KEYS[4] the queue (see attemptArgs). The
+// first two expire with the latest holder's lease (see expireWith). An
+// entry's kind is the number of permits of the semaphore its waiter asks.
 
 // SemAcquire is sem_acquire.lua.
 var SemAcquire = newScript(4, "sem_acquire")
@@ -63,7 +64,7 @@ var SemAcquire = newScript(4, "sem_acquire")
 var SemRelease = newScript(4, "sem_release")
 
 // SemRefresh is sem_refresh.lua.
-var SemRefresh = newScript(3, "sem_refresh")
+var SemRefresh = newScript(2, "sem_refresh")
 
 // The scripts of inspection (see inspect.go).
 

@@ -2,11 +2,13 @@
 -- waiter that is alive and listens, if that waiter's number of permits
 -- lets it in, under a new fence; an offer nobody heard spends none.
 -- taken is how many permits are held, if the caller has counted them.
--- Returns its token, or 1, and true when the waiter is the one holder,
--- whose grant set the keys' expiry (see sem_only.lua).
+-- When none is, the waiter becomes the one holder, on keys made anew (see
+-- sem_only.lua): then it returns its token and true, else its token, or 1
+-- when it handed nothing; the caller then deletes the keys if nobody
+-- holds.
 
---#include sem_fence
 --#include sem_only
+--#include sem_fence
 --#include time
 --#include queue_keep
 --#include queue_hand
@@ -32,12 +34,12 @@ local function handOff(taken)
         if at == '+inf' then
           at = nil
         end
+        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
         onlyHolder(w.token, ms(fence), at)
         return w.token, true
       end
-      keepFence(fence)
       redis.call('ZADD', KEYS[1], at, w.token)
-      redis.call('HSET', KEYS[2], w.token, ms(fence))
+      keepFence(w.token, ms(fence))
       return w.token
     end
   end

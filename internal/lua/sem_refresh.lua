@@ -12,7 +12,7 @@ for i = 3, #ARGV do
     redis.call('HDEL', KEYS[2], ARGV[i])
     redis.call('ZADD', KEYS[1], expiry(t, ARGV[1]), ARGV[2])
     redis.call('HSET', KEYS[2], ARGV[2], fence)
-    expireWith(KEYS[1], KEYS[2], KEYS[3])
+    expireWith(KEYS[1], KEYS[2])
     return 1
   end
 end

@@ -11,9 +11,11 @@ local t = now()
 local tokens = {unpack(ARGV, 2)}
 local gone, released, taken = {unpack(tokens)}, 0, nil
 -- One read of the holders, when they are at most 64, tells which of them
--- are ours and alive, which others hold and which have expired: the keys
--- go at once when no other holds, else one ZREM and one HDEL drop ours
--- and the expired. More are pruned and counted apart.
+-- are ours and alive, which others hold and which have expired. When
+-- others hold, one ZREM and one HDEL drop ours and the expired; when none
+-- does, the keys go whole: deleted, or made anew for the waiter handed
+-- the permit (see semHandOff), which reads the counter in them first.
+-- More holders are pruned and counted apart.
 local view = redis.call('ZRANGE', KEYS[1], 0, 64, 'WITHSCORES')
 if #view <= 128 then -- all of them
   local ours = {}
@@ -31,9 +33,7 @@ if #view <= 128 then -- all of them
       gone[#gone + 1] = view[i]
     end
   end
-  if taken == 0 then
-    redis.call('DEL', KEYS[1], KEYS[2])
-  elseif #gone > 0 then
+  if taken > 0 and #gone > 0 then
     redis.call('ZREM', KEYS[1], unpack(gone))
     redis.call('HDEL', KEYS[2], unpack(gone))
   end
@@ -43,12 +43,18 @@ else
     released = redis.call('ZREM', KEYS[1], unpack(tokens))
     redis.call('HDEL', KEYS[2], unpack(tokens))
   end
+  taken = redis.call('ZCARD', KEYS[1])
 end
-if released == 0 then
-  return 0
+local next, only = 0, false
+if released > 0 then
+  next, only = handOff(taken)
 end
-local next, only = handOff(taken)
-if not only then
-  expireWith(KEYS[1], KEYS[2], KEYS[3])
+if only then
+  return next
+end
+if taken == 0 then
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+elseif released > 0 then
+  expireWith(KEYS[1], KEYS[2])
 end
 return next

@@ -270,8 +270,7 @@ func (r *rig) lose(name string) {
 
 // earlierCounters: a fence counter that v0.1.0 left, without a TTL,
 // changes nothing: fences go on above it, and it is gone once the lock is
-// free again (a Semaphore's counts its holders' fences meanwhile, with
-// their TTL).
+// free again.
 func earlierCounters(t *testing.T, d Deployment) {
 	counters := map[string]string{"Mutex": "fence", "RWMutex": "rwfence", "Semaphore": "semfence"}
 	for _, k := range kinds {
