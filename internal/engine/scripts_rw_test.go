@@ -22,7 +22,8 @@ import (
 var rwKeys = []any{"w", "r", "ww", "f", "rwqueue"}
 
 // semKeys are the KEYS of lua.SemAcquire and lua.SemRelease in these
-// tests: the holders, their fences, the fence counter and the queue.
+// tests: the holders, their fences (and the counter), the counter key of
+// earlier versions and the queue.
 var semKeys = []any{"permits", "fences", "fence", "semqueue"}
 
 // enqueueAll queues waiters at queue, each "<kind> <token>", alive for an
@@ -337,8 +338,9 @@ func TestHolderScripts_prune(t *testing.T) {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want the permit", g, err)
 			}
 			newFence(t, g.fence, before, 0)
-			if n, _ := redis.Int(conn.Do("HEXISTS", "fences", "dead")); n != 0 {
-				t.Error("the expired holder's fence is still there; want it gone")
+			fields, _ := redis.StringMap(conn.Do("HGETALL", "fences"))
+			if f := strconv.FormatUint(g.fence, 10); len(fields) != 2 || fields["new"] != f || fields["fence"] != f {
+				t.Errorf("fences %v; want new's fence and the counter at it, the expired holder's gone", fields)
 			}
 			if n, _ := redis.Int(doScript(conn, lua.Held, "permits", "dead")); n != 0 {
 				t.Errorf("held(dead) = %d; want 0", n)
@@ -507,6 +509,17 @@ func TestHolderScripts_badFence(t *testing.T) {
 			}
 			if fields, _ := redis.Strings(conn.Do("HGETALL", "fences")); !slices.Equal(fields, []string{"fence", "x"}) {
 				t.Errorf("fences %q; want the broken counter alone", fields)
+			}
+			must(t, conn, "DEL", "fences")
+			must(t, conn, "SET", "fences", "x")
+			if _, err := doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 1, "")...); err == nil {
+				t.Error("semaphore acquire with a hash of fences that is a string succeeded")
+			}
+			if v, _ := redis.String(conn.Do("GET", "fences")); v != "x" {
+				t.Errorf("fences = %q; want it untouched", v)
+			}
+			if n, _ := redis.Int(conn.Do("EXISTS", "permits")); n != 0 {
+				t.Error("a holder written; want none")
 			}
 			must(t, conn, "DEL", "fences")
 			must(t, conn, "SET", "fence", "x")
@@ -803,6 +816,7 @@ func TestSemScripts_counterInFences(t *testing.T) {
 			if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "b")...); !ok || next != nil {
 				t.Fatalf("b's release = %v, %v; want true, nobody", ok, next)
 			}
+			must(t, conn, "SET", "fence", 1) // an earlier version's counter, which the hand-off deletes
 			fv := handOff("w", "v")
 			granted("a hand-off to a waiter alone", fv, fw)
 			ahead = fv + 1_000_000_000
@@ -815,5 +829,53 @@ func TestSemScripts_counterInFences(t *testing.T) {
 			_, wu, _ := parseWakeUp(message(t, psc))
 			granted("a forced release's hand-off", wu.fence, ahead)
 		})
+	}
+}
+
+// A Semaphore's release that finds more holders than it reads at once,
+// all of them expired but its own, frees the semaphore: it hands the
+// permit to a waiter, under a fence above the counter, who then holds
+// alone, or, with nobody waiting, deletes every key, an earlier version's
+// counter too.
+func TestSemReleaseScript_manyExpired(t *testing.T) {
+	past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
+	for server, pool := range scriptServers(t) {
+		for _, waiter := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/waiter %v", server, waiter), func(t *testing.T) {
+				conn := scriptConn(t, pool)
+				must(t, conn, "FLUSHALL")
+				psc := subscribe(t, pool, "chan")
+				for i := range 70 {
+					must(t, conn, "ZADD", "permits", past, fmt.Sprint("dead", i))
+					must(t, conn, "HSET", "fences", fmt.Sprint("dead", i), 1)
+				}
+				ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
+				must(t, conn, "ZADD", "permits", later(), "h")
+				must(t, conn, "HSET", "fences", "h", 2, "fence", ahead)
+				must(t, conn, "SET", "fence", 1) // an earlier version's counter
+				if waiter {
+					enqueue(t, conn, "semqueue", "w", "1 1500 3600000 1 chan")
+				}
+				ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "h")...)
+				if !waiter {
+					if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "fence")); !ok || next != nil || n != 0 {
+						t.Errorf("h's release = %v, %v, %d keys left; want true, nobody, none", ok, next, n)
+					}
+					return
+				}
+				if !ok || !slices.Equal(next, []string{"w"}) {
+					t.Fatalf("h's release = %v, %v; want the permit handed to w", ok, next)
+				}
+				_, wu, _ := parseWakeUp(message(t, psc))
+				fields, _ := redis.StringMap(conn.Do("HGETALL", "fences"))
+				f := strconv.FormatUint(wu.fence, 10)
+				if held := members(t, conn, "permits"); wu.fence <= ahead || !slices.Equal(held, []string{"w"}) || len(fields) != 2 || fields["w"] != f || fields["fence"] != f {
+					t.Errorf("w's fence %d, holders %v, fences %v; want w alone above %d, its fence and the counter", wu.fence, held, fields, ahead)
+				}
+				if n, _ := redis.Int(conn.Do("EXISTS", "fence")); n != 0 {
+					t.Error("an earlier version's counter left; want it gone")
+				}
+			})
+		}
 	}
 }

@@ -59,7 +59,7 @@ if taken >= permits then
 end
 local fence = nextFence()
 if not fence then
-  return redis.error_reply('uncomplicated: fence counter is not an integer: ' .. KEYS[2] .. ' ' .. counter)
+  return redis.error_reply('uncomplicated: fence counter is not an integer, or its hash not a hash: ' .. KEYS[2] .. ' ' .. counter)
 end
 prune(KEYS[1], KEYS[2], t)
 if evict then

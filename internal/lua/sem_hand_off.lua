@@ -2,10 +2,12 @@
 -- waiter that is alive and listens, if that waiter's number of permits
 -- lets it in, under a new fence; an offer nobody heard spends none.
 -- taken is how many permits are held, if the caller has counted them.
--- When none is, the waiter becomes the one holder, on keys made anew (see
--- sem_only.lua): then it returns its token and true, else its token, or 1
--- when it handed nothing; the caller then deletes the keys if nobody
--- holds.
+-- When none is, the waiter becomes the one holder: the set and the hash
+-- (and the counter key of earlier versions) are deleted, whatever they
+-- still list, once the counter is read, and made anew (see sem_only.lua);
+-- it returns then the waiter's token and true. Else it returns that
+-- token, or 1 when it handed nothing; the caller then deletes the keys if
+-- nobody holds.
 
 --#include sem_only
 --#include sem_fence

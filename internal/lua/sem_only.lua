@@ -2,11 +2,11 @@
 -- each holder's fence, and in its field counter ("fence") the highest
 -- fence granted to a holder still there (see sem_fence.lua): keepFence
 -- writes both in one HSET. onlyHolder makes token the one holder of a
--- semaphore none of whose keys holds anyone else, under fence f (a
--- string), until at (ms, a string; nil for no lease): the keys expire with
--- it, as expireWith makes them, in four commands at most and no read. The
--- first attempt on a free semaphore and a hand-off to a waiter when nobody
--- else holds a permit grant so.
+-- semaphore whose set and hash do not exist, under fence f (a string),
+-- until at (ms, a string; nil for no lease): the keys expire with it, as
+-- expireWith makes them, in four commands at most and no read. The first
+-- attempt on a free semaphore and a hand-off to a waiter when nobody else
+-- holds a permit grant so.
 
 local counter = 'fence'
 local function keepFence(token, f)
@@ -16,7 +16,6 @@ local function onlyHolder(token, f, at)
   keepFence(token, f)
   if not at then
     redis.call('ZADD', KEYS[1], '+inf', token)
-    redis.call('PERSIST', KEYS[2])
     return
   end
   redis.call('ZADD', KEYS[1], at, token)

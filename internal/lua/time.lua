@@ -4,9 +4,10 @@
 -- cannot turn into a number.
 -- expireWith makes set, and the keys kept beside it, expire when its
 -- latest score does (never for +inf), and deletes those keys when set is
--- empty; every script that adds to a set, or takes from it, calls it, but
--- for the waiting writers' set (see outlive in rw_lock.lua) and a
--- Semaphore's grant to a lone holder (see sem_only.lua).
+-- empty; a script that adds to a set, or takes a holder from it, calls
+-- it, but for the waiting writers' set (see outlive in rw_lock.lua), a
+-- Semaphore's grant to a lone holder (see sem_only.lua) and a release
+-- that frees a Semaphore, which deletes its keys itself.
 
 local function now()
   return math.floor(clock() / 1000)
