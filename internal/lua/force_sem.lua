@@ -11,7 +11,7 @@ if #gone == 0 then
   return {}
 end
 if handOff(0) == 1 then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  dropKeys()
   return gone
 end
 while handOff() ~= 1 do

@@ -6,14 +6,17 @@
 -- (and the counter key of earlier versions) are deleted, whatever they
 -- still list, once the counter is read, and made anew (see sem_only.lua);
 -- it returns then the waiter's token and true. Else it returns that
--- token, or 1 when it handed nothing; the caller then deletes the keys if
--- nobody holds.
+-- token, or 1 when it handed nothing; the caller then deletes the keys
+-- (dropKeys) if nobody holds.
 
 --#include sem_only
 --#include sem_fence
 --#include time
 --#include queue_keep
 --#include queue_hand
+local function dropKeys()
+  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+end
 local function handOff(taken)
   local fence
   taken = taken or redis.call('ZCARD', KEYS[1])
@@ -36,7 +39,7 @@ local function handOff(taken)
         if at == '+inf' then
           at = nil
         end
-        redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+        dropKeys()
         onlyHolder(w.token, ms(fence), at)
         return w.token, true
       end

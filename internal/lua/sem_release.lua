@@ -53,7 +53,7 @@ if only then
   return next
 end
 if taken == 0 then
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  dropKeys()
 elseif released > 0 then
   expireWith(KEYS[1], KEYS[2])
 end
