@@ -29,8 +29,9 @@ func (c *Client) inner() *engine.Client {
 // ends when Redis answers or its command timeout passes. A release (Unlock,
 // RUnlock, Release) still releases, and then reports ErrClosed too. Close
 // ends the Client's listening for wake-ups; it closes nothing the driver
-// uses. It waits, up to a few seconds when Redis does not answer, for
-// the clean-up of acquisitions whose reply was lost. Close is idempotent.
+// uses. It waits for the Client's clean-ups (of acquisitions whose reply
+// was lost, of waiters that left), 2s at most, then cancels what is left:
+// it returns within 3s whatever the server does. Close is idempotent.
 func (c *Client) Close() error {
 	return c.inner().Close()
 }

@@ -26,7 +26,7 @@ func Example() {
 	}
 	defer srv.Close()
 	pool := &redis.Pool{
-		MaxIdle:     16,
+		MaxIdle:     128, // the goroutines that lock at once, and one (see redigo.Pool)
 		IdleTimeout: 5 * time.Minute,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
 			return redis.DialContext(ctx, "tcp", srv.Addr(),

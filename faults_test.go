@@ -109,6 +109,13 @@ func (c *faultConn) Do(cmd string, args ...any) (any, error) {
 }
 
 func (c *faultConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
+	switch cmd {
+	case "SPUBLISH", "INFO", "CLUSTER", "PUBSUB": // the Client's own background work takes no one-shot fault
+		if c.p.down.Load() {
+			return nil, errLostReply
+		}
+		return c.ConnWithContext.DoContext(ctx, cmd, args...)
+	}
 	if h := c.p.hang.Load(); h != nil {
 		if cmd == "EVALSHA" || cmd == "EVAL" || !c.p.hungScripts.Load() {
 			c.p.hung <- struct{}{}

@@ -168,6 +168,19 @@ func (r *logRecorder) has(part string) bool {
 	return slices.ContainsFunc(r.msgs, func(m string) bool { return strings.Contains(m, part) })
 }
 
+// attrsOf returns the attributes of the first record whose message
+// contains part; nil when none does.
+func (r *logRecorder) attrsOf(part string) map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, m := range r.msgs {
+		if strings.Contains(m, part) {
+			return r.attrs[i]
+		}
+	}
+	return nil
+}
+
 func (r *logRecorder) all() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -154,7 +154,7 @@ func TestWithAutoRefresh_invalid(t *testing.T) {
 		{"negative", []uncomplicated.Option{uncomplicated.WithAutoRefresh(-time.Second)}},
 		{"below a millisecond", []uncomplicated.Option{uncomplicated.WithAutoRefresh(time.Microsecond)}},
 		{"equal to the lease", []uncomplicated.Option{uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(time.Second)}},
-		{"within the margin", []uncomplicated.Option{uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(970 * time.Millisecond)}},
+		{"within the margin", []uncomplicated.Option{uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(950 * time.Millisecond)}},
 		{"above the timeout", []uncomplicated.Option{uncomplicated.WithTimeout(time.Second), uncomplicated.WithAutoRefresh(2 * time.Second)}},
 		{"without a lease", []uncomplicated.Option{uncomplicated.WithLease(0), uncomplicated.WithAutoRefresh(time.Second)}},
 	} {
@@ -167,9 +167,9 @@ func TestWithAutoRefresh_invalid(t *testing.T) {
 	if _, err := uncomplicated.New(env.Client, Order{1}, uncomplicated.WithAutoRefresh(0)); err != nil {
 		t.Errorf("New(WithAutoRefresh(0)) = %v; want nil: 0 is off", err)
 	}
-	// The margin of a 1s lease is 30ms: 1% and 20ms.
-	if _, err := uncomplicated.New(env.Client, Order{1}, uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(969*time.Millisecond)); err != nil {
-		t.Errorf("New(WithAutoRefresh(969ms)) under a 1s lease = %v; want nil: below the lease less its margin", err)
+	// The margin of a 1s lease is 50ms: 1% and 40ms.
+	if _, err := uncomplicated.New(env.Client, Order{1}, uncomplicated.WithLease(time.Second), uncomplicated.WithAutoRefresh(949*time.Millisecond)); err != nil {
+		t.Errorf("New(WithAutoRefresh(949ms)) under a 1s lease = %v; want nil: below the lease less its margin", err)
 	}
 }
 
@@ -225,7 +225,7 @@ func TestMutex_Do_autoRefreshFindsLoss(t *testing.T) {
 }
 
 // When no refresh gets through, fn's ctx is cancelled a margin before the
-// lease can end in Redis (1% of it plus 20ms: 30ms of 1s), not before and
+// lease can end in Redis (1% of it plus 40ms: 50ms of 1s), not before and
 // not at the next tick.
 func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 	fp, _, mock := newMockFaultPool(t)
@@ -239,10 +239,10 @@ func TestMutex_Do_autoRefreshUnreachable(t *testing.T) {
 			eventually(t, "refresh tried", func() bool { return fp.failed.Load() > 0 })
 			fp.failed.Store(0)
 		}
-		mock.Add(69 * time.Millisecond)
+		mock.Add(49 * time.Millisecond)
 		time.Sleep(10 * time.Millisecond) // time for a wrong cancellation to show
 		if ctx.Err() != nil {
-			t.Fatalf("fn's ctx ended at 969ms of a 1s lease: %v", context.Cause(ctx))
+			t.Fatalf("fn's ctx ended at 949ms of a 1s lease: %v", context.Cause(ctx))
 		}
 		mock.Add(time.Millisecond) // the margin begins, between two ticks
 		eventually(t, "cancelled", func() bool { return ctx.Err() != nil })

@@ -122,8 +122,9 @@ func (m *Mutex) Lost() <-chan struct{} {
 
 // Do runs fn while holding the lock: Lock, fn, Unlock, and Unlock also when
 // fn panics (the panic then goes on). fn's ctx carries the hold's fence for
-// FenceOf. With WithAutoRefresh, the lock is refreshed while fn runs, and
-// fn's ctx is cancelled when the lock is lost. The Unlock ignores ctx's
+// FenceOf. fn's ctx is cancelled, with a cause wrapping ErrLost, when the
+// hold is found lost (see Lost); with WithAutoRefresh, the lock is
+// refreshed while fn runs, which finds that too. The Unlock ignores ctx's
 // cancellation, so that a lock is released even when fn returned because
 // ctx ended, but it ends 50ms after ctx's deadline, if ctx has one, and
 // after 5s otherwise, or 0.5s once the lock is known lost; a release cut

@@ -112,7 +112,7 @@ func WithGemNames() Option {
 // channel and returns an error wrapping ErrLost. The holder counts the
 // lease from the send time of the last Refresh that got through, and ends
 // it a margin early, for a late timer and clocks that drift: 1% of the
-// lease plus 20ms (at most half the lease), so fn learns of a loss before
+// lease plus 40ms (at most half the lease), so fn learns of a loss before
 // another process can take the lock. Default 0: off. It needs a lease: d
 // must be at least 1ms and below the lease less that margin.
 func WithAutoRefresh(d time.Duration) Option {

@@ -87,3 +87,72 @@ func TestRedis_partitionedHolderKnowsFirst(t *testing.T) {
 		t.Logf("%s: %dms of the key's life left when fn's ctx ended; Do returned %v after fn", name, r.pttl, r.afterFn.Round(time.Millisecond))
 	}
 }
+
+// As TestRedis_partitionedHolderKnowsFirst, with the holder's CPUs busy (two
+// spinning goroutines per CPU, so that its timers fire late) and the cut
+// at any moment between refreshes: eight holders, each begun at another
+// point of the refresh period, are cut off at once. fn's ctx ends at least
+// 30ms before the key's PEXPIRETIME, by the machine's one clock, for each.
+func TestRedis_partitionedBusyHolderKnowsFirst(t *testing.T) {
+	s := redistest.Start(t)
+	p := redistest.StartProxy(t, s.Addr)
+	client := uncomplicated.NewClient(redigo.New(redistest.Pool(t, p.Addr())),
+		uncomplicated.WithLease(3*time.Second), uncomplicated.WithAutoRefresh(time.Second))
+	t.Cleanup(func() { _ = client.Close() })
+	t.Cleanup(func() { p.Blackhole(false) })
+	redistest.BusyCPUs(t, 2)
+
+	const holders = 8
+	type result struct {
+		name  string
+		ended time.Time // when fn's ctx ended
+		err   error
+	}
+	results := make(chan result, holders)
+	for i := range holders {
+		m := mustNew(t, client, Order{int64(720 + i)})
+		go func() {
+			r := result{name: m.Name()}
+			r.err = m.Do(context.Background(), func(ctx context.Context) error {
+				select {
+				case <-ctx.Done():
+					r.ended = time.Now()
+				case <-time.After(15 * time.Second):
+				}
+				return nil
+			})
+			results <- r
+		}()
+		time.Sleep(time.Second / holders) // the next one's refreshes come later in the period
+	}
+	time.Sleep(500 * time.Millisecond)
+	p.Blackhole(true)
+	time.Sleep(50 * time.Millisecond) // a Refresh that got through before has run
+	expires := map[string]int64{}     // by lock: PEXPIRETIME, which no Refresh changes now
+	for i := range holders {
+		name := fmt.Sprintf("lock:uncomplicated_test.Order:%d", 720+i)
+		expires[name], _ = redis.Int64(s.Do(t, "PEXPIRETIME", name), nil)
+	}
+	for range holders {
+		var r result
+		select {
+		case r = <-results:
+		case <-time.After(20 * time.Second):
+			t.Fatal("Do still running 20s after the partition")
+		}
+		at := expires[r.name]
+		switch {
+		case r.ended.IsZero():
+			t.Errorf("%s: fn's ctx not cancelled within 15s", r.name)
+		case at < 0:
+			t.Errorf("%s: PEXPIRETIME %d 50ms after the partition", r.name, at)
+		case at-r.ended.UnixMilli() < 30:
+			t.Errorf("%s: fn's ctx ended %dms before the key expired; want at least 30ms", r.name, at-r.ended.UnixMilli())
+		default:
+			t.Logf("%s: fn's ctx ended %dms before the key expired", r.name, at-r.ended.UnixMilli())
+		}
+		if !errors.Is(r.err, uncomplicated.ErrLost) {
+			t.Errorf("%s: Do() = %v; want ErrLost", r.name, r.err)
+		}
+	}
+}

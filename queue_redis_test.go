@@ -44,6 +44,8 @@ func TestRedis_deadQueuedWaiter(t *testing.T) {
 			}
 			mustLock(t, holder)
 			queue := r.prefix + ":queue:{" + holder.Name() + "}"
+			// The holder's Client listens too, while it holds (its restart watch).
+			eventually(t, "the holder's Client listening", func() bool { return r.subscribers() == 1 })
 
 			child := startProcess(t, r, "queued", "dead")
 			eventually(t, "the other process's waiter in the queue", func() bool { return r.llen(queue) == 1 })
@@ -51,7 +53,7 @@ func TestRedis_deadQueuedWaiter(t *testing.T) {
 			child.signal(t, tc.signal)
 			if tc.signal == syscall.SIGKILL {
 				<-child.exited
-				eventually(t, "its connections closed", func() bool { return r.subscribers() == 0 })
+				eventually(t, "its connections closed", func() bool { return r.subscribers() == 1 })
 			} else {
 				time.Sleep(time.Second) // well past its expiry of 400 ms
 			}

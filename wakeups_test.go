@@ -3,6 +3,7 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -194,9 +195,11 @@ func TestWakeup_takeOverLeavesQueue(t *testing.T) {
 	}
 }
 
-// A lock that is never contended never subscribes; a waiter subscribes
-// before it joins the queue, and its Client keeps the subscription, so that
-// its next wait joins the queue on its first attempt.
+// A lock that is never contended subscribes to nothing but the one
+// channel its Client's restart watch keeps while it holds (the holder's,
+// which it locked first); a waiter subscribes before it joins the queue,
+// and its Client keeps the subscription, so that its next wait joins the
+// queue on its first attempt.
 func TestWakeup_subscriptions(t *testing.T) {
 	env, holder, waiter := stuck(t)
 	free := mustNew(t, env.Client, Order{2})
@@ -204,12 +207,17 @@ func TestWakeup_subscriptions(t *testing.T) {
 	if err := free.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if ch := env.Redis.PubSubChannels(""); len(ch) != 0 {
-		t.Fatalf("channels after an uncontended Lock = %q; want none", ch)
+	var pin []string
+	eventually(t, "the holder's Client listening", func() bool {
+		pin = env.Redis.PubSubChannels("")
+		return len(pin) == 1
+	})
+	if !strings.HasPrefix(pin[0], "lock:wake:{"+holder.Name()+"}:") {
+		t.Fatalf("channels after an uncontended Lock = %q; want the restart watch's, of the lock held", pin)
 	}
 
 	done := waitFor(t, env, context.Background(), waiter)
-	ch := env.Redis.PubSubChannels("")
+	ch := slices.DeleteFunc(env.Redis.PubSubChannels(""), func(c string) bool { return c == pin[0] })
 	if len(ch) != 1 || !strings.HasPrefix(ch[0], "lock:wake:{"+waiter.Name()+"}:") {
 		t.Fatalf("channels of a waiter = %q; want its lock's, with the lock's hash tag", ch)
 	}
@@ -221,8 +229,8 @@ func TestWakeup_subscriptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustLock(t, holder)
-	if got := env.Redis.PubSubChannels(""); len(got) != 1 {
-		t.Fatalf("channels once the waiter is done = %q; want it kept", got)
+	if got := env.Redis.PubSubChannels(""); len(got) != 2 {
+		t.Fatalf("channels once the waiter is done = %q; want it kept, beside the pin", got)
 	}
 
 	// Waiting again: the first attempt joins the queue (one attempt, then
@@ -268,7 +276,8 @@ func (r *rig) queueLen(m *uncomplicated.Mutex) int {
 }
 
 // Waiters on many locks share their Client's one listening connection, and
-// all get their lock when it is released.
+// all get their lock when it is released; the holders' Client listens on
+// one connection too, while it holds (its restart watch).
 func TestRedis_oneListeningConnection(t *testing.T) {
 	const locks = 200
 	r := newRig(t)
@@ -289,8 +298,8 @@ func TestRedis_oneListeningConnection(t *testing.T) {
 		}
 		return true
 	})
-	if n := r.subscribers(); n != 1 {
-		t.Errorf("%d connections with subscriptions; want 1", n)
+	if n := r.subscribers(); n != 2 {
+		t.Errorf("%d connections with subscriptions; want 2, one per Client", n)
 	}
 	for _, h := range held {
 		if err := h.Unlock(context.Background()); err != nil {
@@ -396,9 +405,13 @@ func TestWakeup_idleSubscriptionsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The holders' Client keeps the channel of the first lock it held,
+	// order 0, for its restart watch; the waiters' keeps two.
 	var got []string
-	eventually(t, "two subscriptions left", func() bool {
-		got = env.Redis.PubSubChannels("")
+	eventually(t, "two subscriptions of the waiters left", func() bool {
+		got = slices.DeleteFunc(env.Redis.PubSubChannels(""), func(ch string) bool {
+			return strings.Contains(ch, "Order:0}")
+		})
 		return len(got) == 2
 	})
 	for _, ch := range got {
@@ -413,16 +426,17 @@ func TestRedis_closeStopsListening(t *testing.T) {
 	r := newRig(t)
 	holder := mustNew(t, r.client(), Order{1})
 	mustLock(t, holder)
+	eventually(t, "the holder's Client listening", func() bool { return r.subscribers() == 1 })
 	c := r.client()
 	done := lockAsync(context.Background(), mustNew(t, c, Order{1}))
-	eventually(t, "listening", func() bool { return r.subscribers() == 1 })
+	eventually(t, "listening", func() bool { return r.subscribers() == 2 })
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := recv(t, done); !errors.Is(err, uncomplicated.ErrClosed) {
 		t.Errorf("Lock() = %v; want ErrClosed", err)
 	}
-	eventually(t, "no longer listening", func() bool { return r.subscribers() == 0 })
+	eventually(t, "no longer listening", func() bool { return r.subscribers() == 1 })
 }
 
 // A waiter stopped by Close while a release hands it the lock releases it
@@ -468,7 +482,7 @@ func TestRedis_listenerOutlivesReadTimeout(t *testing.T) {
 	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithPrefix(r.prefix), uncomplicated.WithTimeout(time.Hour))
 	t.Cleanup(func() { _ = c.Close() })
 	done := lockAsync(context.Background(), mustNew(t, c, Order{1}))
-	eventually(t, "listening", func() bool { return r.subscribers() == 1 })
+	eventually(t, "listening", func() bool { return r.subscribers() == 2 }) // the holder's Client's too
 	before := r.subscriberIDs()
 	time.Sleep(4 * time.Second)
 	if after := r.subscriberIDs(); after != before {

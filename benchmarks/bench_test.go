@@ -105,7 +105,7 @@ func BenchmarkUncontendedBackgroundAcquire(b *testing.B) {
 // backgroundClient returns a Client on the shared server with opts, closed
 // with b.
 func backgroundClient(b *testing.B, opts ...uncomplicated.Option) *uncomplicated.Client {
-	pool := newPool(redistest.Shared(b).Addr)
+	pool := newPool(redistest.Shared(b).Addr, 2)
 	c := uncomplicated.NewClient(redigo.New(pool), opts...)
 	b.Cleanup(func() {
 		_ = c.Close()

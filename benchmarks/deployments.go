@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-
 	"io"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -35,9 +36,11 @@ const (
 // openGoredis gives each locker a Mutex on a Client of its own over one
 // go-redis client of the server, as openUncomplicated does over one redigo
 // pool. The client is built as the README advises, with
-// ContextTimeoutEnabled, under which a call runs in the caller's goroutine.
+// ContextTimeoutEnabled, under which a call runs in the caller's goroutine,
+// and a pool with room for every Client's calls (go-redis takes the
+// listening connections from a pool of their own).
 func openGoredis(addr, key string, n, _ int) ([]locker, func(), error) {
-	return openMutexes(redisv9.NewClient(&redisv9.Options{Addr: addr, ContextTimeoutEnabled: true}), key, n)
+	return openMutexes(redisv9.NewClient(&redisv9.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: connsFor(n)}), key, n)
 }
 
 // openRueidis gives each locker a Mutex on a Client of its own over one
@@ -54,9 +57,10 @@ func openRueidis(addr, key string, n, _ int) ([]locker, func(), error) {
 }
 
 // openCluster gives each locker a Mutex on a Client of its own over one
-// go-redis client of the Cluster whose first master is at addr.
+// go-redis client of the Cluster whose first master is at addr, its pool
+// to each node sized as openGoredis's.
 func openCluster(addr, key string, n, _ int) ([]locker, func(), error) {
-	return openMutexes(redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true}), key, n)
+	return openMutexes(redisv9.NewClusterClient(&redisv9.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true, PoolSize: connsFor(n)}), key, n)
 }
 
 // openMutexes gives each of n lockers a Mutex named key on a Client of its
@@ -96,6 +100,10 @@ func launch(cfg config, stderr io.Writer) (*deployments, error) {
 		return nil, err
 	}
 	d.stop = append(d.stop, d.server.close)
+	if version, err := d.server.info("server", "redis_version"); err != nil || !versionAtLeast(version, noLoopTrackingSince) {
+		fmt.Fprintf(stderr, "warning: the rueidislock rows track keys with NOLOOP, which needs Redis %d.%d.%d or later; this server is %q\n",
+			noLoopTrackingSince[0], noLoopTrackingSince[1], noLoopTrackingSince[2], version)
+	}
 	if !cfg.needsCluster() {
 		return d, nil
 	}
@@ -116,6 +124,29 @@ func launch(cfg config, stderr io.Writer) (*deployments, error) {
 	}
 	d.stop = append(d.stop, d.cluster.close)
 	return d, nil
+}
+
+// noLoopTrackingSince is the first Redis version with which rueidislock's
+// NoLoopTracking is safe (redis/redis#11052), as its docs say.
+var noLoopTrackingSince = [3]int{7, 0, 5}
+
+// versionAtLeast reports whether version, such as "7.0.15", is want or
+// later; false if it does not read as major.minor.patch.
+func versionAtLeast(version string, want [3]int) bool {
+	parts := strings.Split(version, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	for i, p := range parts {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return false
+		}
+		if n != want[i] {
+			return n > want[i]
+		}
+	}
+	return true
 }
 
 // on returns the Cluster's env if cluster, else the server's.

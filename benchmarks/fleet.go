@@ -40,9 +40,9 @@ type fleetRow struct {
 	name string
 	// peer names the row this one is compared with; "" for a peer.
 	peer string
-	// open returns the row's pairer on the server at addr, and a function
-	// that closes what it uses.
-	open func(addr string) (pairer, func(), error)
+	// open returns the row's pairer on the server at addr for goroutines
+	// goroutines, and a function that closes what it uses.
+	open func(addr string, goroutines int) (pairer, func(), error)
 }
 
 // A pairer locks a key and unlocks it at once. It is safe for concurrent
@@ -83,7 +83,7 @@ func (e *env) runFleet(r fleetRow, cfg config) fleetResult {
 		res.err = err
 		return res
 	}
-	p, closeAll, err := r.open(e.addr)
+	p, closeAll, err := r.open(e.addr, cfg.goroutines)
 	if err != nil {
 		res.err = err
 		return res
@@ -255,7 +255,9 @@ func (r fleetResult) json() fleetJSON {
 }
 
 // Our rows: one Client, a Mutex made for each pair, as a server handling
-// requests makes one for the object of each.
+// requests makes one for the object of each. Every row's pool or client
+// has room for all the goroutines, and a few more (see connsFor): a user
+// who tuned it would size it so.
 
 // mutexPairer pairs keys with the Mutexes of its Client.
 type mutexPairer struct{ c *uncomplicated.Client }
@@ -271,31 +273,43 @@ func (p mutexPairer) pair(ctx context.Context, key string) error {
 	return m.Unlock(ctx)
 }
 
-func fleetRedigo(addr string) (pairer, func(), error) {
-	pool := newPool(addr)
+// fleetRedigo's pool keeps a connection for each goroutine and the
+// Client's listening one.
+func fleetRedigo(addr string, goroutines int) (pairer, func(), error) {
+	pool := newPool(addr, goroutines+1)
 	c := uncomplicated.NewClient(redigo.New(pool))
 	return mutexPairer{c}, func() { _ = c.Close(); _ = pool.Close() }, nil
 }
 
-func fleetGoredis(addr string) (pairer, func(), error) {
-	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr, ContextTimeoutEnabled: true})
+func fleetGoredis(addr string, goroutines int) (pairer, func(), error) {
+	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr, ContextTimeoutEnabled: true, PoolSize: connsFor(goroutines)})
 	c := goredis.NewClient(rdb)
 	return mutexPairer{c}, func() { _ = c.Close(); _ = rdb.Close() }, nil
 }
 
-// fleetRueidis builds the client as the README advises for locks, with one
-// pipelining connection, as rueidislock builds its own.
-func fleetRueidis(addr string) (pairer, func(), error) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
+// fleetRueidis's one pipelining connection serves every goroutine.
+func fleetRueidis(addr string, _ int) (pairer, func(), error) {
+	rc, c, err := newRueidisClient(addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	c := uncomplicatedrueidis.NewClient(rc)
 	return mutexPairer{c}, func() { _ = c.Close(); rc.Close() }, nil
 }
 
+// newRueidisClient returns a Client over a rueidis client of the server at
+// addr, built as the README advises for locks: one pipelining connection,
+// as rueidislock builds its own. Closing the Client leaves rc open.
+func newRueidisClient(addr string) (rc rueidis.Client, c *uncomplicated.Client, err error) {
+	rc, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	return rc, uncomplicatedrueidis.NewClient(rc), nil
+}
+
 // The peers, each on one client of its own library, as their READMEs
-// show.
+// show, tuned as their docs advise: rueidislock with NoLoopTracking, the
+// pools of redsync and redislock sized for the goroutines.
 
 type rueidislockPairer struct{ l rueidislock.Locker }
 
@@ -308,11 +322,8 @@ func (p rueidislockPairer) pair(ctx context.Context, key string) error {
 	return nil
 }
 
-func fleetRueidislock(addr string) (pairer, func(), error) {
-	l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption: rueidis.ClientOption{InitAddress: []string{addr}},
-		KeyMajority:  1,
-	})
+func fleetRueidislock(addr string, _ int) (pairer, func(), error) {
+	l, err := newRueidislock(addr)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -332,8 +343,8 @@ func (p redsyncPairer) pair(ctx context.Context, key string) error {
 	return nil
 }
 
-func fleetRedsync(addr string) (pairer, func(), error) {
-	pool := newPool(addr)
+func fleetRedsync(addr string, goroutines int) (pairer, func(), error) {
+	pool := newPool(addr, goroutines)
 	return redsyncPairer{redsync.New(redsyncredigo.NewPool(pool))}, func() { _ = pool.Close() }, nil
 }
 
@@ -347,7 +358,7 @@ func (p redislockPairer) pair(ctx context.Context, key string) error {
 	return l.Release(ctx)
 }
 
-func fleetRedislock(addr string) (pairer, func(), error) {
-	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr})
+func fleetRedislock(addr string, goroutines int) (pairer, func(), error) {
+	rdb := redisv9.NewClient(&redisv9.Options{Addr: addr, PoolSize: connsFor(goroutines)})
 	return redislockPairer{redislock.New(rdb)}, func() { _ = rdb.Close() }, nil
 }

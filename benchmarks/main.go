@@ -4,7 +4,7 @@
 // and measures our RWMutex and Semaphore beside our Mutex:
 //
 //	cd benchmarks && go run . [-workload fleet [-keys 10000] [-goroutines 64] [-rounds 3]]
-//	    [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
+//	    [-workload hurried] [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
 //	    [-uncontended 2000] [-only 'uncomplicated,redsync 1ms'] [-scale 10000]
 //	    [-scale-cluster 0] [-permits 4] [-reads 0.9] [-json]
 //
@@ -25,6 +25,44 @@
 // against rueidislock, redigo against redsync 1ms, go-redis against
 // redislock 1ms. With -scale-client rueidis, the scale runs go over the
 // rueidis module.
+//
+// With -workload hurried it runs instead the hurried workload (hurried.go),
+// a web server's: 100 goroutines of one process share one client and lock
+// 10 locks, goroutine i lock i % 10, with a new lock value for each call
+// (our Mutex from New, redsync's from NewMutex) and each Lock under a
+// timeout drawn uniformly from [0, 20ms); a caller that got the lock
+// unlocks it at once under context.Background(). Every row runs it for
+// -duration (default 4s for this workload), and again with every Lock under
+// 2s, the patient baseline, each run from a flushed Redis after a 200ms
+// warm-up. It prints for both runs each row's acquisitions and
+// acquisitions per second (and hurried ÷ patient), Lock calls, the calls
+// that gave up when their ctx ended, other errors, the most goroutines of
+// the process (sampled every 10ms), the connections Redis accepted (INFO
+// total_connections_received), the most keys in Redis (DBSIZE every
+// 100ms), Redis CPU per acquisition, and how long after the run the
+// process, its client closed, was back to its goroutines from before the
+// run (waiting up to 15s); then our best row's acquisitions per second
+// against the best peer's. Rows: our Mutex on redigo with the README's
+// quick-start pool (16 idle connections, no cap) and with a pool of 128
+// (MaxActive 128, Wait), on go-redis with default options but
+// ContextTimeoutEnabled, and on rueidis as the fleet workload builds it;
+// redsync 1ms on a redigo pool of 128, redislock 1ms on a go-redis client
+// of default options, and rueidislock.
+//
+// Every peer runs at its best documented setting, as a user who tuned it
+// would: rueidislock with KeyMajority 1 (one server) and NoLoopTracking,
+// which needs Redis 7.0.5 or later (the run warns when the server is
+// older); redsync and redislock with 1ms between tries (the contended
+// workload also has redsync's default and redislock with 100ms, in rows of
+// their own). Pools are sized for the goroutines that use them, ours and
+// the peers' alike: every redigo pool keeps idle a connection for each of
+// its users at once and 4 more, with no cap (a Client of ours counts
+// twice: its calls and the connection that listens for hand-offs); the
+// go-redis clients of the fleet workload, ours and redislock's, have a
+// PoolSize of the goroutines and 4 more, as does ours on the contended
+// one, where each redislock locker has a go-redis client of its own, whose
+// default pool (10 connections a CPU) is room enough. The hurried workload
+// keeps the pools it names above.
 //
 // Each row measures, in order:
 //
@@ -130,11 +168,13 @@
 //
 // With -json, it prints each row of the contended table as one line of
 // JSON instead of the header and the tables, in the table's units, and
-// skips the interleaved, mix and scale runs. compare.sh uses it to compare
-// one of our rows (the Mutex's unless ROW names another) of an older
-// commit with the library as it is in the working tree, built into two
-// binaries of this program and run alternately with -only ROW -scale 0
-// -json:
+// skips the interleaved, mix and scale runs; on the fleet and hurried
+// workloads, each of their rows (a hurried row's two runs as the objects
+// hurried and patient, which compare.sh does not read). compare.sh uses
+// it to compare one of our rows (the Mutex's unless ROW names another) of
+// an older commit with the library as it is in the working tree, built
+// into two binaries of this program and run alternately with -only ROW
+// -scale 0 -json:
 //
 //	bash benchmarks/compare.sh OLD_COMMIT [flags of both binaries]
 //	ROW="uncomplicated RWMutex writers only" bash benchmarks/compare.sh OLD_COMMIT
@@ -175,7 +215,7 @@ type config struct {
 	permits        int      // of the semaphore rows; 0 means half the workers
 	reads          float64  // the share of reads in the mix
 	json           bool     // print the contended rows as JSON lines, and nothing else
-	workload       string   // "contended" (the tables above) or "fleet"
+	workload       string   // "contended" (the tables above), "fleet" or "hurried"
 	keys           int      // the fleet workload's keys
 	goroutines     int      // the fleet workload's goroutines
 	rounds         int      // the fleet workload's rounds, of which each row reports its medians
@@ -205,7 +245,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("benchmarks", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var cfg config
-	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "length of each contended run")
+	fs.DurationVar(&cfg.duration, "duration", 3*time.Second, "length of each contended run (of each hurried run: default 4s)")
 	fs.IntVar(&cfg.workers, "workers", 8, "workers (simulated processes) in the contended runs")
 	fs.DurationVar(&cfg.hold, "hold", time.Millisecond, "how long a worker holds the lock")
 	fs.DurationVar(&cfg.think, "think", time.Millisecond, "how long a worker pauses after Unlock")
@@ -215,7 +255,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.scaleOnCluster, "scale-cluster", 0, "waiting goroutines in the scale run on a Cluster of 3 masters; 0 skips it")
 	fs.IntVar(&cfg.permits, "permits", 0, "permits of the semaphore rows (default half the workers, at least 1)")
 	fs.Float64Var(&cfg.reads, "reads", 0.9, "share of reads in the read-mostly mix")
-	fs.StringVar(&cfg.workload, "workload", "contended", "contended: one lock, the tables above; fleet: many keys, each rarely contended")
+	fs.StringVar(&cfg.workload, "workload", "contended", "contended: one lock, the tables above; fleet: many keys, each rarely contended; hurried: callers with deadlines of milliseconds")
 	fs.IntVar(&cfg.keys, "keys", 10000, "keys of the fleet workload")
 	fs.IntVar(&cfg.goroutines, "goroutines", 64, "goroutines of the fleet workload, sharing one client")
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the fleet workload: every row once a round, each reporting its medians")
@@ -223,6 +263,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&cfg.json, "json", false, "print each row of the contended table as one JSON line instead of the tables; skips the interleaved, mix and scale runs")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if cfg.workload == "hurried" && !isSet(fs, "duration") {
+		cfg.duration = hurriedDuration
 	}
 	if *only != "" {
 		for name := range strings.SplitSeq(*only, ",") {
@@ -243,8 +286,8 @@ func (cfg config) check() error {
 	if !(cfg.reads >= 0 && cfg.reads <= 1) {
 		errs = append(errs, errors.New("-reads must be between 0 and 1"))
 	}
-	if cfg.workload != "contended" && cfg.workload != "fleet" {
-		errs = append(errs, fmt.Errorf("-workload must be contended or fleet, not %q", cfg.workload))
+	if !slices.Contains([]string{"contended", "fleet", "hurried"}, cfg.workload) {
+		errs = append(errs, fmt.Errorf("-workload must be contended, fleet or hurried, not %q", cfg.workload))
 	}
 	if cfg.scaleClient != "" && cfg.scaleClient != "rueidis" {
 		errs = append(errs, fmt.Errorf("-scale-client must be rueidis or empty, not %q", cfg.scaleClient))
@@ -258,11 +301,19 @@ func (cfg config) check() error {
 	for _, name := range cfg.only {
 		if !slices.ContainsFunc(allRows(), func(r row) bool { return r.name == name }) &&
 			!slices.ContainsFunc(allMixRows(), func(r mixRow) bool { return r.name == name }) &&
-			!slices.ContainsFunc(allFleetRows(), func(r fleetRow) bool { return r.name == name }) {
+			!slices.ContainsFunc(allFleetRows(), func(r fleetRow) bool { return r.name == name }) &&
+			!slices.ContainsFunc(allHurriedRows(), func(r hurriedRow) bool { return r.name == name }) {
 			errs = append(errs, fmt.Errorf("-only: no row %q", name))
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // selected returns the rows -only asks for, in table order.
@@ -345,8 +396,11 @@ func run(cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer d.close()
-	if cfg.workload == "fleet" {
+	switch cfg.workload {
+	case "fleet":
 		return runFleet(d, cfg, stdout, stderr)
+	case "hurried":
+		return runHurriedWorkload(d, cfg, stdout, stderr)
 	}
 	if !cfg.json {
 		if err := printHeader(stdout, d, cfg); err != nil {

@@ -343,7 +343,7 @@ func findMix(results []mixResult, name string) (mixResult, bool) {
 }
 
 // ratio returns a ÷ b as "1.23×", or "-" when b is 0.
-func ratio(a, b time.Duration) string {
+func ratio[T time.Duration | float64](a, b T) string {
 	if b == 0 {
 		return "-"
 	}

@@ -102,9 +102,10 @@ func openUncomplicated(addr, key string, n, _ int) ([]locker, func(), error) {
 }
 
 // openClients gives each of n lockers, made by mk, a Client of its own
-// over one redigo pool of the server at addr.
+// over one redigo pool of the server at addr, which keeps two connections
+// for each: one for its calls, one that listens.
 func openClients[L any](addr string, n int, mk func(*uncomplicated.Client) (L, error)) ([]L, func(), error) {
-	pool := newPool(addr)
+	pool := newPool(addr, 2*n)
 	newClient := func() *uncomplicated.Client { return uncomplicated.NewClient(redigo.New(pool)) }
 	return openClientsOver(n, newClient, func() { _ = pool.Close() }, mk)
 }
@@ -134,10 +135,11 @@ func openClientsOver[L any](n int, newClient func() *uncomplicated.Client, close
 	return lockers, closeAll, nil
 }
 
-// openRedsync gives each locker a Redsync and Mutex of its own over one pool.
+// openRedsync gives each locker a Redsync and Mutex of its own over one
+// pool, which keeps a connection for each.
 func openRedsync(opts ...redsync.Option) func(addr, key string, n, permits int) ([]locker, func(), error) {
 	return func(addr, key string, n, _ int) ([]locker, func(), error) {
-		pool := newPool(addr)
+		pool := newPool(addr, n)
 		lockers := make([]locker, n)
 		for i := range lockers {
 			rs := redsync.New(redsyncredigo.NewPool(pool))
@@ -161,6 +163,7 @@ func (l redsyncLocker) Unlock(ctx context.Context) error {
 
 // openRedislock gives each locker a go-redis client of its own, so that no
 // locker dials (and sends HELLO) during a measurement after its warm-up.
+// Its default pool (10 connections a CPU) has room for its one user.
 func openRedislock(backoff time.Duration) func(addr, key string, n, permits int) ([]locker, func(), error) {
 	return func(addr, key string, n, _ int) ([]locker, func(), error) {
 		opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(backoff)}
@@ -197,8 +200,8 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 	return held.Release(ctx)
 }
 
-// openRueidislock gives each locker a Locker, and so a rueidis client, of
-// its own: a Locker queues its own callers in process.
+// openRueidislock gives each locker a Locker (see newRueidislock), and so
+// a rueidis client, of its own: a Locker queues its own callers in process.
 func openRueidislock(addr, key string, n, _ int) ([]locker, func(), error) {
 	lockers := make([]locker, 0, n)
 	closeAll := func() {
@@ -207,10 +210,7 @@ func openRueidislock(addr, key string, n, _ int) ([]locker, func(), error) {
 		}
 	}
 	for range n {
-		l, err := rueidislock.NewLocker(rueidislock.LockerOption{
-			ClientOption: rueidis.ClientOption{InitAddress: []string{addr}},
-			KeyMajority:  1,
-		})
+		l, err := newRueidislock(addr)
 		if err != nil {
 			closeAll()
 			return nil, nil, err
@@ -218,6 +218,18 @@ func openRueidislock(addr, key string, n, _ int) ([]locker, func(), error) {
 		lockers = append(lockers, &rueidisLocker{l: l, key: key})
 	}
 	return lockers, closeAll, nil
+}
+
+// newRueidislock returns a Locker of the server at addr as rueidislock's
+// README sets one up for a single server at its best: KeyMajority 1, and
+// NoLoopTracking, which needs Redis 7.0.5 or later (launch warns when the
+// server is older).
+func newRueidislock(addr string) (rueidislock.Locker, error) {
+	return rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption:   rueidis.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:    1,
+		NoLoopTracking: true,
+	})
 }
 
 // rueidisLocker holds the lock until release is called or the ctx given to

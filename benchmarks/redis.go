@@ -264,10 +264,21 @@ func subscribedTo(list string, kinds ...string) int {
 	return n
 }
 
-// newPool returns the pool that the processes a row simulates share: idle
-// connections enough for every worker and its subscriber, and no cap.
-func newPool(addr string) *redis.Pool {
-	return &redis.Pool{MaxIdle: 64, DialContext: dialer(addr)}
+// poolSpare is how many connections a row's pool or client keeps beyond
+// those its goroutines use at once.
+const poolSpare = 4
+
+// connsFor returns the connections a pool or client keeps for n users at
+// once: n and poolSpare more, as a user who tuned it would size it.
+func connsFor(n int) int { return n + poolSpare }
+
+// newPool returns a pool that keeps idle connections enough for conns
+// users at once (connsFor), and has no cap: no user waits for a
+// connection, and none is dialled again once each has one. The rows'
+// processes share it; a Client of ours uses two, one for its calls and
+// one that listens for hand-offs.
+func newPool(addr string, conns int) *redis.Pool {
+	return &redis.Pool{MaxIdle: connsFor(conns), DialContext: dialer(addr)}
 }
 
 // newCappedPool returns a pool of at most 64 connections whose callers wait

@@ -23,8 +23,8 @@ func printHeader(w io.Writer, d *deployments, cfg config) error {
 	if d.cluster != nil {
 		fmt.Fprintf(w, "cluster rows: %s on loopback, no replicas, PING p50 %s µs to the first\n", d.cluster.name(), micros(d.cluster.ping))
 	}
-	if cfg.workload == "fleet" {
-		return nil // printFleet says what the run did
+	if cfg.workload != "contended" {
+		return nil // printFleet or printHurried says what the run did
 	}
 	fmt.Fprintf(w, "uncontended: %d lock+unlock by one goroutine; contended: %d workers (one client each) for %v, hold %v, think %v; semaphores: %d permits\n\n",
 		cfg.uncontended, cfg.workers, cfg.duration, cfg.hold, cfg.think, cfg.semPermits())

@@ -1,31 +1,43 @@
 package uncomplicatedrueidis_test
 
 import (
+	"context"
 	"testing"
 
 	"github.com/redis/rueidis"
 
+	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/acceptance"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
 )
 
-// rueidis keeps its connections when a caller gives up (the driver says
-// so, and its calls run in the caller's goroutine): 100 goroutines locking
-// 10 Mutexes under contexts of 0 to 20ms for 3s open a handful of
-// connections, counted by a proxy, and leave no lock held.
-func TestRedis_givingUpCostsNoConnection(t *testing.T) {
-	s := redistest.Shared(t)
-	p := redistest.StartProxy(t, s.Addr)
-	newClient := func(addr string) rueidis.Client {
-		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: true})
+// Request handlers that make a Mutex per call and give up after 0 to 20ms
+// (see acceptance.HurriedLoad), through rueidis with its default options:
+// they acquire at least half as often as callers that wait 2s, and cost no
+// goroutine, connection or key that grows with the calls.
+func TestRedis_hurriedCallers(t *testing.T) {
+	s := redistest.Start(t)
+	newClient := func(t *testing.T) rueidis.Client {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{s.Addr}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(c.Close)
 		return c
 	}
-	client, other := uncomplicatedrueidis.NewClient(newClient(p.Addr())), uncomplicatedrueidis.NewClient(newClient(s.Addr))
+	direct := newClient(t)
+	t.Cleanup(direct.Close)
+	d := uncomplicatedrueidis.NewDriver(direct)
+	other := uncomplicatedrueidis.NewClient(direct)
 	t.Cleanup(func() { _ = other.Close() })
-	acceptance.GiveUpLoad(t, p, client, other, 20)
+	acceptance.HurriedLoad(t, acceptance.Hurried{
+		NewClient: func(t *testing.T) (*uncomplicated.Client, func()) {
+			c := newClient(t)
+			return uncomplicatedrueidis.NewClient(c), c.Close
+		},
+		Other: other, MostConnections: 250,
+		Do: func(cmd string, args ...any) (any, error) {
+			return d.Do(context.Background(), nil, cmd, args...)
+		},
+	})
 }

@@ -120,7 +120,7 @@ func (s *subscription) receive(ctx context.Context, channel string, r *receive, 
 					defer close(left)
 					uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
 					defer cancel()
-					_ = cc.Do(uctx, unsubscribe).Error()
+					_ = cc.Do(shared(uctx), unsubscribe).Error()
 				}()
 			}
 		case err != nil:
@@ -190,7 +190,7 @@ func (s *subscription) Ping() {
 		defer s.pinging.Store(false)
 		ctx, cancel := context.WithTimeout(s.ctx, pingTimeout)
 		defer cancel()
-		if err := s.c.Do(ctx, s.c.B().Ping().Build()).Error(); err != nil && s.ctx.Err() == nil {
+		if err := s.c.Do(shared(ctx), s.c.B().Ping().Build()).Error(); err != nil && s.ctx.Err() == nil {
 			s.fail(err)
 		}
 	}()

@@ -64,6 +64,7 @@ func (*rueidisDriver) KeepsConnectionsOnCancel() {}
 // sends a script once: it retries only read-only commands.
 func (d *rueidisDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
 	argv := strs(args)
+	ctx = shared(ctx)
 	reply, err := replyOf(d.c.Do(ctx, d.c.B().Evalsha().Sha1(s.SHA1()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()))
 	if noScript(err) {
 		reply, err = replyOf(d.c.Do(ctx, d.c.B().Eval().Script(s.Source()).Numkeys(int64(len(keys))).Key(keys...).Arg(argv...).Build()))
@@ -99,6 +100,25 @@ func (d *rueidisDriver) EvalWait(ctx context.Context, s *driver.Script, keys []s
 	}
 	return r, acked, err
 }
+
+// shared hides ctx's deadline from rueidis, which ends ctx all the same:
+// a command with a deadline that finds its connection idle has rueidis
+// set the deadline on the socket that every call shares, and one that
+// passes closes it, failing the calls of other goroutines (a release made
+// with context.Background() among them) and dialling again under what is
+// left of that ctx. Without one, rueidis queues the command and, if ctx
+// ends first, discards its reply and keeps the connection.
+func shared(ctx context.Context) context.Context {
+	if _, ok := ctx.Deadline(); !ok {
+		return ctx
+	}
+	return noDeadline{ctx}
+}
+
+// noDeadline is a ctx without its deadline (see shared).
+type noDeadline struct{ context.Context }
+
+func (noDeadline) Deadline() (time.Time, bool) { return time.Time{}, false }
 
 // dedicated runs fn on a dedicated connection of c and returns what fn
 // returns, or once ctx ends: rueidis takes a connection of a single
@@ -159,9 +179,9 @@ func (d *rueidisDriver) Do(ctx context.Context, keys []string, cmd string, args 
 	argv := strs(args)
 	switch {
 	case len(keys) > 0 && len(argv) > 0 && argv[0] == keys[0]:
-		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(cmd).Keys(keys[0]).Args(argv[1:]...).Build()))
+		return replyOf(d.c.Do(shared(ctx), d.c.B().Arbitrary(cmd).Keys(keys[0]).Args(argv[1:]...).Build()))
 	case len(keys) == 0 || !d.cluster:
-		return replyOf(d.c.Do(ctx, d.c.B().Arbitrary(cmd).Args(argv...).Build()))
+		return replyOf(d.c.Do(shared(ctx), d.c.B().Arbitrary(cmd).Args(argv...).Build()))
 	}
 	run := func(dc rueidis.DedicatedClient) (any, int64, error) {
 		res := dc.DoMulti(ctx, dc.B().Exists().Key(keys[0]).Build(), dc.B().Arbitrary(cmd).Args(argv...).Build())

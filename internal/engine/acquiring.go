@@ -148,12 +148,19 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 // reply is lost after it may have run, it runs it again: the scripts reply
 // the hold when the token has it already, and the entry, if it was joining
 // the queue, rejoins only if it is not there. When that fails too, or the
-// lost reply did not come in time (see askAgain), the release of kind
-// gives back in the background whatever the token may hold, and released
-// says so: the token must not be used again.
+// lost reply did not come in time (see askAgain), a clean-up gives back
+// whatever the token may hold, and released says so: the token must not
+// be used again. So does one whose caller left it before its reply came
+// (see link.call): the clean-up follows the reply, when it comes (see
+// lateAttempt).
 func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args attemptArgs) (g grant, released bool, err error) {
-	g, unknown, err := b.grantOf(ctx, s, keys, kind, args.argv())
-	if !unknown {
+	argv := args.argv()
+	late := func(reply any, err error) { b.lateAttempt(ctx, kind, keys, args, reply, err) }
+	g, unknown, left, err := b.grantOf(ctx, s, keys, kind, argv, late)
+	switch {
+	case left:
+		return grant{}, true, err
+	case !unknown:
 		return g, false, err
 	}
 	if askAgain(err) {
@@ -161,28 +168,58 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 			args.op = "r"
 		}
 		var again error
-		if g, _, again = b.grantOf(ctx, s, keys, kind, args.argv()); again == nil {
+		if g, _, _, again = b.grantOf(ctx, s, keys, kind, args.argv(), late); again == nil {
 			return g, false, nil
 		}
 		err = errors.Join(err, again)
 	}
-	b.background(ctx, kind.release, keys, "-", args.token)
+	b.c.clean(ctx, b.giveBack(kind, keys, args.token))
 	return grant{}, true, err
 }
 
+// lateAttempt gives back what an attempt with args got, whose caller left
+// before its reply came: reply, or the error that came instead. A grant,
+// or a reply that may have been one, is released; so is the waiter's
+// place, unless its caller's ctx ended at the deadline that the place's
+// expiry was cut to (see entryExpiry), which Redis forgets by itself.
+func (b *base) lateAttempt(ctx context.Context, kind *holdKind, keys []string, args attemptArgs, reply any, err error) {
+	if err == nil {
+		var g grant
+		if g, err = parseGrant(reply, kind.fenced); err == nil && !g.ok {
+			waits := args.op != "" || args.form == writerArgs && args.expiry > 0
+			if !waits || errors.Is(b.ctxErr(ctx), context.DeadlineExceeded) && args.expiry < b.cfg.expiry().Milliseconds() {
+				return
+			}
+		}
+	} else if errors.Is(err, driver.ErrNotSent) || !mayHaveRun(true, err) {
+		return
+	}
+	b.c.clean(context.WithoutCancel(ctx), b.giveBack(kind, keys, args.token))
+}
+
+// giveBack is the clean-up that gives back whatever token of kind may
+// hold, and takes it out of the queue.
+func (b *base) giveBack(kind *holdKind, keys []string, token string) cleanup {
+	return cleanup{b: b, script: kind.release, keys: keys, args: []string{opLeave, token}}
+}
+
 // grantOf runs s and reads its grant of a hold of kind; unknown reports
-// a reply lost after the script may have run. Its error is the call's
-// (see gaveUp).
-func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any) (g grant, unknown bool, err error) {
-	reply, sent, err := b.c.redis.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
+// a reply lost after the script may have run, and left one its caller
+// left (see link.call), which late gets. Its error is the call's (see
+// gaveUp).
+func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any, late func(any, error)) (g grant, unknown, left bool, err error) {
+	reply, sent, left, err := b.c.redis.evalOr(ctx, b.cfg.commandTimeout, s, keys, late, args...)
+	if left {
+		return grant{}, true, true, err
+	}
 	if err == nil {
 		g, err = parseGrant(reply, kind.fenced)
-		if err == nil && g.ok && kind.fenced && g.fence == 0 {
-			err = fmt.Errorf("%w: a %s granted without a fence", driver.ErrUnexpectedReply, kind.what)
+		if err == nil && g.ok && kind.fenced && !fromClock(g.fence) {
+			err = fmt.Errorf("%w: a %s granted under fence %d, which Redis's clock cannot give", driver.ErrUnexpectedReply, kind.what, g.fence)
 		}
 		if err == nil {
-			return g, false, nil
+			return g, false, false, nil
 		}
 	}
-	return grant{}, mayHaveRun(sent, err), err
+	return grant{}, mayHaveRun(sent, err), false, err
 }

@@ -10,37 +10,6 @@ import (
 // A lock's calls to Redis, through its Client's link (see link.go),
 // bounded by its command timeout.
 
-// background runs a release script s on keys with args: it releases what
-// a lost acquisition, or a Do that ran out of time, may have left, or takes
-// a waiter that gave up out of the queue (a release may have just handed
-// it the lock). It runs in a goroutine that Close
-// waits for, bounded by releaseTimeout; a driver that panics there ends the
-// clean-up, not the process. Once Close has begun, it runs in the caller's
-// goroutine instead, which is then returning, bounded by the deadline of
-// ctx as Do's release is.
-//
-// In the goroutine, it first waits for the calls about the lock whose
-// callers left before their replies came (see link.call), as long as the
-// command timeout lets them run: one may yet acquire what s gives back.
-func (b *base) background(ctx context.Context, s *driver.Script, keys []string, args ...string) {
-	c := b.c
-	if !c.backgroundStarts() {
-		rctx, cancel := releaseContext(ctx)
-		defer cancel()
-		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
-		return
-	}
-	behind := c.redis.behind.on(keys[0])
-	go func() {
-		defer c.cleanups.Done()
-		defer func() { _ = recover() }()
-		awaitLeft(behind, b.cfg.commandTimeout)
-		rctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
-		defer cancel()
-		_, _, _ = b.eval(rctx, s, keys, anys(args)...)
-	}()
-}
-
 // flag runs a script that replies 1 or 0. With wait it then waits for
 // the replicas of WithReplicas, and reports how many acknowledged.
 func (b *base) flag(ctx context.Context, wait bool, s *driver.Script, keys []string, args ...any) (ok bool, acked int64, err error) {

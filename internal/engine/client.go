@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Client: see uncomplicated.Client.
@@ -19,12 +20,18 @@ type Client struct {
 	// ctx is cancelled by Close: it ends the Client's own calls.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// cleanCtx bounds the clean-ups: Close cancels it once it has waited
+	// closeGrace for them.
+	cleanCtx    context.Context
+	cleanCancel context.CancelFunc
 
 	mu       sync.Mutex     // guards closing, wake and the Adds to cleanups
 	closing  bool           // Close has begun
 	wake     *wakeups       // the listening connection, made by the first waiter
 	cleanups sync.WaitGroup // background clean-ups, the listening connection, the restart watch
 
+	cleaner  cleaner      // its clean-ups
+	slack    slack        // how much sooner its waiters leave the queue than their deadlines
 	tokens   owned        // the tokens of its waiters and holds, and the holds it released
 	restarts restartWatch // its holds and releases, checked when Redis restarts
 	failures logLimit     // when each lock's failed attempts were last logged
@@ -32,9 +39,10 @@ type Client struct {
 
 func newClient(l *link, opts []Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
+	cleanCtx, cleanCancel := context.WithCancel(context.Background())
 	c := &Client{
 		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, cleanCtx: cleanCtx, cleanCancel: cleanCancel,
 	}
 	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {
 		c.cfg = defaults() // New and the other constructors report cfgErr
@@ -58,8 +66,38 @@ func (c *Client) Close() error {
 		}
 	}
 	c.mu.Unlock()
-	c.cleanups.Wait()
+	if !waitAtMost(&c.cleanups, closeGrace) {
+		c.cleanCancel()
+		waitAtMost(&c.cleanups, closeAbandon)
+	}
 	return nil
+}
+
+// Close waits closeGrace for the Client's clean-ups and the rest of its
+// background work, then cancels what is left and waits closeAbandon more
+// for it to end: a driver that does not end a call with its ctx is left
+// to end it by its command timeout.
+const (
+	closeGrace   = 2 * time.Second
+	closeAbandon = 500 * time.Millisecond
+)
+
+// waitAtMost waits for wg, or d of real time, as the command timeout is;
+// it reports whether wg was done.
+func waitAtMost(wg *sync.WaitGroup, d time.Duration) bool {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // backgroundStarts counts a background task, which Close waits for; once
@@ -84,6 +122,7 @@ func (c *Client) wakeups(started bool) *wakeups {
 	}
 	cfg := c.settings()
 	c.wake = newWakeups(c.redis, cfg.clock, cfg.commandTimeout, cfg.prefix)
+	c.wake.broke = c.restarts.broke
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()

@@ -102,7 +102,7 @@ func (h *hold) replicate(ctx context.Context) error {
 	args := append([]string{""}, h.inKey(h.tokens)...)
 	h.mu.Unlock()
 	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
-		h.b.background(ctx, h.kind.release, h.keys, args...) // give it back all the same
+		h.b.c.clean(ctx, cleanup{b: h.b, script: h.kind.release, keys: h.keys, args: args}) // give it back all the same
 	}
 	return NewError(h.b.name, ErrNotObtained.Error()+": "+h.b.name+": "+why, err, ErrNotObtained, ErrNotReplicated)
 }
@@ -244,7 +244,7 @@ func (h *hold) releaseFailed(ctx context.Context, r release, args []string, agai
 	r.failed = true
 	h.b.c.tokens.remember(r)
 	if again {
-		h.b.background(ctx, h.kind.release, h.keys, args...)
+		h.b.c.clean(ctx, cleanup{b: h.b, script: h.kind.release, keys: h.keys, args: args})
 	}
 	return h.b.redisError(ctx, err)
 }
@@ -353,8 +353,8 @@ func (h *hold) leaseLeft() time.Duration {
 
 // timerSlack is what a holder's margin allows for a timer that fires late
 // on a busy machine, and for the goroutine it wakes: 10 to 15ms were seen
-// under load.
-const timerSlack = 20 * time.Millisecond
+// under load, up to 35ms with every CPU busy under the race detector.
+const timerSlack = 40 * time.Millisecond
 
 // margin is how long before a lease of length lease can end in Redis its
 // holder counts the hold as lost: 1% of the lease, for clocks that drift
@@ -372,10 +372,11 @@ func (h *hold) run(ctx context.Context, fn func(context.Context) error, release 
 
 // runHolds runs fn under holds hs, with the auto-refresh of each that has
 // one, then release, also when fn panics (the panic then goes on). fn's
-// ctx is cancelled when a refreshed hold is lost. The release ignores
-// ctx's cancellation but not its deadline (see releaseContext). It returns
-// fn's error joined with release's, and with ErrLost when a hold was lost
-// while fn ran.
+// ctx is cancelled when a hold is found lost, by whatever finds it (its
+// auto-refresh, the restart watch, a Refresh or Held of fn's own). The
+// release ignores ctx's cancellation but not its deadline (see
+// releaseContext). It returns fn's error joined with release's, and with
+// ErrLost when a hold was lost while fn ran.
 func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, release func(context.Context) error) (err error) {
 	fctx, stops := ctx, make([]func() any, 0, len(hs))
 	for _, h := range hs {
@@ -383,6 +384,17 @@ func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, r
 			var stop func() any
 			fctx, stop = refreshWhile(fctx, h, every)
 			stops = append(stops, stop)
+		}
+	}
+	if len(stops) < len(hs) { // holds without auto-refresh, whose loss ends fctx as auto-refresh does
+		var cancel context.CancelCauseFunc
+		fctx, cancel = context.WithCancelCause(fctx)
+		defer cancel(nil)
+		for _, h := range hs {
+			if h.b.cfg.every == 0 {
+				stop := h.lostSignal().whenFired(func() { cancel(h.b.lostError(h.kind.what + " found lost")) })
+				defer stop()
+			}
 		}
 	}
 	defer func() {
@@ -499,18 +511,57 @@ func takeOp(ctx context.Context, op chan struct{}) error {
 	}
 }
 
-// A signal is a channel closed once.
+// A signal is a channel closed once, and what runs when it is.
 type signal struct {
 	ch   chan struct{}
 	once sync.Once
+
+	mu    sync.Mutex // guards fired and then
+	fired bool
+	then  map[*func()]struct{} // run by fire, each once
 }
 
-// fire closes the channel; it reports whether this call closed it.
+// fire closes the channel and runs what waits for it; it reports whether
+// this call closed it.
 func (s *signal) fire() (closedNow bool) {
-	if s != nil {
-		s.once.Do(func() { close(s.ch); closedNow = true })
+	if s == nil {
+		return false
 	}
+	s.once.Do(func() {
+		close(s.ch)
+		s.mu.Lock()
+		s.fired = true
+		then := s.then
+		s.then = nil
+		s.mu.Unlock()
+		for f := range then {
+			(*f)()
+		}
+		closedNow = true
+	})
 	return closedNow
+}
+
+// whenFired runs f when s fires, or at once if it has; stop keeps it from
+// running later. f must not block.
+func (s *signal) whenFired(f func()) (stop func()) {
+	s.mu.Lock()
+	if s.fired {
+		s.mu.Unlock()
+		f()
+		return func() {}
+	}
+	if s.then == nil {
+		s.then = map[*func()]struct{}{}
+	}
+	key := &f
+	s.then[key] = struct{}{}
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		delete(s.then, key)
+		s.mu.Unlock()
+	}
 }
 
 // isClosed reports whether ch is closed.

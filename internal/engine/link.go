@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,6 +44,8 @@ type link struct {
 	// (see package driver), so a caller need not leave them behind.
 	keeps  bool
 	behind behind // the calls whose callers left before the reply came
+	// rtt is a moving average of how long a call takes, in ns (see took).
+	rtt atomic.Int64
 }
 
 // A reply is what a call to Redis returned.
@@ -52,7 +53,8 @@ type reply struct {
 	v        any
 	acked    int64 // WAIT's, for evalWait
 	err      error
-	panicked any // what the driver panicked with, if it did
+	panicked any  // what the driver panicked with, if it did
+	left     bool // the caller left before the reply came (see call)
 }
 
 // got returns rep to the caller, or panics as the driver did, in the
@@ -68,17 +70,29 @@ func (rep reply) got() reply {
 // d (0: by ctx alone). sent reports whether the script may have reached
 // Redis, even when err says the reply did not come.
 func (r *link) eval(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args ...any) (v any, sent bool, err error) {
-	rep := r.call(ctx, d, keys, func(ctx context.Context) reply {
+	v, sent, _, err = r.evalOr(ctx, d, s, keys, nil, args...)
+	return v, sent, err
+}
+
+// evalOr runs s as eval does; when its caller leaves before the reply
+// comes (see call), left says so, and late, if not nil, gets the reply
+// once it has come, or the error that came instead.
+func (r *link) evalOr(ctx context.Context, d time.Duration, s *driver.Script, keys []string, late func(any, error), args ...any) (v any, sent, left bool, err error) {
+	var onLate func(reply)
+	if late != nil {
+		onLate = func(rep reply) { late(rep.v, rep.err) }
+	}
+	rep := r.call(ctx, d, onLate, func(ctx context.Context) reply {
 		v, err := r.d.Eval(ctx, s, keys, args)
 		return reply{v: v, err: err}
 	})
-	return rep.v, !errors.Is(rep.err, driver.ErrNotSent), rep.err
+	return rep.v, !errors.Is(rep.err, driver.ErrNotSent), rep.left, rep.err
 }
 
 // evalWait runs s as eval does, then WAIT on the same connection (see
 // driver.Driver.EvalWait).
 func (r *link) evalWait(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
-	rep := r.call(ctx, d, keys, func(ctx context.Context) reply {
+	rep := r.call(ctx, d, nil, func(ctx context.Context) reply {
 		v, acked, err := r.d.EvalWait(ctx, s, keys, args, replicas, timeout)
 		return reply{v: v, acked: acked, err: err}
 	})
@@ -87,31 +101,32 @@ func (r *link) evalWait(ctx context.Context, d time.Duration, s *driver.Script, 
 
 // command runs one command about keys, bounded as eval is.
 func (r *link) command(ctx context.Context, d time.Duration, keys []string, cmd string, args ...any) (any, error) {
-	rep := r.call(ctx, d, keys, func(ctx context.Context) reply {
+	rep := r.call(ctx, d, nil, func(ctx context.Context) reply {
 		v, err := r.d.Do(ctx, keys, cmd, args...)
 		return reply{v: v, err: err}
 	})
 	return rep.v, rep.err
 }
 
-// call makes a call to Redis about keys, do, bounded by ctx and by the
-// command timeout d, and reads its error. A caller whose ctx may end
-// before the reply comes leaves it behind: do runs in a goroutine under
-// the command timeout alone, so that its connection reads the reply and
-// goes back to its pool rather than being closed half-way, which would
-// cost the pool a new connection for each caller that gives up; the caller
-// returns as soon as ctx ends, with ctx's error, and what it sent may have
-// run. A release that follows waits for such calls (see behind). A call
-// of a driver that keeps its connections when ctx ends (rueidis), and one
-// past maxBehind calls left behind at once (a server that stopped
-// answering), ends with ctx, as its driver ends it. A call whose ctx has
-// already ended is not made.
-func (r *link) call(ctx context.Context, d time.Duration, keys []string, do func(context.Context) reply) reply {
+// call makes a call to Redis, do, bounded by ctx and by the command
+// timeout d, and reads its error. A caller whose ctx may end before the
+// reply comes leaves it behind: do runs in a goroutine under the command
+// timeout alone, so that its connection reads the reply and goes back to
+// its pool rather than being closed half-way, which would cost the pool a
+// new connection for each caller that gives up; the caller returns as soon
+// as ctx ends, with ctx's error and left set, and what it sent may have
+// run: late, if not nil, gets the reply when it comes, so that what the
+// call got is given back. A call of a driver that keeps its connections
+// when ctx ends (rueidis), and one past maxBehind calls left behind at
+// once (a server that stopped answering), ends with ctx, as its driver
+// ends it. A call whose ctx has already ended is not made.
+func (r *link) call(ctx context.Context, d time.Duration, late func(reply), do func(context.Context) reply) reply {
 	if ctx.Done() == nil || d <= 0 || r.keeps || !r.behind.room() {
 		l, lctx := newLimit(ctx, d)
 		defer l.stop()
 		rep := do(lctx)
 		rep.err = l.timedOut(replyError(rep.err))
+		r.took(l, rep.err)
 		return rep
 	}
 	if err := ctx.Err(); err != nil {
@@ -119,7 +134,7 @@ func (r *link) call(ctx context.Context, d time.Duration, keys []string, do func
 	}
 	l, lctx := newLimit(context.WithoutCancel(ctx), d)
 	l.caller = ctx
-	c := &leftCall{reply: make(chan reply, 1), finished: make(chan struct{})}
+	c := &leftCall{reply: make(chan reply, 1)}
 	go func() {
 		defer l.stop()
 		rep := reply{err: errDriverQuit}
@@ -127,31 +142,46 @@ func (r *link) call(ctx context.Context, d time.Duration, keys []string, do func
 			if p := recover(); p != nil { // the caller's to panic with, if it waits
 				rep = reply{panicked: p, err: fmt.Errorf("uncomplicated: the driver panicked: %v", p)}
 			}
-			c.reply <- rep
-			close(c.finished)
-			if c.left.Load() { // after finished: leave sees one or the other
-				r.behind.forget(c)
+			if c.state.CompareAndSwap(running, finished) {
+				c.reply <- rep
+				return
+			}
+			r.behind.n.Add(-1) // the caller left
+			if late != nil {
+				rep.panicked = nil
+				late(rep)
 			}
 		}()
 		rep = do(lctx)
 		rep.err = l.timedOut(replyError(rep.err))
+		r.took(l, rep.err)
 	}()
 	select {
 	case rep := <-c.reply:
 		return rep.got()
 	case <-ctx.Done():
 	}
-	select { // both at once: the reply wins
-	case rep := <-c.reply:
-		return rep.got()
-	default:
+	r.behind.n.Add(1)
+	if !c.state.CompareAndSwap(running, left) { // the reply came all the same
+		r.behind.n.Add(-1)
+		return (<-c.reply).got()
 	}
-	if len(keys) > 0 {
-		c.key = keys[0]
-	}
-	r.behind.leave(c)
-	return reply{err: ctx.Err()}
+	return reply{err: ctx.Err(), left: true}
 }
+
+// took counts a call bounded by l that ended with err in the link's
+// moving average of how long calls take, if it succeeded.
+func (r *link) took(l limit, err error) {
+	if err != nil || l.d <= 0 {
+		return
+	}
+	d := int64(time.Since(l.deadline.Add(-l.d)))
+	old := r.rtt.Load()
+	r.rtt.Store(old + (d-old)/8) // a race loses one sample at most
+}
+
+// roundTrip is how long a call takes, as the link has seen lately.
+func (r *link) roundTrip() time.Duration { return time.Duration(r.rtt.Load()) }
 
 // errDriverQuit is the error of a call whose driver ended its goroutine
 // (runtime.Goexit) instead of returning.
@@ -314,24 +344,23 @@ func (l limit) timedOut(err error) error {
 	return NewError("", msg, cause, os.ErrDeadlineExceeded)
 }
 
-// behind keeps the calls whose callers left before their replies came, by
-// the first key they name, so that a release of the same lock waits for
-// them: a left attempt may yet acquire the lock, even after the caller
-// gave it back (its connection was still being dialled), and the release
-// must come after it.
+// behind counts the calls under way whose callers left them (see call).
 type behind struct {
-	n     atomic.Int32 // len(calls), read without mu
-	mu    sync.Mutex
-	calls map[*leftCall]struct{}
+	n atomic.Int32
 }
 
 // A leftCall is a call whose caller may leave it (see link.call).
 type leftCall struct {
-	key      string
-	reply    chan reply    // its reply, for the caller
-	finished chan struct{} // closed once it has ended
-	left     atomic.Bool   // set by leave, before it looks at finished
+	reply chan reply   // its reply, for the caller
+	state atomic.Int32 // running, then finished or left, whichever comes first
 }
+
+// The states of a leftCall.
+const (
+	running int32 = iota
+	finished
+	left
+)
 
 // maxBehind bounds the calls a Client leaves behind at once: each keeps a
 // connection and a goroutine for up to the command timeout.
@@ -340,57 +369,12 @@ const maxBehind = 256
 // room reports whether another call may be left behind.
 func (b *behind) room() bool { return b.n.Load() < maxBehind }
 
-// leave records c, left behind, until it ends.
-func (b *behind) leave(c *leftCall) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c.left.Store(true)
-	select {
-	case <-c.finished: // ended already: forget has run, or will find nothing
-		return
-	default:
+// deadlineLeft is how long ctx has until its deadline, if it has one: real
+// time, as ctx's own timer counts it.
+func deadlineLeft(ctx context.Context) (time.Duration, bool) {
+	dl, ok := ctx.Deadline()
+	if !ok {
+		return 0, false
 	}
-	if b.calls == nil {
-		b.calls = map[*leftCall]struct{}{}
-	}
-	b.calls[c] = struct{}{}
-	b.n.Store(int32(len(b.calls)))
-}
-
-// forget drops c, which has ended.
-func (b *behind) forget(c *leftCall) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	delete(b.calls, c)
-	b.n.Store(int32(len(b.calls)))
-}
-
-// on returns what ends when each call on key left behind now has ended.
-func (b *behind) on(key string) []<-chan struct{} {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	var chs []<-chan struct{}
-	for c := range b.calls {
-		if c.key == key {
-			chs = append(chs, c.finished)
-		}
-	}
-	return chs
-}
-
-// awaitLeft waits for the calls left behind that end chs, for at most
-// their command timeout d and a second: real time, as their bound is.
-func awaitLeft(chs []<-chan struct{}, d time.Duration) {
-	if len(chs) == 0 {
-		return
-	}
-	t := time.NewTimer(d + time.Second)
-	defer t.Stop()
-	for _, finished := range chs {
-		select {
-		case <-finished:
-		case <-t.C:
-			return
-		}
-	}
+	return time.Until(dl), true
 }

@@ -27,6 +27,16 @@ func (g grant) blockers() []string {
 	return append([]string{writerMark + g.writer}, g.holders...)
 }
 
+// minFence is the lowest fence Redis's clock gives: its time in
+// microseconds on 9 September 2001. Every grant's fence is at least
+// Redis's clock when it was made (see new_fence.lua), and below 2^53,
+// which Lua's numbers hold exactly.
+const minFence = 1_000_000_000_000_000
+
+// fromClock reports whether fence could be a grant's: what a server that
+// answers nonsense (an integer to every command) replies is not.
+func fromClock(fence uint64) bool { return fence >= minFence && fence < 1<<53 }
+
 // parseGrant reads an acquiring script's reply; bare: the script may
 // reply the fence alone (that of a hold with fences).
 func parseGrant(reply any, bare bool) (grant, error) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -33,17 +34,33 @@ import (
 // restartEvery is how often a Client that holds locks looks for a restart.
 const restartEvery = time.Second
 
+// answerEvery is how often a Client that holds locks, whose listening
+// connection broke, asks Redis until every node answers: a refused or
+// failed connection costs Redis nothing, and the holds are checked the
+// moment Redis answers again.
+const answerEvery = 25 * time.Millisecond
+
+// pinToken registers the restart watch's own listener on a channel (see
+// restartWatch.pin): no waiter's token can be it.
+const pinToken = "restart-watch"
+
 // A restartWatch is a Client's restart watch: the holds it checks, and
 // what it read of Redis's nodes.
 type restartWatch struct {
 	c *Client
 
-	mu        sync.Mutex         // guards the fields below
-	holding   map[*hold]struct{} // the holds of the Client's locks
-	watching  bool               // the watch runs
-	serverIDs map[string]string  // by node address: the last run_id read
-	owners    map[int]string     // by slot of a hold or a release: its node at that reading
-	single    bool               // Redis said it is not a Cluster
+	// kick tells the watch that the listening connection broke: Redis may
+	// be restarting.
+	kick chan struct{}
+
+	mu        sync.Mutex               // guards the fields below
+	holding   map[*hold]struct{}       // the holds of the Client's locks
+	watching  bool                     // the watch runs
+	serverIDs map[string]string        // by node address: the last run_id read
+	owners    map[int]string           // by slot of a hold or a release: its node at that reading
+	single    bool                     // Redis said it is not a Cluster
+	skews     map[string]time.Duration // by node address: how far its clock was ahead at the last reading
+	pins      map[string]*listener     // by node address, or "" before the first reading: see pin
 }
 
 // watch records a new hold, and starts the watch if it is not running,
@@ -56,12 +73,57 @@ func (w *restartWatch) watch(h *hold) {
 			return
 		}
 		w.watching = true
-		go w.run(w.c.settings().clock)
+		if w.kick == nil {
+			w.kick = make(chan struct{}, 1)
+		}
+		go w.run(w.c.settings().clock, w.kick)
 	}
 	if w.holding == nil {
 		w.holding = map[*hold]struct{}{}
 	}
 	w.holding[h] = struct{}{}
+	if len(w.pins) == 0 {
+		w.pin("", h)
+	}
+}
+
+// pin keeps a listener of the watch on h's channel, for the node at addr,
+// so that the Client keeps a listening connection there while it holds
+// locks: when Redis restarts, that connection breaks at once (see broke).
+// The caller holds w.mu.
+func (w *restartWatch) pin(addr string, h *hold) {
+	wk := w.c.wakeups(false)
+	if wk == nil {
+		return
+	}
+	if w.pins == nil {
+		w.pins = map[string]*listener{}
+	}
+	w.pins[addr] = wk.listen(wakeChannel(h.b.cfg.prefix, h.b.name, w.c.id), pinToken, false)
+}
+
+// unpin ends the pins of the nodes not in keep. The caller holds w.mu.
+func (w *restartWatch) unpin(keep map[string]*node) {
+	for addr, l := range w.pins {
+		if keep[addr] == nil || len(keep[addr].holds) == 0 {
+			l.close(nil)
+			delete(w.pins, addr)
+		}
+	}
+}
+
+// broke tells the watch that the listening connection failed: until every
+// node answers, it asks every answerEvery rather than every restartEvery.
+func (w *restartWatch) broke() {
+	w.mu.Lock()
+	kick := w.kick
+	w.mu.Unlock()
+	if kick != nil {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // unwatch forgets a hold.
@@ -72,22 +134,33 @@ func (w *restartWatch) unwatch(h *hold) {
 }
 
 // run reads the run_id every restartEvery and checks the holds, and
-// repeats the releases, when it has changed. It ends at Close, or at a
-// tick that finds no hold and no release to remember.
-func (w *restartWatch) run(clk clock.Clock) {
+// repeats the releases, when it has changed; after the listening
+// connection broke (kick), every answerEvery until every node answers. It
+// ends at Close, or at a tick that finds no hold and no release to
+// remember.
+func (w *restartWatch) run(clk clock.Clock, kick <-chan struct{}) {
 	defer w.c.cleanups.Done()
+	waiting := false // for Redis to answer again
 	for {
-		t := clk.Timer(restartEvery)
+		every := restartEvery
+		if waiting {
+			every = answerEvery
+		}
+		t := clk.Timer(every)
 		select {
 		case <-w.c.done:
 			t.Stop()
 			return
+		case <-kick:
+			t.Stop()
+			waiting = true
 		case <-t.C:
 		}
 		rs := w.c.tokens.releases(clk.Now())
 		w.mu.Lock()
 		if len(w.holding) == 0 && len(rs) == 0 {
 			w.watching = false
+			w.unpin(nil)
 			w.mu.Unlock()
 			return
 		}
@@ -96,7 +169,7 @@ func (w *restartWatch) run(clk clock.Clock) {
 			hs = append(hs, h)
 		}
 		w.mu.Unlock()
-		w.check(hs, rs)
+		waiting = !w.check(hs, rs) && waiting
 	}
 }
 
@@ -107,14 +180,25 @@ func (w *restartWatch) run(clk clock.Clock) {
 // node (a Cluster's failover), or the release failed, it repeats the
 // release. The run_id counts as
 // seen once every check succeeded and Redis answered every release. A driver
-// that panics counts as an error: no caller could receive the panic.
-func (w *restartWatch) check(hs []*hold, rs []release) {
-	defer func() { _ = recover() }()
+// that panics counts as an error: no caller could receive the panic. It
+// reports whether every node answered. A node that is new, or whose
+// run_id changed, has the listening connection checked at once (see
+// wakeups.check): it may still listen on the node that was the master.
+func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
+	defer func() {
+		if recover() != nil {
+			answered = false
+		}
+	}()
 	ctx, cancel := context.WithTimeout(w.c.ctx, releaseTimeout)
 	defer cancel()
-	for addr, on := range w.nodes(ctx, hs, rs) {
-		id := w.runID(ctx, on.key)
+	nodes := w.nodes(ctx, hs, rs)
+	w.repin(nodes)
+	answered = true
+	for addr, on := range nodes {
+		id := w.runID(ctx, addr, on.key)
 		if id == "" {
+			answered = false
 			continue
 		}
 		w.mu.Lock()
@@ -128,6 +212,11 @@ func (w *restartWatch) check(hs []*hold, rs []release) {
 		w.mu.Unlock()
 		// A new run_id: the node restarted, or took over from a master
 		// that failed, since the holds began or the releases were sent.
+		if seen != id {
+			if wk := w.c.wakeups(true); wk != nil {
+				wk.recheck()
+			}
+		}
 		done := w.rerelease(ctx, redo)
 		w.c.tokens.forget(done)
 		if len(done) < len(redo) || seen != id && !verify(ctx, on.holds) {
@@ -145,6 +234,23 @@ func (w *restartWatch) check(hs []*hold, rs []release) {
 			w.owners[hashslot.Of(r.keys[0])] = addr
 		}
 		w.mu.Unlock()
+	}
+	return answered
+}
+
+// repin keeps a pin (see pin) on each node of nodes that has holds, and
+// ends the others.
+func (w *restartWatch) repin(nodes map[string]*node) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.watching {
+		return
+	}
+	w.unpin(nodes)
+	for addr, on := range nodes {
+		if len(on.holds) > 0 && w.pins[addr] == nil {
+			w.pin(addr, on.holds[0])
+		}
 	}
 }
 
@@ -264,18 +370,66 @@ func (w *restartWatch) slotMap(ctx context.Context) ([]string, error) {
 }
 
 // runID returns the run_id of the node that owns key, or "" when Redis
-// cannot tell.
-func (w *restartWatch) runID(ctx context.Context, key string) string {
+// cannot tell. It also compares the node's clock with the Client's (see
+// clockStep).
+func (w *restartWatch) runID(ctx context.Context, addr, key string) string {
+	clk := w.c.settings().clock
+	sent := clk.Now()
 	reply, err := w.c.redis.command(ctx, w.c.settings().commandTimeout, []string{key}, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
 		return ""
 	}
+	came := clk.Now()
+	var id string
+	var usec int64
 	sc := bufio.NewScanner(bytes.NewReader(info))
 	for sc.Scan() {
-		if id, ok := bytes.CutPrefix(sc.Bytes(), []byte("run_id:")); ok {
-			return string(bytes.TrimSpace(id))
+		line := sc.Bytes()
+		if v, ok := bytes.CutPrefix(line, []byte("run_id:")); ok {
+			id = string(bytes.TrimSpace(v))
+		} else if v, ok := bytes.CutPrefix(line, []byte("server_time_usec:")); ok {
+			usec, _ = strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
 		}
 	}
-	return ""
+	if id != "" && usec > 0 {
+		mid := sent.Add(came.Sub(sent) / 2)
+		w.clockStep(ctx, addr, id, time.UnixMicro(usec).Sub(mid))
+	}
+	return id
+}
+
+// maxClockStep is how far the difference between a node's clock and the
+// Client's may move between two readings before the Client warns.
+const maxClockStep = time.Second
+
+// clockStep records skew, how far the clock of the node at addr, run_id
+// id, is ahead of the Client's, and logs a Warn when it moved by more than
+// maxClockStep since the last reading of that address: a failover to a
+// node whose clock is off, or a clock stepped. A master's clock ahead
+// shortens every lease on it (Redis replicates PX as an absolute PXAT, and
+// a replica that takes over expires keys by its own clock); one behind
+// gives fences below those granted before, which a fenced store refuses
+// until the clock catches up.
+func (w *restartWatch) clockStep(ctx context.Context, addr, id string, skew time.Duration) {
+	w.mu.Lock()
+	last, seen := w.skews[addr]
+	if w.skews == nil {
+		w.skews = map[string]time.Duration{}
+	}
+	w.skews[addr] = skew
+	w.mu.Unlock()
+	step := skew - last
+	if !seen || step.Abs() <= maxClockStep {
+		return
+	}
+	node := addr
+	if node == "" {
+		node = "run_id " + id
+	}
+	logger := w.c.settings().logger
+	if logger.Enabled(ctx, slog.LevelWarn) {
+		logger.LogAttrs(ctx, slog.LevelWarn, "Redis clock stepped: leases end early on a clock ahead, fences repeat on one behind",
+			slog.String("node", node), slog.Duration("step", step), slog.Duration("ahead", skew))
+	}
 }

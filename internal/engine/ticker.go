@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,9 +40,29 @@ func (c *config) expiry() time.Duration {
 	return 3*c.tick() + 100*time.Millisecond
 }
 
-// expiryMillis is expiry in whole milliseconds, as Redis takes it.
-func (c *config) expiryMillis() int64 {
-	return c.expiry().Milliseconds()
+// entryExpiry is the expiry an attempt under ctx writes: the waiter's, or
+// what is left of ctx if less, less the time a hand-off takes to reach
+// the waiter (a round trip to Redis, as the Client has seen them lately, a
+// millisecond, and the Client's slack), and at least a millisecond: so
+// Redis forgets a waiter whose caller gives up at its deadline by itself,
+// and no release hands the lock to a waiter that could not take it in
+// time. cut says whether it is ctx's.
+func (b *base) entryExpiry(ctx context.Context) (d time.Duration, cut bool) {
+	d = b.cfg.expiry()
+	left, ok := deadlineLeft(ctx)
+	if !ok {
+		return d, false
+	}
+	left -= b.c.redis.roundTrip() + time.Millisecond
+	slack := b.c.slack.get()
+	if left > time.Millisecond && left-slack <= time.Millisecond {
+		b.c.slack.taken() // a slack that keeps waiters out of the queue shrinks too
+	}
+	left -= slack
+	if left < d {
+		return max(left.Truncate(time.Millisecond), time.Millisecond), true
+	}
+	return d, false
 }
 
 // jitter returns a random duration in [0, bound), or 0 when bound is not
@@ -50,6 +72,39 @@ func jitter(bound time.Duration) time.Duration {
 		return 0
 	}
 	return rand.N(bound)
+}
+
+// A slack is how much sooner than its caller's deadline, beyond a round
+// trip and a millisecond, a waiter stops counting as queued (see
+// entryExpiry): on a busy machine a hand-off can take longer to reach a
+// waiter than a call takes, and one that comes after the caller gave up
+// wastes a release and a round trip. It grows by a millisecond, up to
+// maxSlack, each time a hand-off reaches a waiter that gave up at the
+// deadline its entry was cut to, and shrinks by a 32nd each time a waiter
+// takes one, or is kept out of the queue by it. Safe for concurrent use.
+type slack struct{ ns atomic.Int64 }
+
+// maxSlack bounds a slack.
+const maxSlack = 100 * time.Millisecond
+
+// get returns the slack.
+func (s *slack) get() time.Duration { return time.Duration(s.ns.Load()) }
+
+// late hears of a hand-off that came too late.
+func (s *slack) late() {
+	for {
+		old := s.ns.Load()
+		if s.ns.CompareAndSwap(old, min(old+int64(time.Millisecond), int64(maxSlack))) {
+			return
+		}
+	}
+}
+
+// taken hears of a hand-off a waiter took; a lost race loses one step.
+func (s *slack) taken() {
+	if old := s.ns.Load(); old > 0 {
+		s.ns.CompareAndSwap(old, old-old/32-1)
+	}
 }
 
 // maxClaim bounds a claim (see claim.go).

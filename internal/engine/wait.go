@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -81,8 +82,10 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			return nil, b.gaveUp(ctx, err, w.busy(&p))
 		}
 		if w.handedOver(wu, from) {
+			b.c.slack.taken()
 			return b.granted(ctx, c, w.token, wu.fence, from, observe.HandedOff, o)
 		}
+		w.heard = w.heard || wu.attempt > 0
 	}
 }
 
@@ -102,6 +105,14 @@ type waiter struct {
 	attempts int
 	blockers []string        // what the last attempt found blocking it
 	orphans  map[string]bool // the orphans it released
+	// cut is set when the expiry its last attempt wrote (of its queue
+	// entry, and of its mark among an RWMutex's waiting writers) was cut
+	// to what was left of its caller's ctx (see entryExpiry): once that ctx
+	// has ended by its deadline, Redis has forgotten both by itself.
+	cut bool
+	// heard is set when a hand-off reached it that it did not take, until
+	// an attempt tells whether the lock is its own.
+	heard bool
 }
 
 // attempt makes one attempt, or with stale blockers a take-over. When its
@@ -112,15 +123,19 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 	if stale != nil {
 		s, op = w.c.takeOver, w.queued()
 	}
+	var expiry time.Duration
+	expiry, w.cut = w.b.entryExpiry(ctx)
 	if op != "" {
 		w.entries++
-		entry = queueEntry(w.c.entry, w.b.cfg.claim(), w.b.cfg.expiry(), w.entries, w.c.channel)
+		entry = queueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
 	}
 	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: entry, op: op,
-		expiry: w.b.cfg.expiryMillis(), form: w.c.args, stale: stale, permits: w.c.permits}
+		expiry: expiry.Milliseconds(), form: w.c.args, stale: stale, permits: w.c.permits}
 	g, released, err := w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
 	if released {
 		w.again(ctx)
+	} else if err == nil {
+		w.heard = false
 	}
 	return g, err
 }
@@ -131,7 +146,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 // gives up does.
 func (w *waiter) again(ctx context.Context) {
 	w.end(ctx, false)
-	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.clock.Now()), o: w.o, orphans: w.orphans}
+	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.clock.Now()), o: w.o, orphans: w.orphans, cut: w.cut}
 	w.b.c.tokens.own(w.token)
 	w.listenIfReady()
 }
@@ -229,7 +244,8 @@ func (w *waiter) drain() {
 		return
 	}
 	select {
-	case <-w.l.wake:
+	case wu := <-w.l.wake:
+		w.heard = w.heard || wu.attempt > 0
 	default:
 	}
 }
@@ -274,27 +290,58 @@ func queueEntry(kind string, claim, expiry time.Duration, attempt uint64, channe
 // end stops listening and, unless the waiter got the lock, takes it out of
 // the waiters and the queue, releasing the lock if a release has just
 // handed it over. The Client remembers its token, so that a hand-off that
-// reaches it after a failed leave is released too.
+// reaches it after it left is released at once (see wakeups.deliver). A
+// waiter whose ctx ended at its deadline, which its last attempt's expiry
+// was cut to, leaves Redis nothing to take out: it costs no call, unless
+// a hand-off reached it.
 func (w *waiter) end(ctx context.Context, acquired bool) {
-	if !acquired {
-		defer w.b.c.tokens.disown(w.token) // after the leave is under way
-	}
-	if w.l != nil {
-		var gone func(context.Context)
-		if w.inQueue && !acquired { // what it needs, as again reuses w
-			b, kind, keys, token := w.b, w.c.kind, w.c.keys, w.token
-			gone = func(ctx context.Context) { b.background(ctx, kind.release, keys, "-", token) }
+	if acquired {
+		if w.l != nil {
+			w.l.close(nil)
 		}
-		w.l.close(gone)
+		return
+	}
+	defer w.b.c.tokens.disown(w.token) // after the leave is under way
+	leave := w.leave()
+	atDeadline := w.cut && errors.Is(w.b.ctxErr(ctx), context.DeadlineExceeded)
+	handed := false
+	if w.l != nil {
+		var gone *leftWaiter
+		if w.inQueue { // what it needs, as again reuses w
+			gone = &leftWaiter{release: leave.release}
+			if atDeadline {
+				gone.late = w.b.c.slack.late
+			}
+		}
+		handed = w.l.close(gone)
 	}
 	switch {
-	case acquired || w.attempts == 0:
-	case w.inQueue:
-		w.b.background(ctx, w.c.kind.release, w.c.keys, "q", w.token)
-	default:
-		w.b.background(ctx, w.c.kind.release, w.c.keys, "-", w.token)
+	case handed || w.heard: // a hand-off it did not take
+		if atDeadline {
+			w.b.c.slack.late()
+		}
+	case w.attempts == 0 || !w.inQueue && w.c.kind != writerKind: // nothing of it in Redis
+		return
+	case atDeadline: // Redis forgot it
+		return
 	}
+	w.b.c.clean(ctx, leave.cleanup)
 }
+
+// A leaving is the clean-up of a waiter that leaves.
+type leaving struct {
+	c       *Client
+	cleanup cleanup
+}
+
+// leave returns the clean-up that takes w out of the queue and releases
+// what a hand-off gave it (see cleanup).
+func (w *waiter) leave() leaving {
+	return leaving{c: w.b.c, cleanup: cleanup{b: w.b, script: w.c.kind.release, keys: w.c.keys, args: []string{opLeave, w.token}}}
+}
+
+// release makes l's clean-up: a hand-off reached the waiter after it left.
+func (l leaving) release(ctx context.Context) { l.c.clean(ctx, l.cleanup) }
 
 // sleep is nap for the waiter, which wakes when its subscription is
 // confirmed until it is in the queue.
@@ -304,9 +351,13 @@ func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Durat
 
 // sleepFor waits a random time below the tick, but not past left, the rest of
 // the waiter's patience, so that staleness is judged exactly at the timeout.
-// It returns early with what l hears (a hand-off to token),
-// and, with ready, at once when l's subscription is confirmed, or when the
-// listening connection fails while the waiter waits for that; with ctx's
+// It returns early with what l hears (a hand-off to token); with ready (a
+// waiter not yet in the queue), at once when l's subscription is
+// confirmed, or when the listening connection fails while the waiter waits
+// for that; without (a waiter in the queue), at once when l's subscription
+// is confirmed anew after the listening connection failed or moved (see
+// wakeups.check), so that the waiter rejoins the queue on the node where
+// releases now run rather than on its next tick. It returns with ctx's
 // error when ctx ends, and ErrClosed when the Client closes.
 func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (wakeUp, error) {
 	d := min(b.cfg.sleep(), left)
@@ -314,29 +365,45 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 	defer t.Stop()
 	var wake <-chan wakeUp
 	var confirmed, changed <-chan struct{}
-	coming := false
+	coming, queued := false, false
 	if l != nil {
 		wake = l.wake
-		if ready {
-			_, coming, confirmed, changed = l.state()
+		isConfirmed, isComing, readyCh, changedCh := l.state()
+		switch {
+		case ready:
+			coming, confirmed, changed = isComing, readyCh, changedCh
+		case isConfirmed:
+			queued, changed = true, changedCh
+		default:
+			confirmed = readyCh
 		}
 	}
 	if obs != nil && !coming { // a confirmation on its way keeps the waiter active
 		defer obs.Park(b.cfg.clock.Now().Add(d), token)()
 	}
-	select {
-	case <-t.C:
-		return wakeUp{}, nil
-	case wu := <-wake:
-		return wu, nil
-	case <-confirmed:
-		return wakeUp{}, nil
-	case <-changed: // a failed connection: back to ticks, asleep
-		return wakeUp{}, nil
-	case <-ctx.Done():
-		return wakeUp{}, ctx.Err()
-	case <-b.c.done:
-		return wakeUp{}, ErrClosed
+	for {
+		select {
+		case <-t.C:
+			return wakeUp{}, nil
+		case wu := <-wake:
+			return wu, nil
+		case <-confirmed:
+			return wakeUp{}, nil
+		case <-changed:
+			if !queued { // a failed connection: back to ticks, asleep
+				return wakeUp{}, nil
+			}
+			isConfirmed, _, readyCh, changedCh := l.state()
+			if isConfirmed {
+				changed = changedCh
+			} else { // rejoin once the subscription is confirmed anew
+				changed, confirmed = nil, readyCh
+			}
+		case <-ctx.Done():
+			return wakeUp{}, ctx.Err()
+		case <-b.c.done:
+			return wakeUp{}, ErrClosed
+		}
 	}
 }
 

@@ -4,9 +4,12 @@ import (
 	"container/list"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -49,7 +52,14 @@ type wakeups struct {
 	probe   string          // the channel of that probe, under the Client's prefix
 	ctx     context.Context // cancelled by Client.Close
 	cancel  context.CancelFunc
-	sharded int // sharded pub/sub: 0 not known yet, 1 yes, -1 no; run's own
+	sharded atomic.Int32 // sharded pub/sub: 0 not known yet, 1 yes, -1 no
+	// broke, if not nil, hears that the listening connection failed (the
+	// restart watch: see restartWatch.broke).
+	broke func()
+	// checkNow asks keepAlive to check at once that the connection listens
+	// on the node that runs the scripts (see check).
+	checkNow chan struct{}
+	checked  int // the channel check looked at last, of those it may check; keepAlive's own
 
 	mu       sync.Mutex          // guards the fields below
 	conn     driver.Subscription // the listening connection; nil while down
@@ -61,7 +71,7 @@ type wakeups struct {
 	// lock, with what releases a hand-off to them, oldest first in
 	// goneOrder: a hand-off to one of them (its leave failed, or is still
 	// on its way) is released at once rather than left to its lease.
-	gone      map[string]func(context.Context)
+	gone      map[string]leftWaiter
 	goneOrder []string
 }
 
@@ -80,7 +90,7 @@ func newWakeups(l *link, clk clock.Clock, timeout time.Duration, prefix string) 
 	return &wakeups{
 		redis: l, clock: clk, timeout: timeout, probe: prefix + ":probe", ctx: ctx, cancel: cancel,
 		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
-		gone: map[string]func(context.Context){},
+		gone: map[string]leftWaiter{}, checkNow: make(chan struct{}, 1),
 	}
 }
 
@@ -146,16 +156,30 @@ func (w *wakeups) signal() {
 	w.changed = make(chan struct{})
 }
 
+// A leftWaiter is a waiter that left the queue without the lock: release
+// releases what a hand-off that reaches it after all gave it, and late,
+// if not nil, hears that one did (see slack).
+type leftWaiter struct {
+	release func(context.Context)
+	late    func()
+}
+
 // close ends the registration; the subscription stays for a while. A
-// waiter that leaves the queue without the lock passes gone, which
-// releases what a hand-off that reaches it after all gave it.
-func (l *listener) close(gone func(context.Context)) {
+// waiter that leaves the queue without the lock passes gone (see
+// leftWaiter). It reports whether a hand-off had reached the waiter that
+// it did not take.
+func (l *listener) close(gone *leftWaiter) (handed bool) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(l.ch.waiters, l.token)
-	if gone != nil {
-		w.gone[l.token] = gone
+	select {
+	case wu := <-l.wake:
+		handed = wu.attempt > 0
+	default:
+	}
+	if gone != nil && !handed {
+		w.gone[l.token] = *gone
 		w.goneOrder = append(w.goneOrder, l.token)
 		if len(w.goneOrder) > maxGone {
 			delete(w.gone, w.goneOrder[0])
@@ -163,12 +187,13 @@ func (l *listener) close(gone func(context.Context)) {
 		}
 	}
 	if len(l.ch.waiters) > 0 || w.chans[l.name] != l.ch {
-		return
+		return handed
 	}
 	l.ch.idle = w.idle.PushBack(l.name)
 	for w.idle.Len() > maxIdleChannels {
 		w.evict(w.idle.Remove(w.idle.Front()).(string))
 	}
+	return handed
 }
 
 // evict ends the subscription of an idle channel. The caller holds mu.
@@ -220,22 +245,27 @@ func (w *wakeups) run() {
 // SPUBLISH, which the release scripts use where Redis has it (see
 // internal/lua/queue_hand.lua), is tried once per Client, on "<prefix>:probe", a channel
 // under the prefix that an ACL for the locks allows, where nobody listens.
-func (w *wakeups) open() (driver.Subscription, error) {
-	if w.sharded == 0 {
+func (w *wakeups) open() (sub driver.Subscription, err error) {
+	defer func() {
+		if p := recover(); p != nil { // a driver's: no caller can receive it
+			sub, err = nil, fmt.Errorf("uncomplicated: the driver panicked: %v", p)
+		}
+	}()
+	if w.sharded.Load() == 0 {
 		ctx, cancel := context.WithTimeout(w.ctx, releaseTimeout)
 		_, err := w.redis.command(ctx, w.timeout, []string{w.probe}, "SPUBLISH", w.probe, "")
 		cancel()
 		var se *serverError
 		switch {
 		case err == nil:
-			w.sharded = 1
+			w.sharded.Store(1)
 		case errors.As(err, &se) && strings.Contains(strings.ToLower(se.msg), "unknown command"):
-			w.sharded = -1
+			w.sharded.Store(-1)
 		default:
 			return nil, err
 		}
 	}
-	return w.redis.listen(w.ctx, w.sharded > 0)
+	return w.redis.listen(w.ctx, w.sharded.Load() > 0)
 }
 
 // pause waits out a backoff; it reports false when the Client closed.
@@ -282,7 +312,7 @@ func (w *wakeups) serve(conn driver.Subscription) {
 	pings.Add(1)
 	go func() {
 		defer pings.Done()
-		w.keepAlive(stop)
+		w.keepAlive(conn, stop)
 	}()
 
 	for {
@@ -301,8 +331,9 @@ func (w *wakeups) serve(conn driver.Subscription) {
 
 // keepAlive PINGs the listening connection every pingEvery until stop is
 // closed, so that a pool's read timeout longer than that never passes on a
-// quiet connection.
-func (w *wakeups) keepAlive(stop <-chan struct{}) {
+// quiet connection, and checks each time, or at once when asked (see
+// recheck), that it listens where the scripts run (see check).
+func (w *wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}) {
 	t := w.clock.Ticker(pingEvery)
 	defer t.Stop()
 	for {
@@ -313,10 +344,88 @@ func (w *wakeups) keepAlive(stop <-chan struct{}) {
 				w.conn.Ping()
 			}
 			w.mu.Unlock()
+		case <-w.checkNow:
 		case <-stop:
 			return
 		}
+		if !w.check(conn) {
+			conn.Close() // serve hears it fail, and run opens another
+			return
+		}
 	}
+}
+
+// recheck has the listening connection checked at once (see check): the
+// restart watch saw a new master.
+func (w *wakeups) recheck() {
+	select {
+	case w.checkNow <- struct{}{}:
+	default:
+	}
+}
+
+// check asks Redis, by the way the scripts take, how many connections
+// listen on one channel that conn listens on for waiters (a channel of
+// its own, taken in turn, so that each is checked sooner or later): none
+// means conn is not on the node that runs the scripts. A failover leaves
+// it so: Sentinel and go-redis move every connection but a pub/sub one to
+// the new master, and the old one stays a master of its own until Sentinel
+// makes it a replica, seconds later. Releases there then find none of the
+// Client's waiters listening and pass them over, and a release would hand
+// the lock to a waiter that hears the old node's messages only if the old
+// node relayed the new one's. It reports false when conn must be left:
+// its waiters rejoin the queue once the next connection is confirmed.
+func (w *wakeups) check(conn driver.Subscription) (ok bool) {
+	defer func() {
+		if recover() != nil { // a driver's: no caller can receive it
+			ok = true
+		}
+	}()
+	name, ok := w.toCheck(conn)
+	if !ok {
+		return true
+	}
+	cmd := "SHARDNUMSUB"
+	if w.sharded.Load() < 0 {
+		cmd = "NUMSUB"
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, releaseTimeout)
+	defer cancel()
+	reply, err := w.redis.command(ctx, w.timeout, []string{name}, "PUBSUB", cmd, name)
+	r, _ := reply.([]any)
+	if err != nil || len(r) != 2 {
+		return true // Redis failing: the connection fails too, or it is not this one's
+	}
+	n, _ := r[1].(int64)
+	if n > 0 {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := w.chans[name]
+	return w.conn != conn || ch == nil || !ch.confirmed || len(ch.waiters) == 0
+}
+
+// toCheck picks the channel that check asks about: the next, by name, of
+// those confirmed on conn that have waiters.
+func (w *wakeups) toCheck(conn driver.Subscription) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.conn != conn {
+		return "", false
+	}
+	var names []string
+	for name, ch := range w.chans {
+		if ch.confirmed && len(ch.waiters) > 0 {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return "", false
+	}
+	slices.Sort(names)
+	w.checked = (w.checked + 1) % len(names)
+	return names[w.checked], true
 }
 
 // drop forgets a channel. The caller holds mu.
@@ -330,6 +439,9 @@ func (w *wakeups) drop(name string, ch *channel) {
 // down forgets the subscriptions of a connection that failed: the channels
 // with waiters are subscribed again on the next one.
 func (w *wakeups) down() {
+	if w.broke != nil && w.ctx.Err() == nil {
+		defer w.broke()
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.conn = nil
@@ -358,6 +470,7 @@ func (w *wakeups) confirm(e driver.Event) {
 	if ch != nil && ch.pending == 0 && ch.subscribed && e.Kind == driver.EventUnsubscribed {
 		if ch.confirmed {
 			ch.ready, ch.confirmed = make(chan struct{}), false
+			w.signal() // its queued waiters watch for the new confirmation
 		}
 		w.conn.Subscribe(name)
 		ch.pending++
@@ -392,12 +505,13 @@ type wakeUp struct {
 
 // parseWakeUp reads a message on a wake-up channel: a hand-off, "<token>
 // <fence> <attempt>", as internal/lua/queue_hand.lua's offer publishes it, or a broadcast,
-// "* <fence>". It reports false for anything else.
+// "* <fence>", each fence one that Redis's clock can give (see fromClock).
+// It reports false for anything else.
 func parseWakeUp(data string) (token string, wu wakeUp, ok bool) {
 	token, rest, _ := strings.Cut(data, " ")
 	f, a, hasAttempt := strings.Cut(rest, " ")
 	fence, err := strconv.ParseUint(f, 10, 64)
-	if err != nil || fence == 0 || token == "" || hasAttempt == (token == broadcast) {
+	if err != nil || !fromClock(fence) || token == "" || hasAttempt == (token == broadcast) {
 		return "", wakeUp{}, false
 	}
 	wu.fence = fence
@@ -420,7 +534,7 @@ func (w *wakeups) deliver(name string, data []byte) {
 		return
 	}
 	w.mu.Lock()
-	gone := w.gone[token]
+	gone, left := w.gone[token]
 	delete(w.gone, token)
 	if ch := w.chans[name]; ch != nil {
 		if token == broadcast {
@@ -432,8 +546,11 @@ func (w *wakeups) deliver(name string, data []byte) {
 		}
 	}
 	w.mu.Unlock()
-	if gone != nil {
-		gone(w.ctx)
+	if left {
+		if gone.late != nil {
+			gone.late()
+		}
+		gone.release(w.ctx)
 	}
 }
 

@@ -27,14 +27,10 @@ local function nextWaiter(queue, fits, first)
   end
 end
 local function offer(w, fence)
-  local publish = 'SPUBLISH'
-  local ok, subs = pcall(redis.call, 'PUBSUB', 'SHARDNUMSUB', w.channel)
+  local msg = w.token .. ' ' .. string.format('%d', fence) .. ' ' .. w.attempt
+  local ok, heard = pcall(redis.call, 'SPUBLISH', w.channel, msg)
   if not ok then
-    publish, subs = 'PUBLISH', redis.call('PUBSUB', 'NUMSUB', w.channel)
+    heard = redis.call('PUBLISH', w.channel, msg)
   end
-  if subs[2] == 0 then
-    return false
-  end
-  redis.call(publish, w.channel, w.token .. ' ' .. string.format('%d', fence) .. ' ' .. w.attempt)
-  return true
+  return heard > 0
 end

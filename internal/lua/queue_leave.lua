@@ -2,7 +2,9 @@
 
 local function leave(queue)
   if ARGV[1] == 'q' then
-    redis.call('LREM', queue, 0, ARGV[2])
-    redis.call('DEL', queue .. ':' .. ARGV[2])
+    for i = 2, #ARGV do
+      redis.call('LREM', queue, 0, ARGV[i])
+      redis.call('DEL', queue .. ':' .. ARGV[i])
+    end
   end
 end

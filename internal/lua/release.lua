@@ -1,11 +1,11 @@
 -- Release releases the lock only if it holds one of our tokens,
 -- ARGV[2..]: usually one, more after a Refresh whose reply was lost. A
 -- hold passes ARGV[1] "" and its tokens as the key holds them, with its
--- fence (see hold.inKey), and they are compared whole. A waiter that gives
--- up passes "q" or "-" (else ""), and leaves the queue first; if a release
--- handed it the lock meanwhile, it releases that. "-" also releases a
--- token whose fence the caller does not know (see owned): then ARGV[2..]
--- are tokens alone. Replies 0 when no token was ours, 1 when the lock is
+-- fence (see hold.inKey), and they are compared whole. Waiters that give
+-- up pass "q" or "-" (else "") and their tokens alone, several at once (see
+-- cleanup.go), and leave the queue first ("q"); if a release handed one of
+-- them the lock meanwhile, it releases that. "-" also releases a token
+-- whose fence the caller does not know (see owned). Replies 0 when no token was ours, 1 when the lock is
 -- free, or the token of the waiter it was handed to.
 
 local ours, first = false, nil

@@ -1,7 +1,7 @@
 -- RWUnlock frees the lock if the writer is one of the tokens
--- ARGV[2..] and hands it on. A writer that gives up passes "q" or "-" as
--- ARGV[1] (else ""), as Release takes it, and stops counting as a
--- waiting writer. Replies 0 when no token holds it, else what rwHandOff
+-- ARGV[2..] and hands it on. Writers that give up pass "q" or "-" as
+-- ARGV[1] (else ""), as Release takes it, and stop counting as waiting
+-- writers. Replies 0 when no token holds it, else what rwHandOff
 -- returns.
 
 --#include rw_hand_off
@@ -9,7 +9,7 @@
 --#include fence_of
 --#include queue_leave
 if ARGV[1] ~= '' then
-  redis.call('ZREM', KEYS[3], ARGV[2])
+  redis.call('ZREM', KEYS[3], unpack(ARGV, 2))
 end
 leave(KEYS[5])
 local cur = redis.call('GET', KEYS[1])

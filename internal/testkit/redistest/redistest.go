@@ -2,10 +2,14 @@
 // loopback ports for tests.
 //
 // A test that needs Redis calls Shared (one server per test binary), Start
-// (a server of its own), StartCluster (a Redis Cluster) or StartSentinel (a
-// master and replica watched by sentinels). When redis-server is not on PATH
-// the test is skipped, or fails when UNCOMPLICATED_REQUIRE_REDIS=1. Test
-// binaries call Main from TestMain so that no server outlives them.
+// (a server of its own), StartShifted (one whose wall clock is off),
+// StartCluster (a Redis Cluster) or StartSentinel (a master and replica
+// watched by sentinels). When redis-server (or, for StartShifted, gcc) is not
+// on PATH the test is skipped, or fails when UNCOMPLICATED_REQUIRE_REDIS=1.
+// Test binaries call Main from TestMain so that no server outlives them.
+//
+// StartFake starts a server that accepts connections and answers nonsense,
+// and BusyCPUs keeps every CPU busy while a test runs.
 package redistest
 
 import (
@@ -35,6 +39,7 @@ const RequireEnv = "UNCOMPLICATED_REQUIRE_REDIS"
 type Server struct {
 	Addr   string   // 127.0.0.1:port
 	argv   []string // the program and its arguments, for Revive
+	env    []string // added to the test binary's environment, for Revive
 	cmd    *exec.Cmd
 	dir    string
 	done   chan struct{} // closed when the process has exited
@@ -42,9 +47,10 @@ type Server struct {
 }
 
 var (
-	mu      sync.Mutex // guards shared and started
+	mu      sync.Mutex // guards shared, started and shim
 	shared  *Server
 	started []*Server
+	shim    string // the compiled clock shim, "" until StartShifted needs it
 )
 
 // Shared returns the test binary's own server, starting it on first use.
@@ -101,22 +107,29 @@ func Run(m *testing.M) int {
 	return code
 }
 
-// Stop stops every server this process started.
+// Stop stops every server this process started, and removes the clock
+// shim that StartShifted compiled.
 func Stop() {
 	mu.Lock()
-	all := started
-	started, shared = nil, nil
+	all, lib := started, shim
+	started, shared, shim = nil, nil, ""
 	mu.Unlock()
 	for _, s := range all {
 		s.Stop()
 	}
+	if lib != "" {
+		_ = os.RemoveAll(filepath.Dir(lib))
+	}
 }
 
+// fail skips the test when err says that a program (redis-server, or gcc
+// for StartShifted) is not on PATH, unless RequireEnv is 1, and fails it
+// otherwise.
 func fail(tb testing.TB, err error) {
 	tb.Helper()
-	if _, missing := err.(*exec.Error); missing && os.Getenv(RequireEnv) != "1" {
+	if missing, ok := err.(*exec.Error); ok && os.Getenv(RequireEnv) != "1" {
 		skipped.Add(1)
-		tb.Skipf("redistest: skipped, redis-server is not on PATH (Debian: apt-get install redis-server); %s=1 makes this a failure", RequireEnv)
+		tb.Skipf("redistest: skipped, %[1]s is not on PATH (Debian: apt-get install %[1]s); %[2]s=1 makes this a failure", missing.Name, RequireEnv)
 	}
 	tb.Fatalf("redistest: %v", err)
 }
@@ -136,14 +149,18 @@ func after(args ...string) setup {
 // launch starts program bin (redis-server or redis-sentinel) on a free port,
 // trying a few ports in case another process takes the one picked. The
 // caller holds mu.
-func launch(bin string, set setup) (*Server, error) {
+func launch(bin string, set setup) (*Server, error) { return launchEnv(bin, nil, set) }
+
+// launchEnv is launch with env ("NAME=value" entries) added to the test
+// binary's environment for the server.
+func launchEnv(bin string, env []string, set setup) (*Server, error) {
 	path, err := exec.LookPath(bin)
 	if err != nil {
 		return nil, err
 	}
 	for range 5 {
 		var s *Server
-		if s, err = launchOnce(path, set); err == nil {
+		if s, err = launchOnce(path, env, set); err == nil {
 			started = append(started, s)
 			return s, nil
 		}
@@ -151,7 +168,7 @@ func launch(bin string, set setup) (*Server, error) {
 	return nil, err
 }
 
-func launchOnce(bin string, set setup) (*Server, error) {
+func launchOnce(bin string, env []string, set setup) (*Server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -172,7 +189,7 @@ func launchOnce(bin string, set setup) (*Server, error) {
 	}
 	s := &Server{
 		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		argv: slices.Concat([]string{bin}, before, base, args), dir: dir,
+		argv: slices.Concat([]string{bin}, before, base, args), env: env, dir: dir,
 	}
 	if err := s.start(); err != nil {
 		os.RemoveAll(dir)
@@ -189,6 +206,9 @@ func launchOnce(bin string, set setup) (*Server, error) {
 // exits.
 func (s *Server) start() error {
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	if s.env != nil {
+		cmd.Env = append(os.Environ(), s.env...)
+	}
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		return err

@@ -20,12 +20,16 @@ import (
 const sentinelWait = 30 * time.Second
 
 // A Sentinel is a master with one replica watched by three sentinels, with
-// a quorum of two. The sentinels find the master down after 1 s. It is not
-// safe for concurrent use.
+// a quorum of two. The sentinels find the master down after 1 s, unless
+// started by StartSentinelDefaults. It is not safe for concurrent use.
 type Sentinel struct {
 	Master, Replica *Server   // as started; after Failover their roles swap
 	Sentinels       []*Server // the redis-sentinel processes
 	Name            string    // the master name the sentinels monitor, "mymaster"
+	// defaults: the sentinels keep Sentinel's own periods
+	// (down-after-milliseconds 30000, failover-timeout 180000) rather than
+	// the short ones StartSentinel sets.
+	defaults bool
 }
 
 // StartSentinel returns a running master, replica and sentinels of its own,
@@ -33,7 +37,24 @@ type Sentinel struct {
 // fails it as Start does.
 func StartSentinel(tb testing.TB) *Sentinel {
 	tb.Helper()
-	s, err := LaunchSentinel()
+	return startSentinel(tb, false)
+}
+
+// StartSentinelDefaults is StartSentinel with Sentinel's default periods,
+// as a deployment that does not tune them has: the master is found down
+// after 30 s (down-after-milliseconds 30000), failover-timeout is 180000,
+// and the sentinels read a replica's INFO every 10 s. A SENTINEL FAILOVER
+// still promotes the replica within a few seconds (see Switch), but the
+// sentinels make the old master a replica of the new one only about 10 s
+// after the switch, and it takes writes until then.
+func StartSentinelDefaults(tb testing.TB) *Sentinel {
+	tb.Helper()
+	return startSentinel(tb, true)
+}
+
+func startSentinel(tb testing.TB, defaults bool) *Sentinel {
+	tb.Helper()
+	s, err := launchSentinel(defaults)
 	if err != nil {
 		fail(tb, err)
 	}
@@ -46,8 +67,10 @@ func StartSentinel(tb testing.TB) *Sentinel {
 // Sentinel.Stop or Stop. It returns once the replica is in sync and every
 // sentinel knows it and the two other sentinels; on failure it returns an
 // error with the logs and leaves nothing running.
-func LaunchSentinel() (*Sentinel, error) {
-	s := &Sentinel{Name: "mymaster"}
+func LaunchSentinel() (*Sentinel, error) { return launchSentinel(false) }
+
+func launchSentinel(defaults bool) (*Sentinel, error) {
+	s := &Sentinel{Name: "mymaster", defaults: defaults}
 	mu.Lock()
 	err := s.launch()
 	mu.Unlock()
@@ -102,11 +125,15 @@ func (s *Sentinel) launch() error {
 func (s *Sentinel) config(dir string) (before, after []string, err error) {
 	host, port, _ := net.SplitHostPort(s.Master.Addr)
 	conf := filepath.Join(dir, "sentinel.conf")
-	err = os.WriteFile(conf, fmt.Appendf(nil, `sentinel resolve-hostnames no
+	text := fmt.Appendf(nil, `sentinel resolve-hostnames no
 sentinel monitor %[1]s %[2]s %[3]s 2
-sentinel down-after-milliseconds %[1]s 1000
+`, s.Name, host, port)
+	if !s.defaults {
+		text = fmt.Appendf(text, `sentinel down-after-milliseconds %[1]s 1000
 sentinel failover-timeout %[1]s 5000
-`, s.Name, host, port), 0o600)
+`, s.Name)
+	}
+	err = os.WriteFile(conf, text, 0o600)
 	return []string{conf}, nil, err
 }
 
@@ -181,32 +208,46 @@ func (s *Sentinel) masterAddr(sentinel *Server) (string, error) {
 // master, the old master is its replica in sync, and every running
 // sentinel is linked to the old master as a replica it could promote, so
 // that Failover can run again: about 10 s, since the sentinels wait 8 s
-// before they turn the old master into a replica. On failure it returns an
-// error with the logs.
+// before they turn the old master into a replica. It is Switch, then
+// AwaitReplica. On failure it returns an error with the logs.
 func (s *Sentinel) Failover() error {
-	if err := s.failover(); err != nil {
-		return fmt.Errorf("redistest: sentinel failover: %w; logs:\n%s", err, logs(s.all()))
-	}
-	return nil
-}
-
-func (s *Sentinel) failover() error {
-	addr, err := s.CurrentMaster()
+	old, next, err := s.Switch()
 	if err != nil {
 		return err
 	}
-	old, next := s.Master, s.Replica
+	return s.AwaitReplica(old, next)
+}
+
+// Switch sends SENTINEL FAILOVER to a sentinel and returns once every
+// running sentinel gives the replica it promoted, next, as the master and
+// next says it is one: from then on a client that asks a sentinel reaches
+// next. It returns the old master too, which is not yet next's replica and
+// may still take writes (see AwaitReplica). On failure it returns an error
+// with the logs.
+func (s *Sentinel) Switch() (old, next *Server, err error) {
+	if old, next, err = s.switchOver(); err != nil {
+		return nil, nil, fmt.Errorf("redistest: sentinel failover: %w; logs:\n%s", err, logs(s.all()))
+	}
+	return old, next, nil
+}
+
+func (s *Sentinel) switchOver() (old, next *Server, err error) {
+	addr, err := s.CurrentMaster()
+	if err != nil {
+		return nil, nil, err
+	}
+	old, next = s.Master, s.Replica
 	if addr == s.Replica.Addr {
 		old, next = next, old
 	}
 	i := slices.IndexFunc(s.Sentinels, (*Server).up)
 	if i < 0 {
-		return errors.New("no sentinel is up")
+		return nil, nil, errors.New("no sentinel is up")
 	}
 	if _, err := s.Sentinels[i].do("SENTINEL", "FAILOVER", s.Name); err != nil {
-		return fmt.Errorf("%s: SENTINEL FAILOVER: %w", s.Sentinels[i].Addr, err)
+		return nil, nil, fmt.Errorf("%s: SENTINEL FAILOVER: %w", s.Sentinels[i].Addr, err)
 	}
-	return await(sentinelWait, nil, func() error {
+	return old, next, await(sentinelWait, nil, func() error {
 		for _, sentinel := range s.Sentinels {
 			if !sentinel.up() {
 				continue
@@ -218,6 +259,23 @@ func (s *Sentinel) failover() error {
 		if role := next.role(); role != "master" {
 			return fmt.Errorf("%s: role %q", next.Addr, role)
 		}
+		return nil
+	})
+}
+
+// AwaitReplica returns once old, the master before a Switch to next, is
+// next's replica in sync and every running sentinel is linked to it as a
+// replica it could promote, so that Switch or Failover can run again. On
+// failure it returns an error with the logs.
+func (s *Sentinel) AwaitReplica(old, next *Server) error {
+	if err := s.awaitReplica(old, next); err != nil {
+		return fmt.Errorf("redistest: sentinel failover: %w; logs:\n%s", err, logs(s.all()))
+	}
+	return nil
+}
+
+func (s *Sentinel) awaitReplica(old, next *Server) error {
+	return await(sentinelWait, nil, func() error {
 		info, err := redis.String(old.do("INFO", "replication"))
 		if err != nil {
 			return fmt.Errorf("%s: INFO: %w", old.Addr, err)

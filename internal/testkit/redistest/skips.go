@@ -16,7 +16,8 @@ import (
 // writes one line with the total to the terminal, which go test does not
 // capture.
 
-// skipped counts the tests this process skipped for want of redis-server.
+// skipped counts the tests this process skipped for want of redis-server
+// (or gcc).
 var skipped atomic.Int64
 
 // tally is the file in which the test binaries of one go command add up
@@ -81,7 +82,7 @@ func (t tally) end(n int64) string {
 	if total == 0 {
 		return ""
 	}
-	return fmt.Sprintf("redistest: %d tests skipped: they need redis-server, which is not on PATH (Debian: apt-get install redis-server); %s=1 makes them fail instead\n", total, RequireEnv)
+	return fmt.Sprintf("redistest: %d tests skipped: they need redis-server (or gcc), which is not on PATH (Debian: apt-get install redis-server gcc); %s=1 makes them fail instead\n", total, RequireEnv)
 }
 
 // append adds a line to the tally; a write of one short line to a file
