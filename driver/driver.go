@@ -153,3 +153,34 @@ type notSent struct{ err error }
 func (e notSent) Error() string        { return e.err.Error() }
 func (e notSent) Unwrap() error        { return e.err }
 func (e notSent) Is(target error) bool { return target == ErrNotSent }
+
+// callerKey is the key of the caller's ctx in the ctx of a call (see
+// WithCaller).
+type callerKey struct{}
+
+// WithCaller returns ctx carrying caller, the ctx of the Client's caller,
+// for a call that the caller may leave before its reply comes: ctx ends
+// only with the command timeout, caller may end before. The Client calls
+// it; a driver reads it with Waiting.
+func WithCaller(ctx, caller context.Context) context.Context {
+	return context.WithValue(ctx, callerKey{}, caller)
+}
+
+// Waiting returns the ctx under which a driver waits for a connection for
+// a call under ctx (from its pool, or dialling): it has ctx's deadline, and
+// ends when ctx does or, for a call that its caller may leave (see
+// WithCaller), when the caller's ctx ends. So a call whose caller has left
+// before it had a connection ends unsent, rather than holding a place in
+// the pool's queue for its command timeout, while one already sent runs
+// under ctx alone, and its connection reads the reply rather than being
+// closed half-way. stop releases what it holds; a driver calls it once it
+// has its connection, or has given up.
+func Waiting(ctx context.Context) (wctx context.Context, stop func()) {
+	caller, ok := ctx.Value(callerKey{}).(context.Context)
+	if !ok || caller.Done() == nil {
+		return ctx, func() {}
+	}
+	wctx, cancel := context.WithCancelCause(ctx)
+	unhook := context.AfterFunc(caller, func() { cancel(context.Cause(caller)) })
+	return wctx, func() { unhook(); cancel(nil) }
+}

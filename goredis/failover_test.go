@@ -44,6 +44,7 @@ func TestCluster_failover(t *testing.T) {
 
 // The same through Sentinel: the master and its replica swap roles.
 func TestSentinel_failover(t *testing.T) {
+	t.Parallel() // mostly waiting for the sentinels, as the other Sentinel tests
 	s := redistest.StartSentinel(t)
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name, SentinelAddrs: s.Addrs()})
 	t.Cleanup(func() { _ = rdb.Close() })
@@ -712,6 +713,7 @@ func infoField(ctx context.Context, rdb redis.UniversalClient, key, section, nam
 // replica would block them until the old master is back as a replica in
 // sync.)
 func TestSentinel_readmeExampleStaysAvailable(t *testing.T) {
+	t.Parallel() // mostly waiting for the sentinels, as the other Sentinel tests
 	s := redistest.StartSentinel(t)
 	rdb := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: s.Name,
 		SentinelAddrs: s.Addrs(), ContextTimeoutEnabled: true})

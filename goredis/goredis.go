@@ -111,12 +111,25 @@ func (d *rdbDriver) Eval(ctx context.Context, s *driver.Script, keys []string, a
 // once runs a command that go-redis does not send again.
 func (d *rdbDriver) once(ctx context.Context, args ...any) (any, error) {
 	return bounded(d, ctx, func() (any, error) {
-		cmd := onlyOnce{redis.NewCmd(ctx, args...)}
-		_ = d.rdb.Process(ctx, cmd)
+		wctx, stop := waiting(ctx)
+		defer stop()
+		cmd := onlyOnce{redis.NewCmd(wctx, args...)}
+		_ = d.rdb.Process(wctx, cmd)
 		d.reload(ctx, cmd.Err())
-		return cmd.Result()
+		v, err := cmd.Result()
+		if err != nil && wctx.Err() != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
+			err = driver.NotSent(err) // the caller left while it waited for a connection: never sent, as it is not retried
+		}
+		return v, err
 	})
 }
+
+// waiting is the ctx go-redis runs a call under: ctx's deadline, which
+// go-redis sets on the connection, but ending when the caller that may
+// leave the call does (see driver.Waiting), which go-redis heeds while it
+// waits for a connection of its pool and not once it has sent the command.
+// So a call whose caller left before it had a connection ends unsent.
+func waiting(ctx context.Context) (context.Context, func()) { return driver.Waiting(ctx) }
 
 // reload makes go-redis reload a Cluster's slot map after err, when it is
 // not Redis's reply (a master that died: a refused connection, a timeout)
@@ -210,6 +223,8 @@ func (d *rdbDriver) evalWait(ctx context.Context, s *driver.Script, source bool,
 func (d *rdbDriver) Do(ctx context.Context, keys []string, cmd string, args ...any) (any, error) {
 	all := append([]any{cmd}, args...)
 	return bounded(d, ctx, func() (any, error) {
+		ctx, stop := waiting(ctx)
+		defer stop()
 		if d.cluster == nil || len(keys) == 0 || len(args) > 0 && args[0] == keys[0] {
 			cmd := d.rdb.Do(ctx, all...)
 			d.reload(ctx, cmd.Err())

@@ -51,6 +51,7 @@ const (
 // made a replica only some 10 s after the switch, and until then takes
 // writes, and keeps the connections made to it.
 func TestSentinel_turnsAcrossFailovers(t *testing.T) {
+	t.Parallel() // mostly waiting for the sentinels, as the other Sentinel tests
 	s := redistest.StartSentinelDefaults(t)
 	const name = "turns"
 	began := time.Now()

@@ -98,9 +98,12 @@ func (r *redigoDriver) Do(ctx context.Context, _ []string, cmd string, args ...a
 	return reply, serverErr(err)
 }
 
-// conn gets a connection from the pool; its error is marked not sent.
+// conn gets a connection from the pool, waiting for it no longer than its
+// caller does (see driver.Waiting); its error is marked not sent.
 func (r *redigoDriver) conn(ctx context.Context) (redis.Conn, error) {
-	conn, err := r.pool.GetContext(ctx)
+	wctx, stop := driver.Waiting(ctx)
+	conn, err := r.pool.GetContext(wctx)
+	stop()
 	switch {
 	case err != nil:
 		return nil, driver.NotSent(fmt.Errorf("no connection from the Pool: %w", r.explainPool(err)))

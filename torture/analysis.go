@@ -179,11 +179,12 @@ func (r *record) stopped(timeout time.Duration) (f stopFigures, unnoticed []stop
 	return f, unnoticed
 }
 
-// lateCalls splits the late calls into those a stop of their own process
-// explains (its clock ran on while it could not) and the others.
+// lateCalls splits the late calls into those a stop or a stall of their
+// own process explains (its clock ran on while it could not) and the
+// others.
 func (r *record) lateCalls() (late, excused []event) {
 	for _, e := range r.Late {
-		if r.stoppedDuring(e.Pid, e.Enter, e.Ret) {
+		if r.stoppedDuring(e.Pid, e.Enter, e.Ret) || r.stalledDuring(e.Pid, e.Enter, e.Ret) {
 			excused = append(excused, e)
 		} else {
 			late = append(late, e)

@@ -115,7 +115,7 @@ func TestRecord_idleByFault(t *testing.T) {
 		idleFor(5, "e", 780, 900),  // cut by the second kill at 800
 		idleFor(6, "f", 850, 1000), // after the second kill, at the end
 	)
-	r.Injected = []injection{{faultKill, 100}, {faultStop, 500}, {faultKill, 800}}
+	r.Injected = []injection{{kind: faultKill, at: 100}, {kind: faultStop, at: 500}, {kind: faultKill, at: 800}}
 	got := r.idleByFault(1, timeout)
 	for _, want := range []struct {
 		kind    string
@@ -181,7 +181,7 @@ func TestRecord_summarize_idle(t *testing.T) {
 		{faultRestart, 900, false},
 	} {
 		r := replay(idleFor(1, "k", 100, tt.to))
-		r.Injected = []injection{{tt.kind, 100}}
+		r.Injected = []injection{{kind: tt.kind, at: 100}}
 		s := r.summarize(opts)
 		failed := slices.ContainsFunc(s.Failures, func(f string) bool { return strings.Contains(f, "after a "+tt.kind+" fault") })
 		if failed != tt.fail {

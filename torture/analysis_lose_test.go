@@ -86,7 +86,7 @@ func TestRecord_summarize_lose(t *testing.T) {
 			r := newRecord()
 			r.Start, r.End = time.Unix(0, 0), time.Unix(0, tt.end)
 			r.Losses = []loss{{rollback: true, from: 1*s - 1000, back: 1 * s, locks: []string{"k"}}}
-			r.Injected = []injection{{faultLose, 1*s - 1000}}
+			r.Injected = []injection{{kind: faultLose, at: 1*s - 1000}}
 			if tt.write > 0 {
 				wrote(r, 1, 1, "k", tt.write-1000, tt.write, accepted)
 			}

@@ -52,7 +52,7 @@ func (r *record) restarts() restartFigures {
 		why, caused := strings.CutPrefix(kind, "ErrNotObtained (")
 		switch why = strings.TrimSuffix(why, ")"); {
 		case !failed:
-		case caused && (why == "deadline" || why == "canceled"):
+		case ctxEnded(kind):
 			f.CtxEnded++
 		case caused && why != "closed":
 			f.GaveUp++

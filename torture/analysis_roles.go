@@ -1,10 +1,14 @@
 package main
 
-// roleFigures sum the sections of one role, and check what the library
-// told their holders against what happened to them.
+// roleFigures sum the calls and the sections of one column of the report
+// (a role, or the hurried callers' Mutex holds: see columns), and check
+// what the library told their holders against what happened to them.
 type roleFigures struct {
-	Completed, Killed int
-	Manual            int // permits of Acquire and Release rather than Do
+	// Calls to lock; of them, those that did not obtain the lock because
+	// their ctx ended (a hurried caller's give-up), and for another reason.
+	Calls, GaveUp, NotObtained int
+	Completed, Killed          int
+	Manual                     int // permits of Acquire and Release rather than Do
 	// What Do (or Release) told the holders of the completed sections.
 	Confirmed, Found, Unsure int
 	ErrLost                  int // Do's error matched ErrLost
@@ -31,14 +35,56 @@ type roleFigures struct {
 	// Fenced counts the holds that showed a fence, DupFences the fences
 	// shown by more than one hold of a lock (must be 0).
 	Fenced, DupFences int
-	TakenOver         int // "... taken over" records of the library
+	// TakenOver counts the "... taken over" records of the library, by
+	// role: the log does not tell a hurried caller's Mutex from another,
+	// so the mutex column has them all.
+	TakenOver int
 }
 
-// roles sums the sections by role.
+// colHurried is the report's column of the hurried callers' Mutex holds
+// (see hurried.go); their role is roleMutex.
+const colHurried = "hurried"
+
+// columns are the columns of the report's table by role: the roles, the
+// Mutex holds of hurried callers apart.
+var columns = []string{roleMutex, colHurried, roleWriter, roleReader, rolePermit}
+
+// column returns h's column of the report: its role, or colHurried.
+func (h *hold) column() string {
+	if h.enter.Hurried {
+		return colHurried
+	}
+	return h.role()
+}
+
+// column returns w's column of the report: its role, or colHurried.
+func (w *wait) column() string {
+	switch {
+	case w.hurried:
+		return colHurried
+	case w.role == "":
+		return roleMutex
+	}
+	return w.role
+}
+
+// roles sums the calls and the sections by column (see columns).
 func (r *record) roles() map[string]*roleFigures {
 	fs := map[string]*roleFigures{}
-	for _, role := range roles {
-		fs[role] = &roleFigures{TakenOver: r.TakenOver[role]}
+	for _, col := range columns {
+		fs[col] = &roleFigures{TakenOver: r.TakenOver[col]}
+	}
+	for id, w := range r.Waits {
+		f := fs[w.column()]
+		if f == nil {
+			continue
+		}
+		f.Calls++
+		if kind, failed := r.Failed[id]; failed && ctxEnded(kind) {
+			f.GaveUp++
+		} else if failed {
+			f.NotObtained++
+		}
 	}
 	type fenceOf struct {
 		role, key string
@@ -46,7 +92,7 @@ func (r *record) roles() map[string]*roleFigures {
 	}
 	fences := map[fenceOf]int{}
 	for _, h := range r.Sections {
-		f := fs[h.role()]
+		f := fs[h.column()]
 		if f == nil {
 			continue
 		}
@@ -94,7 +140,7 @@ func (r *record) roles() map[string]*roleFigures {
 	for _, st := range r.Stops {
 		from, to := st.from.UnixNano(), st.to.UnixNano()
 		for _, h := range r.Sections {
-			f := fs[h.role()]
+			f := fs[h.column()]
 			if f == nil || h.rec == nil || h.enter.Pid != st.pid || h.enter.Enter > from {
 				continue
 			}
@@ -108,4 +154,10 @@ func (r *record) roles() map[string]*roleFigures {
 		}
 	}
 	return fs
+}
+
+// ctxEnded reports whether kind, an error's kind (see kind), is that of a
+// call to lock not obtained because its ctx ended.
+func ctxEnded(kind string) bool {
+	return kind == "ErrNotObtained (deadline)" || kind == "ErrNotObtained (canceled)"
 }

@@ -19,29 +19,38 @@ const (
 
 var clientKinds = []string{clientRedigo, clientGoRedis}
 
-// lockClient returns the worker's Client of the locks, with opts, and a
-// func that closes what it runs on: on a Cluster, goredis.NewClient on a
+// A library is the Redis client library under a worker's Client.
+type library struct {
+	close func()     // closes it
+	conns func() int // its connections open now, idle or in use
+}
+
+// lockClient returns the worker's Client of the locks, with opts, and the
+// client library it runs on: on a Cluster, goredis.NewClient on a
 // *redis.ClusterClient of cfg.ClusterAddrs; otherwise, on cfg.LockAddr,
 // uncomplicated.NewClient(redigo.New(pool)) or goredis.NewClient on a
 // *redis.Client, as cfg.Client says. The go-redis clients keep go-redis's
 // defaults but for the dial timeout, which is the lock timeout as the
 // Pool's is, and for the log, which they do not write (see quiet).
-func lockClient(cfg workerConfig, opts []uncomplicated.Option) (*uncomplicated.Client, func(), error) {
+func lockClient(cfg workerConfig, opts []uncomplicated.Option) (*uncomplicated.Client, library, error) {
 	if cfg.Client == clientGoRedis || len(cfg.ClusterAddrs) > 0 {
 		redis.SetLogger(quiet{})
 	}
 	switch {
 	case len(cfg.ClusterAddrs) > 0:
 		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cfg.ClusterAddrs, DialTimeout: cfg.Timeout})
-		return goredis.NewClient(rdb, opts...), func() { _ = rdb.Close() }, nil
+		lib := library{close: func() { _ = rdb.Close() }, conns: func() int { return int(rdb.PoolStats().TotalConns) }}
+		return goredis.NewClient(rdb, opts...), lib, nil
 	case cfg.Client == clientGoRedis:
 		rdb := redis.NewClient(&redis.Options{Addr: cfg.LockAddr, DialTimeout: cfg.Timeout})
-		return goredis.NewClient(rdb, opts...), func() { _ = rdb.Close() }, nil
+		lib := library{close: func() { _ = rdb.Close() }, conns: func() int { return int(rdb.PoolStats().TotalConns) }}
+		return goredis.NewClient(rdb, opts...), lib, nil
 	case cfg.Client == clientRedigo || cfg.Client == "":
 		pool := newPool(cfg.LockAddr, cfg.Timeout)
-		return uncomplicated.NewClient(redigo.New(pool), opts...), func() { _ = pool.Close() }, nil
+		lib := library{close: func() { _ = pool.Close() }, conns: pool.ActiveCount}
+		return uncomplicated.NewClient(redigo.New(pool), opts...), lib, nil
 	}
-	return nil, nil, fmt.Errorf("unknown client %q (want one of %v)", cfg.Client, clientKinds)
+	return nil, library{}, fmt.Errorf("unknown client %q (want one of %v)", cfg.Client, clientKinds)
 }
 
 // quiet is go-redis's log in a worker: it drops go-redis's lines, such as

@@ -21,6 +21,7 @@ import (
 // options are the torture's settings, from flags or a test.
 type options struct {
 	Procs, Goroutines     int
+	Hurried               int // hurried callers per worker (see hurried.go)
 	Keys, RWKeys, SemKeys int // Mutexes, RWMutexes and Semaphores
 	Permits               int // of each Semaphore
 	Duration, Timeout     time.Duration
@@ -91,6 +92,7 @@ func run(opts options) (*record, error) {
 		}
 	}
 	end := time.Now().Add(opts.Duration)
+	stopSampling := c.sampleKeys()
 	stopSnapshots := func() {}
 	if slices.Contains(opts.Faults, faultLose) {
 		stopSnapshots = c.keepSnapshots()
@@ -100,6 +102,7 @@ func run(opts options) (*record, error) {
 	if wait := time.Until(end); wait > 0 {
 		time.Sleep(wait)
 	}
+	stopSampling()
 	c.stopWorkers()
 	c.rec.End = time.Now()
 	return c.rec, c.tally()
@@ -216,7 +219,7 @@ func (c *coordinator) shutdown() {
 func (c *coordinator) startWorker() error {
 	cfg := workerConfig{
 		Client: c.opts.Client, StoreAddr: c.store.Addr, Keys: c.keys, RWKeys: c.rw, SemKeys: c.sem,
-		Permits: c.opts.Permits, Goroutines: c.opts.Goroutines, Timeout: c.opts.Timeout, Seed: c.rng.Uint64(),
+		Permits: c.opts.Permits, Goroutines: c.opts.Goroutines, Hurried: c.opts.Hurried, Timeout: c.opts.Timeout, Seed: c.rng.Uint64(),
 	}
 	if c.cluster != nil {
 		cfg.ClusterAddrs = c.cluster.Addrs()

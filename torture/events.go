@@ -18,11 +18,12 @@ type event struct {
 	// evWait: a call to lock, made at Enter; it ends with the evEnter of
 	// its Seq or, when the lock was not obtained, the evError of its Seq,
 	// at Ret. evEnter, evPark and evSection: one critical section.
-	Key   string   `json:"key,omitempty"`
-	Role  string   `json:"role,omitempty"`  // what it holds: one of the role* constants
-	Fence uint64   `json:"fence,omitempty"` // 0 when the hold shows none (a reader, a permit of Do)
-	Enter int64    `json:"enter,omitempty"` // when fn began
-	Rec   *section `json:"rec,omitempty"`   // evSection: how it went
+	Key     string   `json:"key,omitempty"`
+	Role    string   `json:"role,omitempty"`    // what it holds: one of the role* constants
+	Hurried bool     `json:"hurried,omitempty"` // a hurried caller's (see hurried.go); its Role is roleMutex
+	Fence   uint64   `json:"fence,omitempty"`   // 0 when the hold shows none (a reader, a permit of Do)
+	Enter   int64    `json:"enter,omitempty"`   // when fn began
+	Rec     *section `json:"rec,omitempty"`     // evSection: how it went
 
 	// evError: a failed call; Seq and Ret are set for a lock not
 	// obtained. evTakeOver: Kind is the role taken over.
@@ -31,13 +32,18 @@ type event struct {
 	Msg  string `json:"msg,omitempty"`
 
 	// evLate: a call, made at Enter, that returned at Ret, Over
-	// nanoseconds after its bound.
+	// nanoseconds after its bound. evStall: a stall from Enter to Ret.
 	Ret  int64 `json:"ret,omitempty"`
 	Over int64 `json:"over,omitempty"`
 
 	// evFinal: the worker's end.
 	Leaked int    `json:"leaked,omitempty"` // goroutines goleak found
 	Leak   string `json:"leak,omitempty"`   // goleak's report
+
+	// evSample: the worker's goroutines (runtime.NumGoroutine) and its
+	// client library's open connections to the locks' servers, at Enter.
+	Goroutines int `json:"goroutines,omitempty"`
+	Conns      int `json:"conns,omitempty"`
 }
 
 // Events.
@@ -51,6 +57,8 @@ const (
 	evLate     = "late"     // a call returned after its deadline plus lateSlack
 	evFinal    = "final"    // the worker closed everything and is exiting
 	evTakeOver = "takeover" // the library logged "... taken over"
+	evSample   = "sample"   // the worker's goroutines and connections, every sampleEvery (see samples.go)
+	evStall    = "stall"    // the worker could not run from Enter to Ret (see stalls.go)
 )
 
 // Roles: what a critical section holds.

@@ -25,6 +25,12 @@ const (
 	faultLose      = "lose"        // Redis loses its data: the lock server restarts empty, or a held lock's keys roll back (see lose.go)
 )
 
+// ofWorker reports whether a fault of kind hits a worker (a holder or a
+// waiter) rather than a lock: its server, its network or its keys.
+func ofWorker(kind string) bool {
+	return kind == faultKill || kind == faultStop || kind == faultPauseWait
+}
+
 // The fault kinds of each deployment, in the order the report lists them.
 // A Cluster has no proxy (see cluster.go); a master down or stopped takes
 // the place of the proxy's faults there.
@@ -98,11 +104,12 @@ func (c *coordinator) injectUntil(end time.Time) {
 			c.logf("fault %s not injected: %v", kind, err)
 			continue
 		}
+		quiet = c.settled(kind, at)
 		c.mu.Lock()
 		c.rec.Faults[kind]++
-		c.rec.Injected = append(c.rec.Injected, injection{kind: kind, at: at.UnixNano()})
+		until := later(quiet, time.Now().Add(c.opts.Timeout))
+		c.rec.Injected = append(c.rec.Injected, injection{kind: kind, at: at.UnixNano(), until: until.UnixNano()})
 		c.mu.Unlock()
-		quiet = c.settled(kind, at)
 		c.trace(fmt.Sprintf(`{"ev":"fault","kind":%q,"enter":%d,"ret":%d}`, kind, at.UnixNano(), time.Now().UnixNano()))
 	}
 }

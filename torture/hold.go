@@ -25,7 +25,14 @@ type locker struct {
 	// body is what fn does with the store; fence is 0 when the hold has
 	// none.
 	body   func(ctx context.Context, key string, fence uint64, work time.Duration) *section
-	manual bool // do is Acquire and Release, not a Do of the library
+	manual bool // do is Acquire and Release (or Lock and Unlock), not a Do of the library
+	// hurried: a hurried caller's (see hurried.go); its section never
+	// parks (see linger), as its Do's ctx would end the park within ms.
+	hurried bool
+	// releaseWithin, when set, is how long from fn's start the release
+	// after fn may run, under a ctx of its own; otherwise the release has
+	// Do's bound: the lock's deadline, or fn's end, plus unlockGrace.
+	releaseWithin time.Duration
 }
 
 // mutex is the locker of m's Do.
@@ -36,19 +43,22 @@ func (w *worker) mutex(m *uncomplicated.Mutex) locker {
 	}
 }
 
-// hold runs one critical section under l, and reports it: a wait event
-// when it calls Do, an enter event when fn begins, a section event when Do
-// returns, error events for failed calls and late events for calls that
-// returned after their bound. A section the coordinator parked holds on
-// after its work (see linger).
-func (w *worker) hold(rng *rand.Rand, l locker) {
-	start := time.Now()
-	deadline := start.Add(budget(w.cfg.Timeout))
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
+// hold runs one critical section under l, waiting for the lock up to
+// patience, and reports it: a wait event when it calls Do, an enter event
+// when fn begins, a section event when Do returns, error events for failed
+// calls and late events for calls that returned after their bound. A
+// section the coordinator parked holds on after its work (see linger).
+func (w *worker) hold(rng *rand.Rand, l locker, patience time.Duration) {
 	work := time.Duration(1+rng.IntN(4)) * time.Millisecond
 	seq := w.seq.Add(1)
-	w.out.emit(event{Ev: evWait, Seq: seq, Key: l.key, Role: l.role, Enter: start.UnixNano()})
+	w.out.emit(event{Ev: evWait, Seq: seq, Key: l.key, Role: l.role, Hurried: l.hurried, Enter: time.Now().UnixNano()})
+	// The call begins once the event is out: an emit waits while the
+	// coordinator is behind reading, which must not eat a hurried
+	// caller's few ms.
+	start := time.Now()
+	deadline := start.Add(patience)
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
 
 	var rec *section
 	var enter event
@@ -62,10 +72,12 @@ func (w *worker) hold(rng *rand.Rand, l locker) {
 		if l.lost != nil {
 			lost = l.lost()
 		}
-		enter = event{Ev: evEnter, Seq: seq, Key: l.key, Role: l.role, Fence: fence, Enter: time.Now().UnixNano()}
+		enter = event{Ev: evEnter, Seq: seq, Key: l.key, Role: l.role, Hurried: l.hurried, Fence: fence, Enter: time.Now().UnixNano()}
 		w.out.emit(enter)
 		rec = l.body(ctx, l.key, fence, work)
-		w.linger(ctx, enter)
+		if !l.hurried {
+			w.linger(ctx, enter)
+		}
 		// Auto-refresh cancels fn's ctx with an ErrLost cause when it
 		// finds the hold lost: the Lost signal of a hold that shows no
 		// Lost channel.
@@ -81,7 +93,11 @@ func (w *worker) hold(rng *rand.Rand, l locker) {
 		return
 	}
 	w.late(l.lockOp, start, time.Unix(0, enter.Enter), deadline)
-	w.late(l.unlockOp, fnEnd, ret, later(deadline, fnEnd).Add(unlockGrace))
+	releaseBy := deadline
+	if l.releaseWithin > 0 {
+		releaseBy = time.Unix(0, enter.Enter).Add(l.releaseWithin)
+	}
+	w.late(l.unlockOp, fnEnd, ret, later(releaseBy, fnEnd).Add(unlockGrace))
 	rec.FnEnd = fnEnd.UnixNano()
 	rec.Exit = ret.UnixNano()
 	rec.Unlock = kind(err)

@@ -14,11 +14,28 @@
 // first ones is not 0, when a fault of a worker left a lock free past its
 // bound (see idleBound), or when that write took loseBound or longer.
 //
+// Beside each worker's goroutines that wait up to 4 timeouts for a lock
+// (-goroutines), hurried callers (-hurried, see hurried.go) lock the
+// Mutexes as request handlers do: a new Mutex per call, from
+// uncomplicated.New, and a ctx of 0 to 20 ms for the wait; those that get
+// the lock do the same fenced critical section, under a ctx of their own.
+// Their give-ups are no failure: the report counts their calls,
+// acquisitions and give-ups in a column of their own, and the run fails
+// when they acquired nothing while no fault of the locks was under way
+// (see analysis_hurried.go). Every quarter second each worker reports its
+// goroutines and its connections to Redis, and the coordinator counts the
+// locks' keys in Redis; the run fails when one of them goes past a bound
+// that the callers and the locks set (see analysis_samples.go), as it does
+// when callers that give up leave something behind. A late call is
+// excused when its worker was stopped, or stalled meanwhile (a goroutine
+// of it kept 25 ms or more from running, see stalls.go), which on a busy
+// machine a hurried caller meets.
+//
 // The workers' Client runs on redigo or, with -client goredis, on go-redis.
 // With -cluster the locks live on a Redis Cluster of 3 masters, reached
 // through go-redis, whose faults hit one master (see cluster.go).
 //
-//	cd torture && go run . [-duration 30s] [-seed N] [-faults all|none|kill,stop,...] [-client redigo|goredis] [-cluster]
+//	cd torture && go run . [-duration 30s] [-seed N] [-faults all|none|kill,stop,...] [-client redigo|goredis] [-cluster] [-hurried 4]
 package main
 
 import (
@@ -36,7 +53,8 @@ func main() {
 	}
 	opts := options{Log: os.Stderr}
 	flag.IntVar(&opts.Procs, "procs", 4, "worker processes")
-	flag.IntVar(&opts.Goroutines, "goroutines", 8, "goroutines per worker that lock")
+	flag.IntVar(&opts.Goroutines, "goroutines", 8, "goroutines per worker that lock, waiting up to 4 timeouts")
+	flag.IntVar(&opts.Hurried, "hurried", defaultHurried, "goroutines per worker that lock the Mutexes as hurried request handlers: a new Mutex per call, waiting 0 to 20ms")
 	flag.IntVar(&opts.Keys, "keys", 3, "Mutex keys")
 	flag.IntVar(&opts.RWKeys, "rwkeys", 2, "RWMutex keys")
 	flag.IntVar(&opts.SemKeys, "semkeys", 2, "Semaphore keys")
@@ -63,6 +81,10 @@ func main() {
 
 	if opts.Keys < 0 || opts.RWKeys < 0 || opts.SemKeys < 0 || opts.Keys+opts.RWKeys+opts.SemKeys == 0 || opts.Permits < 1 {
 		fmt.Fprintln(os.Stderr, "torture: want some keys, none negative, and at least 1 permit")
+		os.Exit(2)
+	}
+	if opts.Procs < 1 || opts.Goroutines < 0 || opts.Hurried < 0 || opts.Goroutines+opts.Hurried == 0 {
+		fmt.Fprintln(os.Stderr, "torture: want at least 1 proc and some goroutines, none negative")
 		os.Exit(2)
 	}
 	if !slices.Contains(clientKinds, opts.Client) {

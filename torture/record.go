@@ -36,6 +36,12 @@ type record struct {
 	Masters    []masterLocks   // what each master holds (one: the lock server); the faults hit the first
 	Recoveries []time.Duration // on a Cluster, how long each fault of a master took to heal (see awaitCluster)
 
+	// Samples (see samples.go): the workers' goroutines and connections,
+	// and the keys of the locks' servers, summed over the masters.
+	Goroutines, Conns, Keys []gauge
+	// Stalls are the workers' (see stalls.go): from at, n nanoseconds.
+	Stalls []gauge
+
 	// Examples are, by failed criterion, a few of the holds that failed
 	// it, described for the report; the analyses note them.
 	Examples map[string][]string
@@ -65,6 +71,7 @@ type hold struct {
 type wait struct {
 	pid       int
 	key, role string
+	hurried   bool  // a hurried caller's (see hurried.go)
 	from, to  int64 // Unix nanoseconds; to is 0 while it waits
 }
 
@@ -77,10 +84,15 @@ func (w *wait) before(o *wait) bool {
 	return w.pid < o.pid
 }
 
-// An injection is one fault injected: its kind, and when it took effect.
+// An injection is one fault injected: its kind, when it took effect, and
+// until when the locks may feel it.
 type injection struct {
 	kind string
 	at   int64 // Unix nanoseconds
+	// until is when its effects have settled: the later of the end of its
+	// bounds (see settled) and a timeout after the fault ended. 0: unknown
+	// (the run's end).
+	until int64
 }
 
 // A stop is one SIGSTOP of a worker, from its stop to its SIGCONT.
@@ -103,7 +115,7 @@ func (r *record) add(e event) {
 	id := secID{e.Pid, e.Seq}
 	switch e.Ev {
 	case evWait:
-		w := &wait{pid: e.Pid, key: e.Key, role: e.Role, from: e.Enter}
+		w := &wait{pid: e.Pid, key: e.Key, role: e.Role, hurried: e.Hurried, from: e.Enter}
 		r.Waits[id] = w
 		if t, ok := r.Kills[e.Pid]; ok { // read after its process was killed
 			w.to = t.UnixNano()
@@ -141,6 +153,11 @@ func (r *record) add(e event) {
 		r.TakenOver[e.Kind]++
 	case evFinal:
 		r.Finals[e.Pid] = e
+	case evStall:
+		r.Stalls = append(r.Stalls, gauge{pid: e.Pid, at: e.Enter, n: int(e.Ret - e.Enter)})
+	case evSample:
+		r.Goroutines = append(r.Goroutines, gauge{pid: e.Pid, at: e.Enter, n: e.Goroutines})
+		r.Conns = append(r.Conns, gauge{pid: e.Pid, at: e.Enter, n: e.Conns})
 	}
 }
 

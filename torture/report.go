@@ -25,6 +25,8 @@ type summary struct {
 	Idle                        map[string]*idleFigures // by fault kind, and faultNone
 	Lose                        loseFigures             // of the lose fault
 	Restarts                    restartFigures          // the calls to lock while Redis restarted
+	Hurried                     hurriedFigures          // the hurried callers' calls while no fault was under way
+	Samples                     sampleFigures           // the most goroutines, keys and connections
 	Leaks                       int                     // workers whose goleak.Find failed
 	NoFinal                     int                     // workers that ended unkilled without a final event
 	Failures                    []string
@@ -33,7 +35,7 @@ type summary struct {
 // summarize computes the figures and checks the pass criteria.
 func (r *record) summarize(opts options) summary {
 	s := summary{counts: r.counts(), Faults: r.Faults, Roles: r.roles(), RW: r.rw(), Sem: r.sem(opts.Permits),
-		Idle: r.idleByFault(opts.Permits, opts.Timeout), Lose: r.lose(), Restarts: r.restarts()}
+		Idle: r.idleByFault(opts.Permits, opts.Timeout), Lose: r.lose(), Restarts: r.restarts(), Hurried: r.hurried(), Samples: r.samples(opts)}
 	s.Stops, s.Unnoticed = r.stopped(opts.Timeout)
 	s.Fenced, s.Unfenced, s.Confirmed = r.overlaps()
 	for _, t := range r.Store {
@@ -58,7 +60,7 @@ func (r *record) summarize(opts options) summary {
 	fail(s.RW.WWUnfenced > 0, "RWMutex writer-writer unfenced overlaps: %d", s.RW.WWUnfenced)
 	fail(s.RW.Confirmed > 0, "RWMutex overlaps of two holds Do or RDo confirmed: %d", s.RW.Confirmed)
 	fail(s.Sem.OverConfirmed > 0, "Semaphore sections begun with more than %d confirmed holders in: %d", opts.Permits, s.Sem.OverConfirmed)
-	for _, role := range roles {
+	for _, role := range columns {
 		f := s.Roles[role]
 		fail(f.LostButConfirmed > 0, "%s holds whose Lost signal fired while Do returned nil: %d", role, f.LostButConfirmed)
 		fail(f.ResumedUntold > 0, "%s holds stopped mid-section whose Do did not report the loss: %d", role, f.ResumedUntold)
@@ -68,6 +70,14 @@ func (r *record) summarize(opts options) summary {
 	fail(s.Restarts.GaveUp > 0, "calls to lock that gave up while Redis restarted: %d", s.Restarts.GaveUp)
 	fail(len(s.Late) > 0, "late calls: %d", len(s.Late))
 	fail(s.Leaks > 0, "workers with leaked goroutines: %d", s.Leaks)
+	fail(s.Hurried.collapsed(), "hurried callers acquired a Mutex in none of their %d calls while no fault of the locks was under way",
+		s.Hurried.total().Calls)
+	sf := s.Samples
+	fail(sf.Goroutines.n > sf.GoroutineBound, "a worker had %d goroutines (worker %d at %.1fs), over %d",
+		sf.Goroutines.n, sf.Goroutines.pid, r.since(sf.Goroutines.at), sf.GoroutineBound)
+	fail(sf.Conns.n > sf.ConnBound, "a worker had %d connections open to the locks' servers (worker %d at %.1fs), over %d",
+		sf.Conns.n, sf.Conns.pid, r.since(sf.Conns.at), sf.ConnBound)
+	fail(sf.Keys.n > sf.KeyBound, "the locks' servers held %d keys (at %.1fs), over %d", sf.Keys.n, r.since(sf.Keys.at), sf.KeyBound)
 	fail(s.Stops.LateAccepted > 0, "stopped holders whose late write was accepted after a take-over: %d", s.Stops.LateAccepted)
 	fail(s.Stops.Unnoticed > 0, "stopped holders taken over whose Do returned no ErrNotHeld or ErrLost: %d", s.Stops.Unnoticed)
 	fail(len(r.Crashed) > 0, "workers that failed: %s", strings.Join(r.Crashed, "; "))
@@ -100,8 +110,8 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	if opts.Cluster {
 		mode += ", cluster"
 	}
-	p("torture: %d procs x %d goroutines, %d Mutex, %d RWMutex, %d Semaphore keys (%d permits), %v, timeout %v, seed %d, faults %s, %s",
-		opts.Procs, opts.Goroutines, opts.Keys, opts.RWKeys, opts.SemKeys, opts.Permits, opts.Duration, opts.Timeout, opts.Seed, faultList(opts.Faults), mode)
+	p("torture: %d procs x %d goroutines + %d hurried, %d Mutex, %d RWMutex, %d Semaphore keys (%d permits), %v, timeout %v, seed %d, faults %s, %s",
+		opts.Procs, opts.Goroutines, opts.Hurried, opts.Keys, opts.RWKeys, opts.SemKeys, opts.Permits, opts.Duration, opts.Timeout, opts.Seed, faultList(opts.Faults), mode)
 	s.printDeployment(p, r, opts)
 	p("run took:                               %.1fs", r.End.Sub(r.Start).Seconds())
 	p("workers started:                        %d (%d replacements)", r.Workers, r.Workers-opts.Procs)
@@ -121,7 +131,7 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 		s.printLose(p, r)
 	}
 	s.printIdle(p, r, opts)
-	p("Mutex sections completed:               %d", s.Completed)
+	p("Mutex sections completed:               %d (%d of them hurried callers')", s.Completed, s.Roles[colHurried].Completed)
 	p("  writes accepted by the fence:         %d", s.Accepted)
 	p("  stale writes rejected by the fence:   %d", s.WriteRejected)
 	p("  stale reads rejected by the fence:    %d", s.ReadRejected)
@@ -162,12 +172,19 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 		p("  sections begun over the permits:      %d (with the confirmed ones over, must be 0: %d)", sem.Over, sem.OverConfirmed)
 	}
 	s.printRoles(p)
+	s.printHurried(p, opts)
 	rs := s.Restarts
 	p("calls that gave up while Redis restarted (must be 0): %d of %d under way (%d more ended with their ctx, %d otherwise)",
 		rs.GaveUp, rs.Waits, rs.CtxEnded, rs.Other)
-	p("late calls (must be 0):                 %d (%d more excused: their process was stopped)", len(s.Late), len(s.LateExcused))
+	p("late calls (must be 0):                 %d (%d more excused: their process was stopped, or stalled)", len(s.Late), len(s.LateExcused))
+	if stalls, longest := r.unstopped(); len(stalls) > 0 {
+		p("  stalls of a worker not stopped (could not run for %v or more): %d, the longest %.0fms (worker %d at %.1fs)",
+			stallMin, len(stalls), float64(longest.n)/1e6, longest.pid, r.since(longest.at))
+	} else {
+		p("  stalls of a worker not stopped (could not run for %v or more): 0", stallMin)
+	}
 	for _, e := range s.Late {
-		p("  late %-12s by %.0fms (worker %d)", e.Op, float64(e.Over)/1e6, e.Pid)
+		p("  late %-12s by %.0fms (worker %d at %.1fs)", e.Op, float64(e.Over)/1e6, e.Pid, r.since(e.Enter))
 	}
 	keys := slices.Sorted(maps.Keys(r.Errors))
 	total := 0
@@ -178,6 +195,7 @@ func (s summary) print(w io.Writer, r *record, opts options) {
 	for _, k := range keys {
 		p("  %-50s %6d  e.g. %s", k, r.Errors[k], strings.ReplaceAll(r.Samples[k], "\n", " | "))
 	}
+	s.printSamples(p, r)
 	p("goroutines leaked (workers, must be 0): %d", s.Leaks)
 	for pid, f := range r.Finals {
 		if f.Leaked > 0 {
@@ -290,18 +308,26 @@ func (s summary) targets(r *record, kind string) string {
 	return " (" + strings.Join(hit, ", ") + ")"
 }
 
-// printRoles writes the figures by role as a table.
+// printRoles writes the figures by role as a table, the hurried callers'
+// Mutex holds in a column of their own.
 func (s summary) printRoles(p func(string, ...any)) {
 	row := func(label string, v func(f *roleFigures) int) {
 		line := fmt.Sprintf("  %-44s", label)
-		for _, role := range roles {
-			line += fmt.Sprintf(" %7d", v(s.Roles[role]))
+		for _, col := range columns {
+			line += fmt.Sprintf(" %7d", v(s.Roles[col]))
 		}
 		p("%s", line)
 	}
-	p("holds by role:                               %7s %7s %7s %7s", roleMutex, roleWriter, roleReader, rolePermit)
+	head := fmt.Sprintf("%-46s", "holds by role:")
+	for _, col := range columns {
+		head += fmt.Sprintf(" %7s", col)
+	}
+	p("%s", head)
+	row("calls to lock", func(f *roleFigures) int { return f.Calls })
+	row("  not obtained: ctx ended (gave up)", func(f *roleFigures) int { return f.GaveUp })
+	row("  not obtained otherwise", func(f *roleFigures) int { return f.NotObtained })
 	row("sections completed", func(f *roleFigures) int { return f.Completed })
-	row("  of them with Acquire and Release", func(f *roleFigures) int { return f.Manual })
+	row("  of them without Do (Lock or Acquire, ...)", func(f *roleFigures) int { return f.Manual })
 	row("sections cut by a kill", func(f *roleFigures) int { return f.Killed })
 	row("Do confirmed the hold (returned nil)", func(f *roleFigures) int { return f.Confirmed })
 	row("Do found it lost (ErrLost, ErrNotHeld)", func(f *roleFigures) int { return f.Found })
@@ -331,4 +357,50 @@ func faultList(kinds []string) string {
 		return "none"
 	}
 	return strings.Join(kinds, ",")
+}
+
+// printHurried writes what the hurried callers did, and what they did
+// while no fault was under way, by Mutex.
+func (s summary) printHurried(p func(string, ...any), opts options) {
+	if opts.Hurried == 0 || opts.Keys == 0 {
+		p("hurried callers:                        none")
+		return
+	}
+	f := s.Roles[colHurried]
+	p("hurried callers (a new Mutex per call, waiting 0-%v): %d calls, %d acquisitions (%.1f%%), %d gave up, %d not obtained otherwise",
+		hurriedMost, f.Calls, f.Completed+f.Killed, percent(f.Completed+f.Killed, f.Calls), f.GaveUp, f.NotObtained)
+	t := s.Hurried.total()
+	var per []string
+	for _, key := range s.Hurried.keys() {
+		c := s.Hurried.Unfaulted[key]
+		per = append(per, fmt.Sprintf("%s %d of %d", key, c.Acquired, c.Calls))
+	}
+	p("  while no fault of the locks was under way: %d acquisitions of %d calls (%s); must be some, of %d calls or more",
+		t.Acquired, t.Calls, strings.Join(per, ", "), hurriedCallsMin)
+}
+
+// printSamples writes the most goroutines, keys and connections sampled,
+// and their bounds.
+func (s summary) printSamples(p func(string, ...any), r *record) {
+	f := s.Samples
+	p("most goroutines in a worker:            %d (worker %d at %.1fs; must be at most %d)", f.Goroutines.n, f.Goroutines.pid, r.since(f.Goroutines.at), f.GoroutineBound)
+	p("most connections of a worker to Redis:  %d (worker %d at %.1fs; must be at most %d)", f.Conns.n, f.Conns.pid, r.since(f.Conns.at), f.ConnBound)
+	p("most keys on the locks' servers:        %d (at %.1fs; must be at most %d)", f.Keys.n, r.since(f.Keys.at), f.KeyBound)
+}
+
+// since returns t, Unix nanoseconds, in seconds from the run's start; 0
+// for 0.
+func (r *record) since(t int64) float64 {
+	if t == 0 {
+		return 0
+	}
+	return float64(t-r.Start.UnixNano()) / 1e9
+}
+
+// percent returns n of total in percent; 0 of none.
+func percent(n, total int) float64 {
+	if total == 0 {
+		return 0
+	}
+	return 100 * float64(n) / float64(total)
 }

@@ -39,7 +39,8 @@ func requireRedis(t *testing.T) {
 // go-redis (4 s), and on a Cluster (6 s, or longer: the first of each fault
 // kind is always injected, and a master restarted takes 2 s to serve
 // again). Two permits for the goroutines that share the Semaphore make
-// them wait.
+// them wait. Beside each worker's 6 goroutines, 3 hurried callers lock the
+// Mutexes (see hurried.go).
 func TestTorture_short(t *testing.T) {
 	requireRedis(t)
 	exe, err := os.Executable()
@@ -60,7 +61,7 @@ func TestTorture_short(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
 			opts := options{
-				Procs: 2, Goroutines: 6, Keys: tt.keys, RWKeys: 1, SemKeys: 1, Permits: 2,
+				Procs: 2, Goroutines: 6, Hurried: 3, Keys: tt.keys, RWKeys: 1, SemKeys: 1, Permits: 2,
 				Duration: tt.duration, Timeout: 400 * time.Millisecond, Seed: uint64(time.Now().UnixNano()),
 				Faults: faultKinds(tt.cluster), Client: tt.client, Cluster: tt.cluster,
 				Verbose: true, Log: testLog{t}, Exe: exe,
@@ -84,6 +85,9 @@ func TestTorture_short(t *testing.T) {
 			}
 			if f := s.Roles[rolePermit]; f.Manual == 0 || f.Manual == f.Completed {
 				t.Errorf("%d of %d permit sections with Acquire and Release; want some, not all", f.Manual, f.Completed)
+			}
+			if f := s.Roles[colHurried]; f.GaveUp == 0 || f.Completed == 0 {
+				t.Errorf("hurried callers gave up %d calls and completed %d sections; want some of each", f.GaveUp, f.Completed)
 			}
 			if tt.cluster {
 				checkPlacement(t, rec.Masters)

@@ -34,6 +34,7 @@ type workerConfig struct {
 	SemKeys      []string      // Semaphore names
 	Permits      int           // of each Semaphore
 	Goroutines   int           // goroutines that lock
+	Hurried      int           // goroutines that lock a Mutex as hurried callers (see hurried.go); none without Keys
 	Timeout      time.Duration // lock timeout and lease
 	Seed         uint64        // the worker's random choices
 }
@@ -69,6 +70,7 @@ func budget(timeout time.Duration) time.Duration { return 4 * timeout }
 type worker struct {
 	cfg    workerConfig
 	client *uncomplicated.Client
+	lib    library // under client
 	store  store
 	out    *emitter
 	seq    atomic.Int64 // numbers the calls to lock
@@ -85,7 +87,7 @@ func runWorker(spec string) int {
 		return 2
 	}
 	out := &emitter{w: os.Stdout, pid: os.Getpid()}
-	client, closeLocks, err := lockClient(cfg, []uncomplicated.Option{
+	client, lib, err := lockClient(cfg, []uncomplicated.Option{
 		uncomplicated.WithTimeout(cfg.Timeout),
 		uncomplicated.WithLease(cfg.Timeout),
 		uncomplicated.WithTakeOver(true),
@@ -97,7 +99,7 @@ func runWorker(spec string) int {
 		return 2
 	}
 	storePool := newPool(cfg.StoreAddr, storeTimeout)
-	w := &worker{cfg: cfg, client: client, store: store{pool: storePool}, out: out}
+	w := &worker{cfg: cfg, client: client, lib: lib, store: store{pool: storePool}, out: out}
 
 	stop := make(chan struct{})
 	go func() { // the coordinator's commands; it closes our stdin to stop us
@@ -117,10 +119,29 @@ func runWorker(spec string) int {
 			w.loop(g, stop)
 		}()
 	}
+	for g := range cfg.Hurried {
+		if len(cfg.Keys) == 0 {
+			break // no Mutex to hurry for
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w.hurry(g, stop)
+		}()
+	}
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		w.sample(stop)
+	}()
+	go func() {
+		defer wg.Done()
+		w.watchStalls(stop)
+	}()
 	wg.Wait()
 
 	_ = w.client.Close()
-	closeLocks()
+	lib.close()
 	_ = storePool.Close()
 	final := event{Ev: evFinal}
 	if err := goleak.Find(); err != nil {
@@ -149,8 +170,9 @@ func (w *worker) loop(g int, stop <-chan struct{}) {
 	mutex := func(name string) (*uncomplicated.Mutex, error) {
 		return uncomplicated.New(w.client, uncomplicated.Named(name))
 	}
+	patience := budget(w.cfg.Timeout)
 	if mutexes := locks(w.cfg.Keys, mutex); len(mutexes) > 0 {
-		turns = append(turns, func() { w.hold(rng, w.mutex(mutexes[rng.IntN(len(mutexes))])) })
+		turns = append(turns, func() { w.hold(rng, w.mutex(mutexes[rng.IntN(len(mutexes))]), patience) })
 	}
 	rwMutex := func(name string) (*uncomplicated.RWMutex, error) {
 		return uncomplicated.NewRW(w.client, uncomplicated.Named(name))
@@ -159,9 +181,9 @@ func (w *worker) loop(g int, stop <-chan struct{}) {
 		turns = append(turns, func() {
 			rw := rws[rng.IntN(len(rws))]
 			if rng.IntN(writeOneIn) == 0 {
-				w.hold(rng, w.writer(rw))
+				w.hold(rng, w.writer(rw), patience)
 			} else {
-				w.hold(rng, w.reader(rw))
+				w.hold(rng, w.reader(rw), patience)
 			}
 		})
 	}
@@ -172,9 +194,9 @@ func (w *worker) loop(g int, stop <-chan struct{}) {
 		turns = append(turns, func() {
 			s := sems[rng.IntN(len(sems))]
 			if rng.IntN(manualOneIn) == 0 {
-				w.hold(rng, w.permit(s))
+				w.hold(rng, w.permit(s), patience)
 			} else {
-				w.hold(rng, w.semDo(s))
+				w.hold(rng, w.semDo(s), patience)
 			}
 		})
 	}

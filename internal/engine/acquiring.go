@@ -180,14 +180,16 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 // lateAttempt gives back what an attempt with args got, whose caller left
 // before its reply came: reply, or the error that came instead. A grant,
 // or a reply that may have been one, is released; so is the waiter's
-// place, unless its caller's ctx ended at the deadline that the place's
-// expiry was cut to (see entryExpiry), which Redis forgets by itself.
+// place in the queue, unless it ends by its caller's deadline, which its
+// expiry was cut to: that expiry counts from when Redis ran the attempt,
+// which may have been long after it was cut (the attempt waited for a
+// connection of a busy pool).
 func (b *base) lateAttempt(ctx context.Context, kind *holdKind, keys []string, args attemptArgs, reply any, err error) {
 	if err == nil {
 		var g grant
 		if g, err = parseGrant(reply, kind.fenced); err == nil && !g.ok {
 			waits := args.op != "" || args.form == writerArgs && args.expiry > 0
-			if !waits || errors.Is(b.ctxErr(ctx), context.DeadlineExceeded) && args.expiry < b.cfg.expiry().Milliseconds() {
+			if !waits || endsBy(ctx, time.Duration(args.expiry)*time.Millisecond) {
 				return
 			}
 		}

@@ -134,6 +134,7 @@ func (r *link) call(ctx context.Context, d time.Duration, late func(reply), do f
 	}
 	l, lctx := newLimit(context.WithoutCancel(ctx), d)
 	l.caller = ctx
+	lctx = driver.WithCaller(lctx, ctx)
 	c := &leftCall{reply: make(chan reply, 1)}
 	go func() {
 		defer l.stop()
@@ -377,4 +378,12 @@ func deadlineLeft(ctx context.Context) (time.Duration, bool) {
 		return 0, false
 	}
 	return time.Until(dl), true
+}
+
+// endsBy reports whether what Redis keeps for expiry from a moment before
+// now ends within a few milliseconds of ctx's deadline: real time, as
+// ctx's own timer counts it.
+func endsBy(ctx context.Context, expiry time.Duration) bool {
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Add(expiry).After(dl.Add(5*time.Millisecond))
 }

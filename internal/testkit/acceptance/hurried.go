@@ -20,8 +20,8 @@ import (
 // they serve and give up after a few milliseconds, as a web server's
 // deadlines make them. 100 goroutines lock one of 10 orders each, a new
 // Mutex per call, under a ctx of 0 to 20ms, and unlock what they got at
-// once, for 4s; the same Client's callers that wait up to 2s are the
-// measure of what hurried ones should get.
+// once, for 4s; the same Client's callers that wait up to 2s, for 2s, are
+// the measure of what hurried ones should get, per second.
 
 // A Hurried is one Client set-up under the hurried load.
 type Hurried struct {
@@ -46,6 +46,7 @@ const (
 	hurriedCallers    = 100
 	hurriedLocks      = 10
 	hurriedFor        = 4 * time.Second
+	patientFor        = 2 * time.Second
 	hurriedShare      = 0.5
 	hurriedGoroutines = 500
 	hurriedKeys       = 400
@@ -58,10 +59,10 @@ const (
 
 // HurriedLoad runs the hurried load on h, and the same load with callers
 // that wait up to 2s, and fails t unless the hurried callers acquire at
-// least half as often, keep at most 500 goroutines in the process and 400
-// keys in Redis, make Proxy open at most h.MostConnections, leave the
-// process with no more goroutines than before (and a Client's standing ones) within 15s, and leave no
-// lock held. Its figures are those of a process at full speed: under the
+// least half as often a second, keep at most 500 goroutines in the process
+// and 400 keys in Redis, make Redis accept at most h.MostConnections, leave
+// the process with no more goroutines than before (and a Client's standing
+// ones) within 15s, and leave no lock held. Its figures are those of a process at full speed: under the
 // race detector, which slows every goroutine several times while Redis
 // keeps its pace, callers of 0 to 20ms cannot be served in time, and the
 // load is skipped; .ci/run runs it without.
@@ -70,14 +71,14 @@ func HurriedLoad(t *testing.T, h Hurried) {
 	if raceDetector {
 		t.Skip("the hurried load needs the process at full speed: run without -race, as .ci/run does")
 	}
-	patient := runHurried(t, h, 2*time.Second)
+	patient := runHurried(t, h, 2*time.Second, patientFor)
 	from := h.connections(t)
-	hurried := runHurried(t, h, 20*time.Millisecond)
+	hurried := runHurried(t, h, 20*time.Millisecond, hurriedFor)
 	accepted := h.connections(t) - from
 	t.Logf("hurried: %d acquisitions of %d calls (patient: %d of %d); at most %d goroutines, %d keys; %d connections opened; goroutines back in %v",
 		hurried.acquired, hurried.calls, patient.acquired, patient.calls, hurried.goroutines, hurried.keys, accepted, hurried.settled.Round(time.Millisecond))
-	if float64(hurried.acquired) < hurriedShare*float64(patient.acquired) {
-		t.Errorf("hurried callers acquired %d times, patient ones %d; want at least %v of it", hurried.acquired, patient.acquired, hurriedShare)
+	if rate, patientRate := hurried.rate(), patient.rate(); rate < hurriedShare*patientRate {
+		t.Errorf("hurried callers acquired %.0f times a second, patient ones %.0f; want at least %v of it", rate, patientRate, hurriedShare)
 	}
 	if hurried.goroutines > hurriedGoroutines {
 		t.Errorf("%d goroutines in the process under the hurried load; want at most %d", hurried.goroutines, hurriedGoroutines)
@@ -105,6 +106,7 @@ func HurriedLoad(t *testing.T, h Hurried) {
 
 // hurriedRun is what one run of the load measured.
 type hurriedRun struct {
+	took            time.Duration
 	calls, acquired int64
 	goroutines      int   // the most in the process during the run
 	keys            int64 // the most in Redis during the run
@@ -112,10 +114,13 @@ type hurriedRun struct {
 	settled         time.Duration
 }
 
-// runHurried runs the load with callers that wait up to most, on a new
-// Client of h, which it closes once the process is back to its goroutines
-// of before (or 15s have passed).
-func runHurried(t *testing.T, h Hurried, most time.Duration) hurriedRun {
+// rate is the run's acquisitions per second.
+func (r hurriedRun) rate() float64 { return float64(r.acquired) / r.took.Seconds() }
+
+// runHurried runs the load for d with callers that wait up to most, on a
+// new Client of h, which it closes once the process is back to its
+// goroutines of before (or 15s have passed).
+func runHurried(t *testing.T, h Hurried, most, d time.Duration) hurriedRun {
 	t.Helper()
 	client, closeLibrary := h.NewClient(t)
 	warmUp(t, client)
@@ -129,7 +134,7 @@ func runHurried(t *testing.T, h Hurried, most time.Duration) hurriedRun {
 	}()
 	var calls, acquired atomic.Int64
 	var wg sync.WaitGroup
-	end := time.Now().Add(hurriedFor)
+	began, end := time.Now(), time.Now().Add(d)
 	for i := range hurriedCallers {
 		wg.Add(1)
 		go func() {
@@ -158,8 +163,8 @@ func runHurried(t *testing.T, h Hurried, most time.Duration) hurriedRun {
 		}()
 	}
 	wg.Wait()
-	r.calls, r.acquired = calls.Load(), acquired.Load()
-	began := time.Now()
+	r.calls, r.acquired, r.took = calls.Load(), acquired.Load(), time.Since(began)
+	began = time.Now()
 	for r.left = runtime.NumGoroutine(); r.left > r.before+standing && time.Since(began) < hurriedSettle; r.left = runtime.NumGoroutine() {
 		time.Sleep(10 * time.Millisecond)
 	}
