@@ -247,10 +247,10 @@ func TestFault_lostAcquireReply_lateRelease(t *testing.T) {
 	}
 }
 
-// An attempt whose caller gave up before it reached Redis (held back
-// here, as one on a connection still being dialled would be) grants the
-// lock after its clean-up was due: the clean-up waits for it, and gives
-// the lock back, so another Client gets it at once.
+// An attempt whose caller gave up after it was sent, before it ran (held
+// back here on its connection, as by a busy server), grants the lock
+// after its caller left: its reply, when it comes, has a clean-up give the
+// lock back, so another Client gets it at once.
 func TestFault_leftAttemptGivenBack(t *testing.T) {
 	fp, mr := newFaultPool(t)
 	m := mustNew(t, uncomplicated.NewClient(redigo.New(fp)), Order{1})

@@ -19,7 +19,7 @@ import (
 // A failover to a replica whose clock is 5s ahead of the master's, or
 // behind it, is told: the Client that holds a lock compares Redis's clock
 // with its own at its restart watch's reading, and logs a Warn naming the
-// step and the node within 2s of the new master answering. Before, nothing
+// step and the node within 3s of the new master answering. Before, nothing
 // was logged while leases ran 5s short on the one ahead and fences stepped
 // back on the one behind.
 func TestRedis_skewedClockTold(t *testing.T) {

@@ -115,11 +115,11 @@ func (d *rdbDriver) once(ctx context.Context, args ...any) (any, error) {
 		defer stop()
 		cmd := onlyOnce{redis.NewCmd(wctx, args...)}
 		_ = d.rdb.Process(wctx, cmd)
-		d.reload(ctx, cmd.Err())
 		v, err := cmd.Result()
 		if err != nil && wctx.Err() != nil && ctx.Err() == nil && errors.Is(err, context.Canceled) {
-			err = driver.NotSent(err) // the caller left while it waited for a connection: never sent, as it is not retried
+			return v, driver.NotSent(err) // the caller left while it waited for a connection: never sent, as it is not retried
 		}
+		d.reload(ctx, err)
 		return v, err
 	})
 }

@@ -16,10 +16,11 @@ package engine
 // queue.
 //
 // A release takes ARGV[1], then the tokens of the hold. ARGV[1] is "" for
-// a holder's release; a waiter that gives up passes "q" if it is in the
-// queue, else "-", so that it leaves the queue and stops counting as
-// waiting (a waiting writer holds readers back), and releases what a
-// hand-off may have just given it.
+// a holder's release; a clean-up of waiters that gave up passes "q"
+// (opLeave, see cleanup.go) and their tokens, so that each leaves the
+// queue and stops counting as waiting (a waiting writer holds readers
+// back), and releases what a hand-off may have just given it. The scripts
+// still take "-", which earlier versions passed for a waiter not queued.
 
 // attemptArgs are the ARGV of an acquiring script, as internal/lua/queue_wait.lua reads them:
 // the five of an attempt, then the primitive's own, which say what a

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // Clean-ups are the releases a Client makes apart from any caller: of a
@@ -76,9 +77,11 @@ func (c *Client) clean(ctx context.Context, x cleanup) {
 }
 
 // add queues x, starting a goroutine for it if fewer than maxCleaners
-// run; it reports false, having queued nothing, when none runs and Close
-// has begun.
+// run; it reports false, having queued nothing, once Close has begun.
 func (cl *cleaner) add(c *Client, x cleanup) bool {
+	if c.closed() { // its goroutines may be cancelled before they reach it
+		return false
+	}
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	lock := x.keys[0]
@@ -140,13 +143,15 @@ func (cl *cleaner) work(c *Client) {
 
 // coalesce merges the leaves of one lock's batch that follow each other
 // and share a script into calls of up to maxLeaving tokens, each token
-// once; other clean-ups stay as they are, in their order.
+// once; other clean-ups stay as they are, in their order. A Semaphore's
+// are not merged: its release hands on one permit, however many the
+// tokens held.
 func coalesce(batch []cleanup) []cleanup {
 	out := make([]cleanup, 0, len(batch))
 	for _, x := range batch {
 		last := len(out) - 1
 		if last >= 0 && x.leaving() && out[last].leaving() && out[last].script == x.script &&
-			len(out[last].args) <= maxLeaving {
+			x.script != lua.SemRelease && len(out[last].args) <= maxLeaving {
 			for _, t := range x.args[1:] {
 				if !slices.Contains(out[last].args[1:], t) {
 					out[last].args = append(out[last].args, t)

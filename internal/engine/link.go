@@ -70,14 +70,14 @@ func (rep reply) got() reply {
 // d (0: by ctx alone). sent reports whether the script may have reached
 // Redis, even when err says the reply did not come.
 func (r *link) eval(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args ...any) (v any, sent bool, err error) {
-	v, sent, _, err = r.evalOr(ctx, d, s, keys, nil, args...)
+	v, sent, _, err = r.evalLate(ctx, d, s, keys, nil, args...)
 	return v, sent, err
 }
 
-// evalOr runs s as eval does; when its caller leaves before the reply
+// evalLate runs s as eval does; when its caller leaves before the reply
 // comes (see call), left says so, and late, if not nil, gets the reply
 // once it has come, or the error that came instead.
-func (r *link) evalOr(ctx context.Context, d time.Duration, s *driver.Script, keys []string, late func(any, error), args ...any) (v any, sent, left bool, err error) {
+func (r *link) evalLate(ctx context.Context, d time.Duration, s *driver.Script, keys []string, late func(any, error), args ...any) (v any, sent, left bool, err error) {
 	var onLate func(reply)
 	if late != nil {
 		onLate = func(rep reply) { late(rep.v, rep.err) }
@@ -276,7 +276,9 @@ func askAgain(err error) bool {
 // The command timeout (WithCommandTimeout) bounds every call to Redis,
 // whatever the caller's ctx says. Command timeouts are real time, as
 // connections' deadlines are: this file, package bound and the redigo
-// driver alone read the wall clock, to set them.
+// driver alone read the wall clock (and Client.Close, to bound its wait),
+// to set them, to time the calls (took), and to read what is left of a
+// ctx's deadline, which is real time too (deadlineLeft, endsBy).
 
 // A limit is the bound of one call: the caller's ctx and the command
 // timeout d.

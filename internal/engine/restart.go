@@ -60,6 +60,8 @@ type restartWatch struct {
 	owners    map[int]string           // by slot of a hold or a release: its node at that reading
 	single    bool                     // Redis said it is not a Cluster
 	skews     map[string]time.Duration // by node address: how far its clock was ahead at the last reading
+	lastSkew  time.Duration            // the last of those read, of any node
+	skewRead  bool                     // lastSkew was read
 	pins      map[string]*listener     // by node address, or "" before the first reading: see pin
 }
 
@@ -196,9 +198,11 @@ func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
 	w.repin(nodes)
 	answered = true
 	for addr, on := range nodes {
-		id := w.runID(ctx, addr, on.key)
-		if id == "" {
+		id, silent := w.runID(ctx, addr, on.key)
+		if silent {
 			answered = false
+		}
+		if id == "" {
 			continue
 		}
 		w.mu.Lock()
@@ -217,9 +221,10 @@ func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
 				wk.recheck()
 			}
 		}
+		verified := seen == id || verify(ctx, on.holds) // first: a hold's loss is what its holder waits to hear
 		done := w.rerelease(ctx, redo)
 		w.c.tokens.forget(done)
-		if len(done) < len(redo) || seen != id && !verify(ctx, on.holds) {
+		if len(done) < len(redo) || !verified {
 			continue
 		}
 		w.mu.Lock()
@@ -370,18 +375,19 @@ func (w *restartWatch) slotMap(ctx context.Context) ([]string, error) {
 }
 
 // runID returns the run_id of the node that owns key, or "" when Redis
-// cannot tell. It also compares the node's clock with the Client's (see
-// clockStep).
-func (w *restartWatch) runID(ctx context.Context, addr, key string) string {
+// cannot tell; silent reports that the node did not answer (no
+// connection, a broken one, a reply that did not come: see transient),
+// rather than refusing INFO or having no run_id. It also compares the
+// node's clock with the Client's (see clockStep).
+func (w *restartWatch) runID(ctx context.Context, addr, key string) (id string, silent bool) {
 	clk := w.c.settings().clock
 	sent := clk.Now()
 	reply, err := w.c.redis.command(ctx, w.c.settings().commandTimeout, []string{key}, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
-		return ""
+		return "", err != nil && transient(err)
 	}
 	came := clk.Now()
-	var id string
 	var usec int64
 	sc := bufio.NewScanner(bytes.NewReader(info))
 	for sc.Scan() {
@@ -396,7 +402,7 @@ func (w *restartWatch) runID(ctx context.Context, addr, key string) string {
 		mid := sent.Add(came.Sub(sent) / 2)
 		w.clockStep(ctx, addr, id, time.UnixMicro(usec).Sub(mid))
 	}
-	return id
+	return id, false
 }
 
 // maxClockStep is how far the difference between a node's clock and the
@@ -405,8 +411,10 @@ const maxClockStep = time.Second
 
 // clockStep records skew, how far the clock of the node at addr, run_id
 // id, is ahead of the Client's, and logs a Warn when it moved by more than
-// maxClockStep since the last reading of that address: a failover to a
-// node whose clock is off, or a clock stepped. A master's clock ahead
+// maxClockStep since the last reading of that address, or of any node for
+// an address not read before (a Cluster's failover promotes a replica at
+// an address of its own): a failover to a node whose clock is off, or a
+// clock stepped. A master's clock ahead
 // shortens every lease on it (Redis replicates PX as an absolute PXAT, and
 // a replica that takes over expires keys by its own clock); one behind
 // gives fences below those granted before, which a fenced store refuses
@@ -414,10 +422,13 @@ const maxClockStep = time.Second
 func (w *restartWatch) clockStep(ctx context.Context, addr, id string, skew time.Duration) {
 	w.mu.Lock()
 	last, seen := w.skews[addr]
+	if !seen {
+		last, seen = w.lastSkew, w.skewRead
+	}
 	if w.skews == nil {
 		w.skews = map[string]time.Duration{}
 	}
-	w.skews[addr] = skew
+	w.skews[addr], w.lastSkew, w.skewRead = skew, skew, true
 	w.mu.Unlock()
 	step := skew - last
 	if !seen || step.Abs() <= maxClockStep {

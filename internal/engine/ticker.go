@@ -46,8 +46,9 @@ func (c *config) expiry() time.Duration {
 // millisecond, and the Client's slack), and at least a millisecond: so
 // Redis forgets a waiter whose caller gives up at its deadline by itself,
 // and no release hands the lock to a waiter that could not take it in
-// time. cut says whether it is ctx's.
-func (b *base) entryExpiry(ctx context.Context) (d time.Duration, cut bool) {
+// time. cut says whether it is ctx's; queued, whether the attempt writes
+// an entry.
+func (b *base) entryExpiry(ctx context.Context, queued bool) (d time.Duration, cut bool) {
 	d = b.cfg.expiry()
 	left, ok := deadlineLeft(ctx)
 	if !ok {
@@ -55,7 +56,7 @@ func (b *base) entryExpiry(ctx context.Context) (d time.Duration, cut bool) {
 	}
 	left -= b.c.redis.roundTrip() + time.Millisecond
 	slack := b.c.slack.get()
-	if left > time.Millisecond && left-slack <= time.Millisecond {
+	if queued && left > time.Millisecond && left-slack <= time.Millisecond {
 		b.c.slack.taken() // a slack that keeps waiters out of the queue shrinks too
 	}
 	left -= slack

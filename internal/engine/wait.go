@@ -124,7 +124,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 		s, op = w.c.takeOver, w.queued()
 	}
 	var expiry time.Duration
-	expiry, w.cut = w.b.entryExpiry(ctx)
+	expiry, w.cut = w.b.entryExpiry(ctx, op != "")
 	if op != "" {
 		w.entries++
 		entry = queueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
@@ -146,7 +146,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 // gives up does.
 func (w *waiter) again(ctx context.Context) {
 	w.end(ctx, false)
-	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.clock.Now()), o: w.o, orphans: w.orphans, cut: w.cut}
+	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.clock.Now()), o: w.o, orphans: w.orphans}
 	w.b.c.tokens.own(w.token)
 	w.listenIfReady()
 }
@@ -335,9 +335,9 @@ type leaving struct {
 }
 
 // leave returns the clean-up that takes w out of the queue and releases
-// what a hand-off gave it (see cleanup).
+// what a hand-off gave it (see giveBack).
 func (w *waiter) leave() leaving {
-	return leaving{c: w.b.c, cleanup: cleanup{b: w.b, script: w.c.kind.release, keys: w.c.keys, args: []string{opLeave, w.token}}}
+	return leaving{c: w.b.c, cleanup: w.b.giveBack(w.c.kind, w.c.keys, w.token)}
 }
 
 // release makes l's clean-up: a hand-off reached the waiter after it left.

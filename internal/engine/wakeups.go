@@ -131,14 +131,6 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 	return l
 }
 
-// connected reports whether the listening connection is up: it holds one of
-// the pool's connections.
-func (w *wakeups) connected() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.conn != nil
-}
-
 // state reports whether the subscription is confirmed, and whether a
 // confirmation is on its way: the connection is up or being made. changed
 // is closed when a confirmation stops being on its way.
@@ -307,16 +299,18 @@ func (w *wakeups) serve(conn driver.Subscription) {
 
 	var pings sync.WaitGroup
 	stop := make(chan struct{})
+	ctx, leave := context.WithCancel(w.ctx) // keepAlive ends it when conn listens elsewhere
+	defer leave()
 	defer pings.Wait()
 	defer close(stop)
 	pings.Add(1)
 	go func() {
 		defer pings.Done()
-		w.keepAlive(conn, stop)
+		w.keepAlive(conn, stop, leave)
 	}()
 
 	for {
-		e, err := conn.Receive(w.ctx)
+		e, err := conn.Receive(ctx)
 		switch {
 		case err != nil:
 			w.down()
@@ -332,8 +326,9 @@ func (w *wakeups) serve(conn driver.Subscription) {
 // keepAlive PINGs the listening connection every pingEvery until stop is
 // closed, so that a pool's read timeout longer than that never passes on a
 // quiet connection, and checks each time, or at once when asked (see
-// recheck), that it listens where the scripts run (see check).
-func (w *wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}) {
+// recheck), that it listens where the scripts run (see check); when it does
+// not, keepAlive calls leave, which ends serve's Receive, and returns.
+func (w *wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}, leave func()) {
 	t := w.clock.Ticker(pingEvery)
 	defer t.Stop()
 	for {
@@ -349,7 +344,7 @@ func (w *wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}) {
 			return
 		}
 		if !w.check(conn) {
-			conn.Close() // serve hears it fail, and run opens another
+			leave() // serve's Receive ends, and run opens another connection
 			return
 		}
 	}
