@@ -52,13 +52,12 @@ import (
 // whole lease: see claim.go), under a new fence, and publishes "<token>
 // <fence> <attempt>" on its channel (see parseWakeUp), with SPUBLISH
 // (sharded pub/sub), which on Redis Cluster reaches the subscribers of the
-// lock's slot. The lock is the waiter's only if the message reached a
-// subscriber on this very node, as SPUBLISH replies: a waiter whose Client
-// lost its connection is passed over, and the next waiter offered the lock
-// gets a new fence, as a subscriber left on a replica, which hears what
-// the master publishes, would take the message for a grant until its
-// Client moves it (see the engine's wakeups). A server without sharded
-// pub/sub (miniredis) gets PUBLISH, and its Clients SUBSCRIBE.
+// lock's slot. It offers the lock only to a waiter whose Client listens on
+// this very node (PUBSUB SHARDNUMSUB): a waiter whose Client lost its
+// connection is passed over, and so is one subscribed on a replica, which
+// hears what the master publishes and would take a message for a grant. A
+// server without sharded pub/sub (miniredis) gets PUBSUB NUMSUB and
+// PUBLISH, and its Clients SUBSCRIBE.
 //
 // A key that no script writes any more, such as the fence counter that
 // earlier versions kept for each lock, is deleted when the lock is next

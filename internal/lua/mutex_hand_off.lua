@@ -1,8 +1,7 @@
 -- mutexHandOff is the Lua of a release: it hands the lock to the oldest
 -- waiter that is alive and listens, under a fence above above (the
 -- releaser's), and returns that waiter's token, or deletes the lock and
--- returns 1 when there is none. An offer nobody heard on this node spends
--- its fence (see offer).
+-- returns 1 when there is none. An offer nobody heard spends no fence.
 
 --#include clock
 --#include new_fence
@@ -23,7 +22,6 @@ local function handOff(first, above)
       setLease(KEYS[1], fenced(w.token, fence), w.claim)
       return w.token
     end
-    fence = nil
   end
   redis.call('DEL', KEYS[1], KEYS[2])
   return 1

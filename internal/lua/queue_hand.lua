@@ -27,10 +27,14 @@ local function nextWaiter(queue, fits, first)
   end
 end
 local function offer(w, fence)
-  local msg = w.token .. ' ' .. string.format('%d', fence) .. ' ' .. w.attempt
-  local ok, heard = pcall(redis.call, 'SPUBLISH', w.channel, msg)
+  local publish = 'SPUBLISH'
+  local ok, subs = pcall(redis.call, 'PUBSUB', 'SHARDNUMSUB', w.channel)
   if not ok then
-    heard = redis.call('PUBLISH', w.channel, msg)
+    publish, subs = 'PUBLISH', redis.call('PUBSUB', 'NUMSUB', w.channel)
   end
-  return heard > 0
+  if subs[2] == 0 then
+    return false
+  end
+  redis.call(publish, w.channel, w.token .. ' ' .. string.format('%d', fence) .. ' ' .. w.attempt)
+  return true
 end

@@ -2,7 +2,7 @@
 -- to the oldest waiter that is alive and listens, a writer, or the readers
 -- queued before the next writer, all under one new fence above above (the
 -- releasing writer's, or nil), which their hand-off messages carry; an
--- offer nobody heard on this node spends its fence (see offer).
+-- offer nobody heard spends no fence.
 -- Returns the token of the writer, the tokens of the readers, or 1 when
 -- nobody waits.
 
@@ -39,8 +39,6 @@ local function handOff(above)
       end
       redis.call('ZADD', KEYS[2], expiry(now(), w.claim), w.token)
       readers[#readers + 1] = w.token
-    elseif #readers == 0 then
-      fence = nil
     end
   end
   if #readers > 0 then

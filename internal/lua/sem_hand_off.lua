@@ -1,7 +1,6 @@
 -- semHandOff is the Lua of a release: it hands the permit to the oldest
 -- waiter that is alive and listens, if that waiter's number of permits
--- lets it in, under a new fence; an offer nobody heard on this node
--- spends its fence (see offer).
+-- lets it in, under a new fence; an offer nobody heard spends none.
 -- taken is how many permits are held, if the caller has counted them.
 -- When none is, the waiter becomes the one holder: the set and the hash
 -- (and the counter key of earlier versions) are deleted, whatever they
@@ -48,6 +47,5 @@ local function handOff(taken)
       keepFence(w.token, ms(fence))
       return w.token
     end
-    fence = nil
   end
 end
