@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +46,13 @@ const answerEvery = 25 * time.Millisecond
 // restartWatch.pin): no waiter's token can be it.
 const pinToken = "restart-watch"
 
+// pinAfter is how old a hold is before its Client keeps a listening
+// connection for it (see restartWatch.pin): a restart of Redis takes
+// longer, and holds shorter than that, as most of a busy lock's are, cost
+// no subscription (which has rueidis queue every command of its
+// connection).
+const pinAfter = 50 * time.Millisecond
+
 // A restartWatch is a Client's restart watch: the holds it checks, and
 // what it read of Redis's nodes.
 type restartWatch struct {
@@ -63,6 +72,7 @@ type restartWatch struct {
 	lastSkew  time.Duration            // the last of those read, of any node
 	skewRead  bool                     // lastSkew was read
 	pins      map[string]*listener     // by node address, or "" before the first reading: see pin
+	pinning   *clock.Timer             // fires pinOld; nil when not set
 }
 
 // watch records a new hold, and starts the watch if it is not running,
@@ -84,9 +94,37 @@ func (w *restartWatch) watch(h *hold) {
 		w.holding = map[*hold]struct{}{}
 	}
 	w.holding[h] = struct{}{}
-	if len(w.pins) == 0 {
-		w.pin("", h)
+	if len(w.pins) == 0 && w.pinning == nil {
+		w.pinning = w.c.settings().clock.AfterFunc(pinAfter, w.pinOld)
 	}
+}
+
+// pinOld pins (see pin) a hold older than pinAfter, if the watch has no
+// pin yet; while it has holds but none that old, it looks again pinAfter
+// later.
+func (w *restartWatch) pinOld() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.pinning = nil
+	if !w.watching || len(w.pins) > 0 || len(w.holding) == 0 {
+		return
+	}
+	if h := w.oldHold(slices.Collect(maps.Keys(w.holding))); h != nil {
+		w.pin("", h)
+		return
+	}
+	w.pinning = w.c.settings().clock.AfterFunc(pinAfter, w.pinOld)
+}
+
+// oldHold returns a hold of hs older than pinAfter, or nil.
+func (w *restartWatch) oldHold(hs []*hold) *hold {
+	now := w.c.settings().clock.Now()
+	for _, h := range hs {
+		if now.Sub(h.since) >= pinAfter {
+			return h
+		}
+	}
+	return nil
 }
 
 // pin keeps a listener of the watch on h's channel, for the node at addr,
@@ -163,6 +201,10 @@ func (w *restartWatch) run(clk clock.Clock, kick <-chan struct{}) {
 		if len(w.holding) == 0 && len(rs) == 0 {
 			w.watching = false
 			w.unpin(nil)
+			if w.pinning != nil {
+				w.pinning.Stop()
+				w.pinning = nil
+			}
 			w.mu.Unlock()
 			return
 		}
@@ -243,8 +285,8 @@ func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
 	return answered
 }
 
-// repin keeps a pin (see pin) on each node of nodes that has holds, and
-// ends the others.
+// repin keeps a pin (see pin) on each node of nodes that has a hold older
+// than pinAfter, and ends those of nodes without holds.
 func (w *restartWatch) repin(nodes map[string]*node) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -253,8 +295,8 @@ func (w *restartWatch) repin(nodes map[string]*node) {
 	}
 	w.unpin(nodes)
 	for addr, on := range nodes {
-		if len(on.holds) > 0 && w.pins[addr] == nil {
-			w.pin(addr, on.holds[0])
+		if h := w.oldHold(on.holds); h != nil && w.pins[addr] == nil {
+			w.pin(addr, h)
 		}
 	}
 }

@@ -222,6 +222,8 @@ func (w *wakeups) run() {
 		if err == nil {
 			w.serve(sub)
 			sub.Close()
+		} else if w.broke != nil && transient(err) { // Redis may be restarting
+			w.broke()
 		}
 		if w.clock.Since(began) > maxBackoff {
 			backoff = minBackoff
