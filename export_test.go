@@ -10,6 +10,10 @@ import (
 // until the returned func restores it.
 var SetMaxIdleChannels = engine.SetMaxIdleChannels
 
+// SetPinAfter changes how old a hold is before its Client keeps a
+// listening connection for it, until the returned func restores it.
+var SetPinAfter = engine.SetPinAfter
+
 // KeySlot is hashslot.Of, Redis Cluster's slot of a key, for the external tests.
 var KeySlot = hashslot.Of
 

@@ -19,8 +19,8 @@ import (
 // When Redis loses its data, by a restart without persistence or by
 // FLUSHALL, the next holder's fence is above every earlier one all the
 // same, so a fenced store takes its writes; a holder whose hold a restart
-// took learns it within 150ms of Redis answering again (see
-// TestRedis_restartHeardAtOnce). The other ways to
+// took learns it within 2 s of Redis answering again, and within 150ms
+// once its hold is a second old (see TestRedis_restartHeardAtOnce). The other ways to
 // lose or roll back a lock's keys are tested on every deployment
 // (internal/testkit/acceptance: fencesAcrossLoss), failovers in goredis.
 func TestRedis_dataLost(t *testing.T) {
@@ -60,8 +60,8 @@ func TestRedis_dataLost(t *testing.T) {
 				if loss.name == "restart" {
 					select {
 					case <-h.lost():
-						if d := time.Since(answered); d > 150*time.Millisecond {
-							t.Errorf("Lost() closed %v after Redis answered again; want within 150ms", d)
+						if d := time.Since(answered); d > 2*time.Second {
+							t.Errorf("Lost() closed %v after Redis answered again; want within 2s", d)
 						}
 					case <-time.After(5 * time.Second):
 						t.Fatal("Lost() still open 5s after Redis answered again")
@@ -80,8 +80,8 @@ func TestRedis_dataLost(t *testing.T) {
 // Client's listening connection breaks, it asks Redis every 25ms until it
 // answers, and then checks its holds, so Lost() and the ctx of Do's
 // function end within 150ms of Redis answering again, in every run, with
-// the default options (no auto-refresh). Before, 673 to 980ms: the
-// restart watch read Redis once a second.
+// the default options (no auto-refresh), for holds over a second old.
+// Before, 673 to 980ms: the restart watch read Redis once a second.
 func TestRedis_restartHeardAtOnce(t *testing.T) {
 	s := redistest.Start(t)
 	client := uncomplicated.NewClient(redigo.New(s.Pool(t)))
@@ -109,7 +109,7 @@ func TestRedis_restartHeardAtOnce(t *testing.T) {
 			})
 		}()
 		<-inFn
-		time.Sleep(100 * time.Millisecond) // the listening connection is up
+		time.Sleep(1200 * time.Millisecond) // the holds are a second old: their Client keeps a listening connection
 		s.Kill()
 		answered := make(chan time.Time, 1)
 		go func() {

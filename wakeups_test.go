@@ -3,7 +3,6 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +198,7 @@ func TestWakeup_takeOverLeavesQueue(t *testing.T) {
 // before it joins the queue, and its Client keeps the subscription, so that
 // its next wait joins the queue on its first attempt.
 func TestWakeup_subscriptions(t *testing.T) {
+	defer uncomplicated.SetPinAfter(time.Hour)() // no restart watch's listening connection: this test counts them
 	env, holder, waiter := stuck(t)
 	free := mustNew(t, env.Client, Order{2})
 	mustLock(t, free)
@@ -269,9 +269,9 @@ func (r *rig) queueLen(m *uncomplicated.Mutex) int {
 }
 
 // Waiters on many locks share their Client's one listening connection, and
-// all get their lock when it is released; the holders' Client listens on
-// one connection too, while it holds (its restart watch).
+// all get their lock when it is released.
 func TestRedis_oneListeningConnection(t *testing.T) {
+	defer uncomplicated.SetPinAfter(time.Hour)() // no restart watch's listening connection: this test counts them
 	const locks = 200
 	r := newRig(t)
 	holders, waiters := r.client(), r.client()
@@ -291,8 +291,8 @@ func TestRedis_oneListeningConnection(t *testing.T) {
 		}
 		return true
 	})
-	if n := r.subscribers(); n != 2 {
-		t.Errorf("%d connections with subscriptions; want 2, one per Client", n)
+	if n := r.subscribers(); n != 1 {
+		t.Errorf("%d connections with subscriptions; want 1", n)
 	}
 	for _, h := range held {
 		if err := h.Unlock(context.Background()); err != nil {
@@ -309,6 +309,7 @@ func TestRedis_oneListeningConnection(t *testing.T) {
 // A killed listening connection is made again and subscribed again, and
 // the waiter in the queue still gets the lock handed over.
 func TestRedis_listenerReconnects(t *testing.T) {
+	defer uncomplicated.SetPinAfter(time.Hour)() // no restart watch's listening connection: this test counts them
 	r := newRig(t)
 	holder := mustNew(t, r.client(), Order{1})
 	mustLock(t, holder)
@@ -317,7 +318,7 @@ func TestRedis_listenerReconnects(t *testing.T) {
 	eventually(t, "the waiter in the queue", func() bool { return r.queueLen(holder) == 1 })
 
 	r.do("CLIENT", "KILL", "TYPE", "pubsub")
-	eventually(t, "subscribed again", func() bool { return r.subscribers() == 2 }) // the holder's Client's too
+	eventually(t, "subscribed again", func() bool { return r.subscribers() == 1 })
 	held := holder.Fence()
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
@@ -380,6 +381,7 @@ func TestRedis_ticksWithoutWakeups(t *testing.T) {
 // A Client keeps a bounded number of subscriptions once their waiters are
 // gone, the least recently used going first.
 func TestWakeup_idleSubscriptionsBounded(t *testing.T) {
+	defer uncomplicated.SetPinAfter(time.Hour)() // no restart watch's listening connection: this test counts them
 	defer uncomplicated.SetMaxIdleChannels(2)()
 	env := uncomplicatedtest.New(t)
 	holders, waiters := env.NewClient(), env.NewClient()
@@ -398,13 +400,9 @@ func TestWakeup_idleSubscriptionsBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The holders' Client keeps the channel of the first lock it held,
-	// order 0, for its restart watch; the waiters' keeps two.
 	var got []string
-	eventually(t, "two subscriptions of the waiters left", func() bool {
-		got = slices.DeleteFunc(env.Redis.PubSubChannels(""), func(ch string) bool {
-			return strings.Contains(ch, "Order:0}")
-		})
+	eventually(t, "two subscriptions left", func() bool {
+		got = env.Redis.PubSubChannels("")
 		return len(got) == 2
 	})
 	for _, ch := range got {
@@ -416,20 +414,20 @@ func TestWakeup_idleSubscriptionsBounded(t *testing.T) {
 
 // Close ends the listening connection.
 func TestRedis_closeStopsListening(t *testing.T) {
+	defer uncomplicated.SetPinAfter(time.Hour)() // no restart watch's listening connection: this test counts them
 	r := newRig(t)
 	holder := mustNew(t, r.client(), Order{1})
 	mustLock(t, holder)
-	eventually(t, "the holder's Client listening", func() bool { return r.subscribers() == 1 })
 	c := r.client()
 	done := lockAsync(context.Background(), mustNew(t, c, Order{1}))
-	eventually(t, "listening", func() bool { return r.subscribers() == 2 })
+	eventually(t, "listening", func() bool { return r.subscribers() == 1 })
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if err := recv(t, done); !errors.Is(err, uncomplicated.ErrClosed) {
 		t.Errorf("Lock() = %v; want ErrClosed", err)
 	}
-	eventually(t, "no longer listening", func() bool { return r.subscribers() == 1 })
+	eventually(t, "no longer listening", func() bool { return r.subscribers() == 0 })
 }
 
 // A waiter stopped by Close while a release hands it the lock releases it
@@ -465,6 +463,7 @@ func TestWakeup_closeDuringHandOff(t *testing.T) {
 // A pool whose connections time out reads keeps one listening connection:
 // its PINGs come more often than the timeout.
 func TestRedis_listenerOutlivesReadTimeout(t *testing.T) {
+	defer uncomplicated.SetPinAfter(time.Hour)() // no restart watch's listening connection: this test counts them
 	r := newRig(t)
 	pool := &redis.Pool{MaxIdle: 8, DialContext: func(ctx context.Context) (redis.Conn, error) {
 		return redis.DialContext(ctx, "tcp", redistest.Shared(t).Addr, redis.DialReadTimeout(1500*time.Millisecond))
@@ -475,7 +474,7 @@ func TestRedis_listenerOutlivesReadTimeout(t *testing.T) {
 	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithPrefix(r.prefix), uncomplicated.WithTimeout(time.Hour))
 	t.Cleanup(func() { _ = c.Close() })
 	done := lockAsync(context.Background(), mustNew(t, c, Order{1}))
-	eventually(t, "listening", func() bool { return r.subscribers() == 2 }) // the holder's Client's too
+	eventually(t, "listening", func() bool { return r.subscribers() == 1 })
 	before := r.subscriberIDs()
 	time.Sleep(4 * time.Second)
 	if after := r.subscriberIDs(); after != before {

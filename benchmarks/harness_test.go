@@ -409,9 +409,9 @@ func TestScaleRun(t *testing.T) {
 		if !e.cluster {
 			continue
 		}
-		for i, addr := range res.nodes { // the waiters' Client's, and the holder's restart watch's
-			if res.subscribers[i] != 2 || res.sharded[i] != 2 || res.keys[i] == 0 {
-				t.Errorf("%s %s: master %s: %d pub/sub connections, %d sharded, %d keys; want 2, 2 and some keys", e.name(), run.client, addr, res.subscribers[i], res.sharded[i], res.keys[i])
+		for i, addr := range res.nodes { // the waiters' Client's, and the holder's once its holds are a second old
+			if n := res.subscribers[i]; n < 1 || n > 2 || res.sharded[i] != n || res.keys[i] == 0 {
+				t.Errorf("%s %s: master %s: %d pub/sub connections, %d sharded, %d keys; want 1 or 2, as many sharded, and some keys", e.name(), run.client, addr, res.subscribers[i], res.sharded[i], res.keys[i])
 			}
 		}
 	}

@@ -164,8 +164,8 @@
 // Cluster, over go-redis, the locks spread over the masters by slot. Both
 // report, taken while the waiters wait, the connections of each node that
 // have a subscription and of those the sharded ones (CLIENT LIST, ssub >
-// 0): one per node for the waiting Client, and one for the holder, whose
-// restart watch keeps it while the Client holds locks.
+// 0): one per node for the waiting Client, and one for the holder once
+// its holds are a second old, which its restart watch keeps.
 //
 // With -json, it prints each row of the contended table as one line of
 // JSON instead of the header and the tables, in the table's units, and

@@ -101,19 +101,24 @@ func (d *rueidisDriver) EvalWait(ctx context.Context, s *driver.Script, keys []s
 	return r, acked, err
 }
 
-// shared hides ctx's deadline from rueidis, which ends ctx all the same:
-// a command with a deadline that finds its connection idle has rueidis
-// set the deadline on the socket that every call shares, and one that
-// passes closes it, failing the calls of other goroutines (a release made
-// with context.Background() among them) and dialling again under what is
-// left of that ctx. Without one, rueidis queues the command and, if ctx
-// ends first, discards its reply and keeps the connection.
+// shared hides from rueidis a deadline of ctx less than nearDeadline
+// away, which ends ctx all the same: a command with a deadline that finds
+// its connection idle has rueidis set the deadline on the socket that every
+// call shares, and one that passes closes it, failing the calls of other
+// goroutines (a release made with context.Background() among them) and
+// dialling again under what is left of that ctx. Without one, rueidis
+// queues the command and, if ctx ends first, discards its reply and keeps
+// the connection. A deadline further off keeps rueidis's quicker way: only
+// a server stalled that long would see it pass.
 func shared(ctx context.Context) context.Context {
-	if _, ok := ctx.Deadline(); !ok {
+	if dl, ok := ctx.Deadline(); !ok || time.Until(dl) >= nearDeadline {
 		return ctx
 	}
 	return noDeadline{ctx}
 }
+
+// nearDeadline is how soon a deadline is hidden from rueidis (see shared).
+const nearDeadline = time.Second
 
 // noDeadline is a ctx without its deadline (see shared).
 type noDeadline struct{ context.Context }

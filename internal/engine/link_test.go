@@ -55,8 +55,7 @@ func TestWakeups_followsMovedSlot(t *testing.T) {
 	}
 
 	// An unsubscription the Client asked for is only counted.
-	defer func(n int) { maxIdleChannels = n }(maxIdleChannels)
-	maxIdleChannels = 0
+	defer SetMaxIdleChannels(0)()
 	l.close(nil) // no idle channels kept: UNSUBSCRIBE at once
 	w.confirm(driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"})
 	if want := []string{"sub c", "sub c", "unsub c"}; !slices.Equal(sub.sent, want) {

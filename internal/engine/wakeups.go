@@ -33,7 +33,7 @@ const maxGone = 4096
 // maxIdleChannels bounds the subscriptions a Client keeps after their last
 // waiter left, so that a lock waited for again needs no SUBSCRIBE. A
 // variable for the tests.
-var maxIdleChannels = 1024
+var maxIdleChannels = func() *atomic.Int64 { var n atomic.Int64; n.Store(1024); return &n }()
 
 const (
 	// The listening connection is retried after failures with a backoff
@@ -182,7 +182,7 @@ func (l *listener) close(gone *leftWaiter) (handed bool) {
 		return handed
 	}
 	l.ch.idle = w.idle.PushBack(l.name)
-	for w.idle.Len() > maxIdleChannels {
+	for int64(w.idle.Len()) > maxIdleChannels.Load() {
 		w.evict(w.idle.Remove(w.idle.Front()).(string))
 	}
 	return handed
