@@ -504,9 +504,9 @@ func (a mutexAcquirer) acquire(ctx context.Context, k int) (bool, error) {
 	return true, m.Unlock(context.Background())
 }
 
-// quickStartPool is the README's: 16 idle connections, no cap.
+// quickStartPool is the README's: 128 idle connections, no cap.
 func quickStartPool(addr string) *redis.Pool {
-	return &redis.Pool{MaxIdle: 16, IdleTimeout: 5 * time.Minute, DialContext: dialer(addr)}
+	return &redis.Pool{MaxIdle: 128, IdleTimeout: 5 * time.Minute, DialContext: dialer(addr)}
 }
 
 // pool128 has room for every goroutine of the workload, and a few more.

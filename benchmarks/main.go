@@ -43,7 +43,7 @@
 // process, its client closed, was back to its goroutines from before the
 // run (waiting up to 15s); then our best row's acquisitions per second
 // against the best peer's. Rows: our Mutex on redigo with the README's
-// quick-start pool (16 idle connections, no cap) and with a pool of 128
+// quick-start pool (128 idle connections, no cap) and with a pool of 128
 // (MaxActive 128, Wait), on go-redis with default options but
 // ContextTimeoutEnabled, and on rueidis as the fleet workload builds it;
 // redsync 1ms on a redigo pool of 128, redislock 1ms on a go-redis client

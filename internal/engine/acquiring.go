@@ -155,7 +155,10 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 // lateAttempt).
 func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args attemptArgs) (g grant, released bool, err error) {
 	argv := args.argv()
-	late := func(reply any, err error) { b.lateAttempt(ctx, kind, keys, args, reply, err) }
+	var late func(any, error) // what gives back a reply its caller left (see link.call)
+	if ctx.Done() != nil && !b.c.redis.keeps {
+		late = func(reply any, err error) { b.lateAttempt(ctx, kind, keys, args, reply, err) }
+	}
 	g, unknown, left, err := b.grantOf(ctx, s, keys, kind, argv, late)
 	switch {
 	case left:
