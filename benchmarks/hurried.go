@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -334,20 +333,7 @@ func runHurriedWorkload(d *deployments, cfg config, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "running %s on the hurried workload\n", r.name)
 		results = append(results, d.server.runHurried(r, cfg))
 	}
-	if cfg.json {
-		enc := json.NewEncoder(stdout)
-		for _, r := range results {
-			if err := enc.Encode(r.json()); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := printHeader(stdout, d, cfg); err != nil {
-		return err
-	}
-	printHurried(stdout, cfg, results)
-	return nil
+	return report(stdout, d, cfg, results, hurriedResult.json, printHurried)
 }
 
 // printHurried prints the hurried runs, the patient ones, and our best

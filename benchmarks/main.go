@@ -375,10 +375,16 @@ func runFleet(d *deployments, cfg config, stdout, stderr io.Writer) error {
 	for i := range rows {
 		results[i] = medianFleet(runs[i])
 	}
+	return report(stdout, d, cfg, results, fleetResult.json, printFleet)
+}
+
+// report prints a workload's results: with -json one line of JSON a row
+// (asJSON), else the header and the tables (print).
+func report[R, J any](stdout io.Writer, d *deployments, cfg config, results []R, asJSON func(R) J, print func(io.Writer, config, []R)) error {
 	if cfg.json {
 		enc := json.NewEncoder(stdout)
 		for _, r := range results {
-			if err := enc.Encode(r.json()); err != nil {
+			if err := enc.Encode(asJSON(r)); err != nil {
 				return err
 			}
 		}
@@ -387,7 +393,7 @@ func runFleet(d *deployments, cfg config, stdout, stderr io.Writer) error {
 	if err := printHeader(stdout, d, cfg); err != nil {
 		return err
 	}
-	printFleet(stdout, cfg, results)
+	print(stdout, cfg, results)
 	return nil
 }
 

@@ -302,15 +302,15 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 		return
 	}
 	defer w.b.c.tokens.disown(w.token) // after the leave is under way
-	leave := w.leave()
+	c, leave := w.b.c, w.b.giveBack(w.c.kind, w.c.keys, w.token)
 	atDeadline := w.cut && errors.Is(w.b.ctxErr(ctx), context.DeadlineExceeded)
 	handed := false
 	if w.l != nil {
 		var gone *leftWaiter
 		if w.inQueue { // what it needs, as again reuses w
-			gone = &leftWaiter{release: leave.release}
+			gone = &leftWaiter{release: func(ctx context.Context) { c.clean(ctx, leave) }}
 			if atDeadline {
-				gone.late = w.b.c.slack.late
+				gone.late = c.slack.late
 			}
 		}
 		handed = w.l.close(gone)
@@ -318,30 +318,15 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 	switch {
 	case handed || w.heard: // a hand-off it did not take
 		if atDeadline {
-			w.b.c.slack.late()
+			c.slack.late()
 		}
 	case w.attempts == 0 || !w.inQueue && w.c.kind != writerKind: // nothing of it in Redis
 		return
 	case atDeadline: // Redis forgot it
 		return
 	}
-	w.b.c.clean(ctx, leave.cleanup)
+	c.clean(ctx, leave)
 }
-
-// A leaving is the clean-up of a waiter that leaves.
-type leaving struct {
-	c       *Client
-	cleanup cleanup
-}
-
-// leave returns the clean-up that takes w out of the queue and releases
-// what a hand-off gave it (see giveBack).
-func (w *waiter) leave() leaving {
-	return leaving{c: w.b.c, cleanup: w.b.giveBack(w.c.kind, w.c.keys, w.token)}
-}
-
-// release makes l's clean-up: a hand-off reached the waiter after it left.
-func (l leaving) release(ctx context.Context) { l.c.clean(ctx, l.cleanup) }
 
 // sleep is nap for the waiter, which wakes when its subscription is
 // confirmed until it is in the queue.
