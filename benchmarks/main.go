@@ -197,6 +197,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -221,6 +222,7 @@ type config struct {
 	goroutines     int      // the fleet workload's goroutines
 	rounds         int      // the fleet workload's rounds, of which each row reports its medians
 	scaleClient    string   // the scale runs' client: "" (redigo, go-redis on the Cluster) or "rueidis"
+	cpuProfile     string   // where to write a CPU profile of the whole run; empty for none
 }
 
 // semPermits returns the permits of the semaphore rows.
@@ -236,7 +238,14 @@ func main() {
 	if err != nil {
 		os.Exit(2)
 	}
-	if err := run(cfg, os.Stdout, os.Stderr); err != nil {
+	stop, err := profileCPU(cfg.cpuProfile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchmarks:", err)
+		os.Exit(1)
+	}
+	err = run(cfg, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchmarks:", err)
 		os.Exit(1)
 	}
@@ -262,6 +271,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&cfg.rounds, "rounds", 3, "rounds of the fleet workload: every row once a round, each reporting its medians")
 	fs.StringVar(&cfg.scaleClient, "scale-client", "", "the scale runs' client: rueidis, or empty for redigo on the server and go-redis on the Cluster")
 	fs.BoolVar(&cfg.json, "json", false, "print each row of the contended table as one JSON line instead of the tables; skips the interleaved, mix and scale runs")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (this process's side only) to this file")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -453,4 +463,21 @@ func run(cfg config, stdout, stderr io.Writer) error {
 		res.print(stdout)
 	}
 	return nil
+}
+
+// profileCPU starts a CPU profile written to path, unless path is empty,
+// and returns the function that stops it.
+func profileCPU(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
