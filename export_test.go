@@ -4,6 +4,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // SetMaxIdleChannels changes how many idle subscriptions a Client keeps,
@@ -24,7 +25,7 @@ var ReleaseSHA = lua.Release.SHA1()
 var IsClosed = engine.IsClosed
 
 // CutFence is the token and fence of a holder's value, for the external tests.
-var CutFence = engine.CutFence
+var CutFence = wire.CutFence
 
 // AcquireSHA names the Mutex's first attempt's script in EVALSHA.
 var AcquireSHA = lua.Acquire.SHA1()

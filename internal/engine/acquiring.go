@@ -9,6 +9,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
@@ -79,16 +80,16 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 			b.c.tokens.disown(token)
 		}
 	}()
-	args := attemptArgs{token: token, lease: b.cfg.leaseMillis(), form: c.args, permits: c.permits}
+	args := wire.AttemptArgs{Token: token, Lease: b.cfg.leaseMillis(), Form: c.args, Permits: c.permits}
 	g, _, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
 	if err != nil {
 		b.logFailure(ctx, err)
 		return nil, b.gaveUp(ctx, err, "")
 	}
-	if !g.ok {
+	if !g.OK {
 		return nil, nil
 	}
-	return b.granted(ctx, c, token, g.fence, from, observe.Acquired, o)
+	return b.granted(ctx, c, token, g.Fence, from, observe.Acquired, o)
 }
 
 // A taker takes one kind of hold for an acquiring call: waiting its turn
@@ -144,7 +145,7 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 	return h, nil
 }
 
-// attempt runs an acquiring script with args (see attemptArgs). When its
+// attempt runs an acquiring script with args (see wire.AttemptArgs). When its
 // reply is lost after it may have run, it runs it again: the scripts reply
 // the hold when the token has it already, and the entry, if it was joining
 // the queue, rejoins only if it is not there. When that fails too, or the
@@ -153,8 +154,8 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 // be used again. So does one whose caller left it before its reply came
 // (see link.call): the clean-up follows the reply, when it comes (see
 // lateAttempt).
-func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args attemptArgs) (g grant, released bool, err error) {
-	argv := args.argv()
+func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args wire.AttemptArgs) (g wire.Grant, released bool, err error) {
+	argv := args.Argv()
 	var late func(any, error) // what gives back a reply its caller left (see link.call)
 	if ctx.Done() != nil && !b.c.redis.keeps {
 		late = func(reply any, err error) { b.lateAttempt(ctx, kind, keys, args, reply, err) }
@@ -162,22 +163,22 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 	g, unknown, left, err := b.grantOf(ctx, s, keys, kind, argv, late)
 	switch {
 	case left:
-		return grant{}, true, err
+		return wire.Grant{}, true, err
 	case !unknown:
 		return g, false, err
 	}
 	if askAgain(err) {
-		if args.op == "q" {
-			args.op = "r"
+		if args.Op == "q" {
+			args.Op = "r"
 		}
 		var again error
-		if g, _, _, again = b.grantOf(ctx, s, keys, kind, args.argv(), late); again == nil {
+		if g, _, _, again = b.grantOf(ctx, s, keys, kind, args.Argv(), late); again == nil {
 			return g, false, nil
 		}
 		err = errors.Join(err, again)
 	}
-	b.c.clean(ctx, b.giveBack(kind, keys, args.token))
-	return grant{}, true, err
+	b.c.clean(ctx, b.giveBack(kind, keys, args.Token))
+	return wire.Grant{}, true, err
 }
 
 // lateAttempt gives back what an attempt with args got, whose caller left
@@ -187,44 +188,44 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 // expiry was cut to: that expiry counts from when Redis ran the attempt,
 // which may have been long after it was cut (the attempt waited for a
 // connection of a busy pool).
-func (b *base) lateAttempt(ctx context.Context, kind *holdKind, keys []string, args attemptArgs, reply any, err error) {
+func (b *base) lateAttempt(ctx context.Context, kind *holdKind, keys []string, args wire.AttemptArgs, reply any, err error) {
 	if err == nil {
-		var g grant
-		if g, err = parseGrant(reply, kind.fenced); err == nil && !g.ok {
-			waits := args.op != "" || args.form == writerArgs && args.expiry > 0
-			if !waits || endsBy(ctx, time.Duration(args.expiry)*time.Millisecond) {
+		var g wire.Grant
+		if g, err = wire.ParseGrant(reply, kind.fenced); err == nil && !g.OK {
+			waits := args.Op != "" || args.Form == wire.WriterArgs && args.Expiry > 0
+			if !waits || endsBy(ctx, time.Duration(args.Expiry)*time.Millisecond) {
 				return
 			}
 		}
 	} else if errors.Is(err, driver.ErrNotSent) || !mayHaveRun(true, err) {
 		return
 	}
-	b.c.clean(context.WithoutCancel(ctx), b.giveBack(kind, keys, args.token))
+	b.c.clean(context.WithoutCancel(ctx), b.giveBack(kind, keys, args.Token))
 }
 
 // giveBack is the clean-up that gives back whatever token of kind may
 // hold, and takes it out of the queue.
 func (b *base) giveBack(kind *holdKind, keys []string, token string) cleanup {
-	return cleanup{b: b, script: kind.release, keys: keys, args: []string{opLeave, token}}
+	return cleanup{b: b, script: kind.release, keys: keys, args: []string{wire.OpLeave, token}}
 }
 
 // grantOf runs s and reads its grant of a hold of kind; unknown reports
 // a reply lost after the script may have run, and left one its caller
 // left (see link.call), which late gets. Its error is the call's (see
 // gaveUp).
-func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any, late func(any, error)) (g grant, unknown, left bool, err error) {
+func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any, late func(any, error)) (g wire.Grant, unknown, left bool, err error) {
 	reply, sent, left, err := b.c.redis.evalLate(ctx, b.cfg.commandTimeout, s, keys, late, args...)
 	if left {
-		return grant{}, true, true, err
+		return wire.Grant{}, true, true, err
 	}
 	if err == nil {
-		g, err = parseGrant(reply, kind.fenced)
-		if err == nil && g.ok && kind.fenced && !fromClock(g.fence) {
-			err = fmt.Errorf("%w: a %s granted under fence %d, which Redis's clock cannot give", driver.ErrUnexpectedReply, kind.what, g.fence)
+		g, err = wire.ParseGrant(reply, kind.fenced)
+		if err == nil && g.OK && kind.fenced && !wire.FromClock(g.Fence) {
+			err = fmt.Errorf("%w: a %s granted under fence %d, which Redis's clock cannot give", driver.ErrUnexpectedReply, kind.what, g.Fence)
 		}
 		if err == nil {
 			return g, false, false, nil
 		}
 	}
-	return grant{}, mayHaveRun(sent, err), false, err
+	return wire.Grant{}, mayHaveRun(sent, err), false, err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // A base is what every lock of this package has: its Client, its options
@@ -31,7 +32,7 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, er
 	if err != nil {
 		return base{}, err
 	}
-	return base{c: c, cfg: cfg, name: key, typ: typ, tail: tokenTail(cfg)}, nil
+	return base{c: c, cfg: cfg, name: key, typ: typ, tail: wire.TokenTail(cfg.timeout, cfg.label)}, nil
 }
 
 // enter takes sem, waiting while another goroutine of this process holds
@@ -126,5 +127,5 @@ func (b *base) leaseEnd() time.Time {
 // holderToken returns a new token for a hold, or a waiter, that began at
 // since.
 func (b *base) holderToken(since time.Time) string {
-	return newToken() + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
+	return wire.NewToken() + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // A lock's calls to Redis, through its Client's link (see link.go),
@@ -20,7 +21,7 @@ func (b *base) flag(ctx context.Context, wait bool, s *driver.Script, keys []str
 		reply, _, err = b.eval(ctx, s, keys, args...)
 	}
 	if err == nil {
-		if ok, err = parseFlag(reply); err == nil {
+		if ok, err = wire.ParseFlag(reply); err == nil {
 			return ok, acked, nil
 		}
 	}

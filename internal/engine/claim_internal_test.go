@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // A claim is a second, and never more than the lease; the holder must take
@@ -42,12 +43,12 @@ func TestConfig_claim(t *testing.T) {
 // writes it.
 func TestWaiter_entryStatesTheClaim(t *testing.T) {
 	cfg, _ := build([]Option{WithLease(time.Hour)})
-	w := waiter{b: &base{cfg: cfg}, c: &spec{entry: entryExclusive, channel: "ch"}, l: &listener{}}
+	w := waiter{b: &base{cfg: cfg}, c: &spec{entry: wire.EntryExclusive, channel: "ch"}, l: &listener{}}
 	w.l.w = &wakeups{chans: map[string]*channel{"": {confirmed: true}}}
 	if op := w.queue(); op != "q" {
 		t.Fatalf("queue() = %q; want q", op)
 	}
-	entry := queueEntry(w.c.entry, cfg.claim(), cfg.expiry(), 7, w.c.channel)
+	entry := wire.QueueEntry(w.c.entry, cfg.claim(), cfg.expiry(), 7, w.c.channel)
 	fields := strings.Fields(entry)
 	if len(fields) != 5 || fields[1] != strconv.FormatInt(cfg.claim().Milliseconds(), 10) || fields[3] != "7" {
 		t.Errorf("entry = %q; want the claim, %v, after the kind, and attempt 7 before the channel", entry, cfg.claim())
@@ -65,16 +66,16 @@ func TestWaiter_handedOverWithinTheClaim(t *testing.T) {
 	now := mock.Now()
 	cases := []struct {
 		name string
-		wu   wakeUp
+		wu   wire.WakeUp
 		from time.Time
 		want bool
 	}{
-		{"no hand-off", wakeUp{}, now, false},
-		{"of the entry of an attempt before the last", wakeUp{fence: 9, attempt: 2}, now, false},
-		{"of the last attempt's entry, at once", wakeUp{fence: 9, attempt: 3}, now, true},
-		{"a nanosecond before half the claim", wakeUp{fence: 9, attempt: 3}, now.Add(-claim/2 + time.Nanosecond), true},
-		{"half the claim on", wakeUp{fence: 9, attempt: 3}, now.Add(-claim / 2), false},
-		{"long after (a paused waiter)", wakeUp{fence: 9, attempt: 3}, now.Add(-time.Minute), false},
+		{"no hand-off", wire.WakeUp{}, now, false},
+		{"of the entry of an attempt before the last", wire.WakeUp{Fence: 9, Attempt: 2}, now, false},
+		{"of the last attempt's entry, at once", wire.WakeUp{Fence: 9, Attempt: 3}, now, true},
+		{"a nanosecond before half the claim", wire.WakeUp{Fence: 9, Attempt: 3}, now.Add(-claim/2 + time.Nanosecond), true},
+		{"half the claim on", wire.WakeUp{Fence: 9, Attempt: 3}, now.Add(-claim / 2), false},
+		{"long after (a paused waiter)", wire.WakeUp{Fence: 9, Attempt: 3}, now.Add(-time.Minute), false},
 	}
 	for _, tc := range cases {
 		w := waiter{b: &base{cfg: cfg}, entries: 3, inQueue: true}

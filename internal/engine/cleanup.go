@@ -7,6 +7,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Clean-ups are the releases a Client makes apart from any caller: of a
@@ -35,16 +36,13 @@ type cleanup struct {
 	keys   []string
 	// args are the release's ARGV: "q" and the tokens of waiters that
 	// leave, each leaving the queue and releasing what a hand-off gave it
-	// (see attemptArgs), or "" and a hold's values.
+	// (see wire.AttemptArgs), or "" and a hold's values.
 	args []string
 }
 
 // leaving reports whether x takes waiters out of the queue, which one call
 // can do for many.
-func (x cleanup) leaving() bool { return x.args[0] == opLeave }
-
-// opLeave is the first ARGV of a release by waiters that leave.
-const opLeave = "q"
+func (x cleanup) leaving() bool { return x.args[0] == wire.OpLeave }
 
 // run makes the release, bounded by ctx and by releaseTimeout; a driver
 // that panics ends the clean-up, not the process.
@@ -52,7 +50,7 @@ func (x cleanup) run(ctx context.Context) {
 	defer func() { _ = recover() }()
 	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
 	defer cancel()
-	_, _, _ = x.b.eval(ctx, x.script, x.keys, anys(x.args)...)
+	_, _, _ = x.b.eval(ctx, x.script, x.keys, wire.Anys(x.args)...)
 }
 
 // A cleaner is a Client's queue of clean-ups.

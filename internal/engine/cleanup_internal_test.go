@@ -8,6 +8,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // coalesce merges the leaves of a lock that follow each other and share a
@@ -15,7 +16,7 @@ import (
 // and never merges a Semaphore's, whose release hands on one permit.
 func TestCoalesce(t *testing.T) {
 	leave := func(s string, tokens ...string) cleanup {
-		return cleanup{script: map[string]*driver.Script{"m": lua.Release, "s": lua.SemRelease}[s], args: append([]string{opLeave}, tokens...)}
+		return cleanup{script: map[string]*driver.Script{"m": lua.Release, "s": lua.SemRelease}[s], args: append([]string{wire.OpLeave}, tokens...)}
 	}
 	hold := cleanup{script: lua.Release, args: []string{"", "h 1"}}
 	cases := []struct {
@@ -85,21 +86,5 @@ func TestSlack(t *testing.T) {
 	}
 	if s.get() != 0 {
 		t.Errorf("slack after many taken = %v; want 0", s.get())
-	}
-}
-
-// fromClock takes fences of Redis's clock, in microseconds since 2001 and
-// below 2^53, and nothing a server answering nonsense replies.
-func TestFromClock(t *testing.T) {
-	for _, tc := range []struct {
-		fence uint64
-		want  bool
-	}{
-		{0, false}, {1, false}, {12345, false}, {minFence - 1, false}, {minFence, true},
-		{1_796_185_736_000_001, true}, {1<<53 - 1, true}, {1 << 53, false}, {1<<64 - 1, false},
-	} {
-		if got := fromClock(tc.fence); got != tc.want {
-			t.Errorf("fromClock(%d) = %v; want %v", tc.fence, got, tc.want)
-		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Client: see uncomplicated.Client.
@@ -41,7 +43,7 @@ func newClient(l *link, opts []Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	cleanCtx, cleanCancel := context.WithCancel(context.Background())
 	c := &Client{
-		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
+		redis: l, opts: slices.Clone(opts), id: wire.NewToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel, cleanCtx: cleanCtx, cleanCancel: cleanCancel,
 	}
 	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Elections. An Election is a Mutex in a key space of its own
@@ -21,7 +22,7 @@ import (
 // label of its token; its fence is the lock's, which also tells when it
 // was elected (see internal/lua/new_fence.lua). A new leader announces itself on
 // <prefix>:elected:{<key>}, which wakes every observer of every Client
-// (see broadcast). Observers also read the leader every tick, so a lost
+// (see wire.Broadcast). Observers also read the leader every tick, so a lost
 // message costs a tick, never a leader.
 
 // Leader: see uncomplicated.Leader.
@@ -77,7 +78,7 @@ func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	if every == 0 {
 		every = cfg.keepAlive()
 	}
-	key := cfg.prefix + electionPart + escape(name)
+	key := cfg.prefix + electionPart + wire.Escape(name)
 	return &Election{
 		c: c, cfg: cfg, name: key, every: every, channel: cfg.prefix + ":elected:{" + key + "}",
 		sem: make(chan struct{}, 1), lead: make(chan struct{}, 1),
@@ -118,7 +119,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 	}
 	cfg := e.cfg
 	cfg.label = value
-	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: tokenTail(cfg)})
+	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: wire.TokenTail(cfg.timeout, cfg.label)})
 	if _, err := m.acquiring(ctx, "Campaign", inspection.KindMutex, &m.x, false, nil); err != nil {
 		return nil, err
 	}
@@ -158,7 +159,7 @@ func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) err
 func (e *Election) announce(l *leadership) {
 	for range 2 {
 		_, _, err := l.m.eval(e.c.ctx, lua.Announce, []string{e.name, e.channel},
-			l.h.fence, broadcast+" "+strconv.FormatUint(l.h.fence, 10))
+			l.h.fence, wire.Broadcast+" "+strconv.FormatUint(l.h.fence, 10))
 		if err == nil {
 			return
 		}
@@ -239,9 +240,9 @@ func (e *Election) read(ctx context.Context) (Leader, error) {
 	if len(v) == 0 {
 		return Leader{}, NewError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
 	}
-	token, fence := cutFence(string(v))
-	t := parseToken(token)
-	l := Leader{Value: t.label, Fence: fence, Since: t.since}
+	token, fence := wire.CutFence(string(v))
+	t := wire.ParseToken(token)
+	l := Leader{Value: t.Label, Fence: fence, Since: t.Since}
 	if fence > 0 {
 		l.Since = time.UnixMicro(int64(fence))
 	}
@@ -263,9 +264,9 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 // every tick, until ctx ends or the Client closes.
 func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer close(out)
-	var wake <-chan wakeUp
+	var wake <-chan wire.WakeUp
 	if w := e.c.wakeups(false); w != nil {
-		l := w.listen(e.channel, newToken(), false)
+		l := w.listen(e.channel, wire.NewToken(), false)
 		defer l.close(nil)
 		wake = l.wake
 	}

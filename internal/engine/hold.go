@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // A hold is one acquisition of a lock: of a Mutex, of an RWMutex as its
@@ -61,7 +62,7 @@ type hold struct {
 
 // inKey returns tokens as the lock's key holds them, so that a release
 // compares them whole: for a hold whose key holds its holder (a Mutex's,
-// an RWMutex's writer), each with the hold's fence (see fenced); the
+// an RWMutex's writer), each with the hold's fence (see wire.Fenced); the
 // others' as they are.
 func (h *hold) inKey(tokens []string) []string {
 	if h.kind.set >= 0 || h.fence == 0 {
@@ -69,7 +70,7 @@ func (h *hold) inKey(tokens []string) []string {
 	}
 	values := make([]string, len(tokens))
 	for i, t := range tokens {
-		values[i] = fenced(t, h.fence)
+		values[i] = wire.Fenced(t, h.fence)
 	}
 	return values
 }
@@ -122,7 +123,7 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 	next := h.b.holderToken(h.since)
 	h.b.c.tokens.own(next) // before Redis may have it
 	sent := h.b.cfg.clock.Now()
-	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, anys(tokens)...)...)
+	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, wire.Anys(tokens)...)...)
 	if err = h.refreshed(ctx, tokens, next, sent, ok, err); err != nil {
 		return 0, err
 	}
@@ -213,11 +214,11 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	if opErr != nil {
 		return h.releaseFailed(ctx, remember, args, later, opErr)
 	}
-	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, anys(args)...)
+	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
 	var ok bool
 	var next []string
 	if err == nil {
-		ok, next, err = parseRelease(reply)
+		ok, next, err = wire.ParseRelease(reply)
 	}
 	switch {
 	case err != nil:
@@ -287,13 +288,13 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	var held bool
 	var err error
 	if h.kind.set >= 0 {
-		held, _, err = h.b.flag(ctx, false, lua.Held, h.keys[h.kind.set:h.kind.set+1], anys(tokens)...)
+		held, _, err = h.b.flag(ctx, false, lua.Held, h.keys[h.kind.set:h.kind.set+1], wire.Anys(tokens)...)
 	} else {
 		var cur string
 		if cur, err = h.b.get(ctx, h.keys[0]); err != nil {
 			err = h.b.redisError(ctx, err)
 		}
-		cur, _ = cutFence(cur)
+		cur, _ = wire.CutFence(cur)
 		held = slices.Contains(tokens, cur)
 	}
 	if err != nil || held {

@@ -15,6 +15,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Inspection: what an operator, or ulock status, sees of a lock in Redis
@@ -100,7 +101,7 @@ func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock,
 	if err != nil {
 		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
-	gone, err := strs(reply)
+	gone, err := wire.Strs(reply)
 	if err != nil {
 		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
@@ -156,17 +157,17 @@ func (in *snapshot) removed(gone []string) []inspection.Holder {
 		if tok == "" {
 			continue
 		}
-		tok, _ = cutFence(tok)
+		tok, _ = wire.CutFence(tok)
 		if j := slices.Index(in.tokens, tok); j >= 0 {
 			hs = append(hs, in.info.Holders[j])
 			continue
 		}
-		role := roleOf(in.info.Kind, entryExclusive)
+		role := roleOf(in.info.Kind, wire.EntryExclusive)
 		if in.info.Kind == inspection.KindRWMutex && i > 0 {
 			role = inspection.RoleReader
 		}
-		t := parseToken(tok)
-		hs = append(hs, inspection.Holder{Role: role, Label: t.label, Since: t.since, Timeout: t.timeout, LeaseLeft: inspection.NoLease})
+		t := wire.ParseToken(tok)
+		hs = append(hs, inspection.Holder{Role: role, Label: t.Label, Since: t.Since, Timeout: t.Timeout, LeaseLeft: inspection.NoLease})
 	}
 	return hs
 }
@@ -188,7 +189,7 @@ func scanNames(ctx context.Context, c *Client, cfg config, match string, limit i
 				return nil, false, fmt.Errorf("uncomplicated: SCAN: %w", err)
 			}
 			var keys []string
-			if cursor, keys, err = parseScan(reply); err != nil {
+			if cursor, keys, err = wire.ParseScan(reply); err != nil {
 				return nil, false, fmt.Errorf("uncomplicated: SCAN: %w", err)
 			}
 			for _, key := range keys {
@@ -371,17 +372,17 @@ func (p *inspectParser) fail(what string, v any) {
 // add records a holder with token, its lease left in ms (-1: none) and
 // fence.
 func (p *inspectParser) add(token, role string, left int64, fence uint64) {
-	t := parseToken(token)
+	t := wire.ParseToken(token)
 	lease := inspection.NoLease
 	if left >= 0 {
 		lease = time.Duration(left) * time.Millisecond
 	}
-	p.in.info.Holders = append(p.in.info.Holders, inspection.Holder{Role: role, Label: t.label, Since: t.since, Timeout: t.timeout, LeaseLeft: lease, Fence: fence})
+	p.in.info.Holders = append(p.in.info.Holders, inspection.Holder{Role: role, Label: t.Label, Since: t.Since, Timeout: t.Timeout, LeaseLeft: lease, Fence: fence})
 	p.in.tokens = append(p.in.tokens, token)
 }
 
 // token reads {value, pttl} of a Mutex's holder or an RWMutex's writer,
-// whose value carries its fence (see cutFence).
+// whose value carries its fence (see wire.CutFence).
 func (p *inspectParser) token(v any, role string) {
 	r, _ := v.([]any)
 	if len(r) != 2 {
@@ -391,7 +392,7 @@ func (p *inspectParser) token(v any, role string) {
 	value, _ := r[0].([]byte)
 	pttl, _ := r[1].(int64)
 	if len(value) > 0 {
-		token, fence := cutFence(string(value))
+		token, fence := wire.CutFence(string(value))
 		p.add(token, role, pttl, fence)
 	}
 }
@@ -399,8 +400,8 @@ func (p *inspectParser) token(v any, role string) {
 // holders reads {token, expiry} pairs of a set of holders, and their
 // fences when fences is not nil.
 func (p *inspectParser) holders(v, fences any, role string) {
-	r, err := strs(v)
-	fs, ferr := strs(fences)
+	r, err := wire.Strs(v)
+	fs, ferr := wire.Strs(fences)
 	if err != nil || ferr != nil || len(r)%2 != 0 || fences != nil && len(fs) != len(r)/2 {
 		p.fail("holders", v)
 		return
@@ -420,7 +421,7 @@ func (p *inspectParser) holders(v, fences any, role string) {
 
 // queue reads {token, entry} pairs of queued waiters.
 func (p *inspectParser) queue(v any) {
-	r, err := strs(v)
+	r, err := wire.Strs(v)
 	if err != nil || len(r)%2 != 0 {
 		p.fail("queue", v)
 		return
@@ -430,12 +431,12 @@ func (p *inspectParser) queue(v any) {
 		if n, err := strconv.Atoi(kind); err == nil && p.in.info.Kind == inspection.KindSemaphore {
 			p.in.info.Permits = n
 		}
-		t := parseToken(r[i])
-		p.in.info.Waiters = append(p.in.info.Waiters, inspection.Holder{Role: roleOf(p.in.info.Kind, kind), Label: t.label, Since: t.since, Timeout: t.timeout})
+		t := wire.ParseToken(r[i])
+		p.in.info.Waiters = append(p.in.info.Waiters, inspection.Holder{Role: roleOf(p.in.info.Kind, kind), Label: t.Label, Since: t.Since, Timeout: t.Timeout})
 	}
 }
 
-// roleOf names the role of a queue entry of kind (see queueEntry) in a lock
+// roleOf names the role of a queue entry of kind (see wire.QueueEntry) in a lock
 // of k.
 func roleOf(k string, kind string) string {
 	switch {
@@ -443,7 +444,7 @@ func roleOf(k string, kind string) string {
 		return inspection.RoleHolder
 	case k == inspection.KindSemaphore:
 		return inspection.RolePermit
-	case kind == entryShared:
+	case kind == wire.EntryShared:
 		return inspection.RoleReader
 	}
 	return inspection.RoleWriter

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Lock names: see package uncomplicated's lockname.go for the rule.
@@ -62,10 +64,10 @@ func lockName[K any](cfg config, obj identifier[K]) (name, typ string, err error
 	}
 	if cfg.gemNames {
 		name, err = gemName(cfg.prefix, typ, id)
-		return name, squeeze(typ), err
+		return name, wire.Squeeze(typ), err
 	}
-	typ = escape(typ)
-	return cfg.prefix + ":" + typ + ":" + escape(id), typ, nil
+	typ = wire.Escape(typ)
+	return cfg.prefix + ":" + typ + ":" + wire.Escape(id), typ, nil
 }
 
 // gemName names a lock as the Ruby gem uncomplicated_mutex does: the prefix
@@ -84,23 +86,7 @@ func gemName(prefix string, parts ...string) (string, error) {
 			return "", fmt.Errorf("%w: %q: a gem name cannot hold '{' or '}'", ErrInvalidArgument, p)
 		}
 	}
-	return squeeze(prefix + ":" + strings.Join(parts, ":")), nil
-}
-
-// squeeze replaces every run of ':' in s with one.
-func squeeze(s string) string {
-	if !strings.Contains(s, "::") {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		if s[i] == ':' && i > 0 && s[i-1] == ':' {
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return wire.Squeeze(prefix + ":" + strings.Join(parts, ":")), nil
 }
 
 // lockType is the type part of obj's lock name: its LockType, or its Go
@@ -206,60 +192,5 @@ func plainName(prefix, name string) (string, error) {
 	if name == "" {
 		return "", fmt.Errorf("%w: empty name", ErrInvalidArgument)
 	}
-	return prefix + ":" + escape(name), nil
-}
-
-// fenceKey names the counter of the fencing tokens of lock name.
-func fenceKey(prefix, name string) string {
-	return prefix + ":fence:{" + name + "}"
-}
-
-// queueKey names the list of lock name's waiters.
-func queueKey(prefix, name string) string {
-	return prefix + ":queue:{" + name + "}"
-}
-
-// sharedKey names one of the keys of lock name that an RWMutex or a
-// Semaphore keeps, such as lock:readers:{lock:orders.Order:42}.
-func sharedKey(prefix, part, name string) string {
-	return prefix + ":" + part + ":{" + name + "}"
-}
-
-// wakeChannel names the channel on which the Client with id hears that
-// lock name was handed to one of its waiters.
-func wakeChannel(prefix, name, id string) string {
-	return prefix + ":wake:{" + name + "}:" + id
-}
-
-// escape keeps ASCII letters, digits, '-', '_' and '.' and writes every
-// other byte as %XX (upper-case hex).
-func escape(s string) string {
-	n := 0
-	for i := 0; i < len(s); i++ {
-		if !simple(s[i]) {
-			n++
-		}
-	}
-	if n == 0 {
-		return s
-	}
-	const hex = "0123456789ABCDEF"
-	var b strings.Builder
-	b.Grow(len(s) + 2*n)
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if simple(c) {
-			b.WriteByte(c)
-			continue
-		}
-		b.WriteByte('%')
-		b.WriteByte(hex[c>>4])
-		b.WriteByte(hex[c&15])
-	}
-	return b.String()
-}
-
-func simple(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
-		c == '-' || c == '_' || c == '.'
+	return prefix + ":" + wire.Escape(name), nil
 }

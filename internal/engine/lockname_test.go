@@ -15,6 +15,7 @@ import (
 	shop "github.com/uncomplicated-mutex/uncomplicated/internal/shop/orders"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
@@ -211,13 +212,13 @@ func FuzzLockName(f *testing.F) {
 		if strings.ContainsAny(id, ":{}") {
 			t.Errorf("escaped id %q holds ':', '{' or '}'", id)
 		}
-		if got := unescape(id); got != a || escape(got) != id {
+		if got := wire.Unescape(id); got != a || wire.Escape(got) != id {
 			t.Errorf("unescape(%q) = %q; want %q", id, got, a)
 		}
 		if isSimple(a) && id != a {
 			t.Errorf("simple id %q became %q", a, id)
 		}
-		if s, fs := hashslot.Of(na), hashslot.Of(fenceKey("lock", na)); s != fs {
+		if s, fs := hashslot.Of(na), hashslot.Of(wire.FenceKey("lock", na)); s != fs {
 			t.Errorf("slots of %q and its fence = %d, %d", na, s, fs)
 		}
 	})
@@ -225,7 +226,8 @@ func FuzzLockName(f *testing.F) {
 
 func isSimple(s string) bool {
 	for i := 0; i < len(s); i++ {
-		if !simple(s[i]) {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
 			return false
 		}
 	}
@@ -253,7 +255,7 @@ func TestKeySlot_realCluster(t *testing.T) {
 		keys = append(keys, string(raw))
 		if len(raw) > 0 {
 			name := nameOf(t, strID(raw))
-			keys = append(keys, name, fenceKey("lock", name))
+			keys = append(keys, name, wire.FenceKey("lock", name))
 		}
 		keys = append(keys, fmt.Sprintf("k%d{t%d}", i, i%7))
 	}
@@ -267,8 +269,8 @@ func TestKeySlot_realCluster(t *testing.T) {
 		}
 	}
 	for _, name := range []string{nameOf(t, orders.Order{N: 42}), nameOf(t, strID("a{b}c"))} {
-		if a, b := hashslot.Of(name), hashslot.Of(fenceKey("lock", name)); a != b {
-			t.Errorf("slots of %q and %q = %d, %d", name, fenceKey("lock", name), a, b)
+		if a, b := hashslot.Of(name), hashslot.Of(wire.FenceKey("lock", name)); a != b {
+			t.Errorf("slots of %q and %q = %d, %d", name, wire.FenceKey("lock", name), a, b)
 		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // A patience is a waiter's judgement of what blocks it. A holder is stuck
@@ -57,10 +59,10 @@ func (p *patience) watch(blockers []string, now time.Time) (news bool) {
 // of is the patience of one blocker: the larger of the waiter's timeout
 // and the timeout its token states.
 func (p *patience) of(blocker string) time.Duration {
-	if w, ok := cutWriter(blocker); ok {
+	if w, ok := wire.CutWriter(blocker); ok {
 		blocker = w
 	}
-	return max(p.own, parseToken(blocker).timeout)
+	return max(p.own, wire.ParseToken(blocker).Timeout)
 }
 
 // stale returns the blockers that are stuck at now (the whole set, or the

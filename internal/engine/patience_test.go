@@ -1,14 +1,13 @@
 package engine
 
 import (
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // The patience of a waiter blocked by several holders, step by step: each
@@ -125,68 +124,9 @@ func TestCrowd_overtaken(t *testing.T) {
 	}
 }
 
-func TestParseGrant(t *testing.T) {
-	cases := []struct {
-		reply any
-		want  grant
-		err   bool
-	}{
-		{[]any{int64(1), int64(7)}, grant{ok: true, fence: 7}, false},
-		{int64(7), grant{ok: true, fence: 7}, false}, // a Mutex's bare fence
-		{int64(0), grant{}, true},
-		{int64(-1), grant{}, true},
-		{[]any{int64(1), int64(0)}, grant{ok: true}, false},
-		{[]any{int64(0), []byte("w"), []any{[]byte("a"), []byte("b")}}, grant{writer: "w", holders: []string{"a", "b"}}, false},
-		{[]any{int64(0), []byte("h 7"), []any{}}, grant{writer: "h", holders: []string{}}, false},
-		{[]any{int64(0), []byte("h x"), []any{}}, grant{writer: "h x", holders: []string{}}, false},
-		{[]any{int64(0), []byte("h 9007199254740992"), []any{}}, grant{writer: "h 9007199254740992", holders: []string{}}, false},
-		{[]any{int64(0), []byte(""), []any{}}, grant{holders: []string{}}, false},
-		{[]any{int64(1), int64(-1)}, grant{}, true},
-		{[]any{int64(0), int64(0)}, grant{}, true},
-		{[]any{int64(0), int64(3), []any{}}, grant{}, true},
-		{[]any{int64(0), []byte(""), []any{int64(1)}}, grant{}, true},
-		{[]any{int64(2), int64(1)}, grant{}, true},
-		{[]any{int64(0), int64(0), []byte(""), []any{}}, grant{}, true},
-		{[]any{int64(1), int64(7), int64(1)}, grant{}, true},
-		{[]any{int64(0), []byte("h"), int64(7)}, grant{}, true},
-		{"OK", grant{}, true},
-		{nil, grant{}, true},
-	}
-	for _, tc := range cases {
-		got, err := parseGrant(tc.reply, true)
-		if tc.err {
-			if !errors.Is(err, driver.ErrUnexpectedReply) {
-				t.Errorf("parseGrant(%v) = %v; want driver.ErrUnexpectedReply", tc.reply, err)
-			}
-			continue
-		}
-		if err != nil || !grantsEqual(got, tc.want) {
-			t.Errorf("parseGrant(%v) = %+v, %v; want %+v", tc.reply, got, err, tc.want)
-		}
-	}
-	// Only a Mutex's script replies a bare fence: for the other locks an
-	// integer is no grant.
-	if _, err := parseGrant(int64(7), false); !errors.Is(err, driver.ErrUnexpectedReply) {
-		t.Errorf("parseGrant(7, false) = %v; want driver.ErrUnexpectedReply", err)
-	}
-}
-
-func TestGrant_blockers(t *testing.T) {
-	g := grant{writer: "x", holders: []string{"a"}}
-	if got := g.blockers(); !slices.Equal(got, []string{"w:x", "a"}) {
-		t.Errorf("blockers() = %v; want [w:x a]", got)
-	}
-	if w, ok := cutWriter("w:x"); !ok || w != "x" {
-		t.Errorf(`cutWriter("w:x") = %q, %v; want "x", true`, w, ok)
-	}
-	if _, ok := cutWriter("a"); ok {
-		t.Error(`cutWriter("a") reports a writer`)
-	}
-}
-
 // tokenOf returns a token of this version whose holder's timeout is d.
 func tokenOf(name string, d time.Duration) string {
-	secret := strings.Repeat(name, secretLen+clientIDLen)[:secretLen+clientIDLen]
+	secret := strings.Repeat(name, wire.SecretLen+wire.ClientIDLen)[:wire.SecretLen+wire.ClientIDLen]
 	return secret + ".0." + strconv.FormatInt(d.Milliseconds(), 36) + ".label"
 }
 
@@ -205,7 +145,7 @@ func TestPatience_holdersTimeouts(t *testing.T) {
 		{"a holder with a longer timeout", false, []string{long}, []int{29, 30}, []string{long}},
 		{"a holder with a shorter timeout", false, []string{short}, []int{9, 10}, []string{short}},
 		{"an old token, without one", false, []string{"old"}, []int{9, 10}, []string{"old"}},
-		{"a writer's mark", false, []string{writerMark + long}, []int{29, 30}, []string{writerMark + long}},
+		{"a writer's mark", false, []string{wire.WriterMark + long}, []int{29, 30}, []string{wire.WriterMark + long}},
 		{"a set: its longest", false, []string{short, long}, []int{29, 30}, []string{long, short}},
 		{"each holder: the shorter first", true, []string{short, long}, []int{9, 10}, []string{short}},
 	}
@@ -223,29 +163,5 @@ func TestPatience_holdersTimeouts(t *testing.T) {
 				t.Errorf("stale() at %ds = %v, left %v; want %v, none left", tc.stuckAt[1], stale, left, tc.stale)
 			}
 		})
-	}
-}
-
-func TestParseToken(t *testing.T) {
-	at := time.UnixMilli(1_700_000_000_123)
-	since := strconv.FormatInt(at.UnixMilli(), 36)
-	secret, id := strings.Repeat("s", secretLen), strings.Repeat("c", clientIDLen)
-	cases := []struct {
-		token string
-		want  tokenInfo
-	}{
-		{secret + id + "." + since + ".1jk.web-1.example%3A42", tokenInfo{client: id, label: "web-1.example:42", since: at, timeout: 2 * time.Second}},
-		{secret + id + "." + since + ".1jk.", tokenInfo{client: id, since: at, timeout: 2 * time.Second}},
-		{secret + "." + since + ".web%3A1", tokenInfo{label: "web:1", since: at}}, // the version before
-		{secret, tokenInfo{}}, // the one before that
-		{secret + id + "." + since + ".zzzzzzzzzzzzzz.x", tokenInfo{client: id, label: "x", since: at}},
-		{secret + id + "." + since, tokenInfo{}},
-		{"short." + since + ".x", tokenInfo{}},
-		{"", tokenInfo{}},
-	}
-	for _, tc := range cases {
-		if got := parseToken(tc.token); got != tc.want {
-			t.Errorf("parseToken(%q) = %+v; want %+v", tc.token, got, tc.want)
-		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Redis without persistence forgets every lock when it restarts, and
@@ -144,7 +145,7 @@ func (w *restartWatch) pin(addr string, h *hold) {
 	if w.pins == nil {
 		w.pins = map[string]*listener{}
 	}
-	w.pins[addr] = wk.listen(wakeChannel(h.b.cfg.prefix, h.b.name, w.c.id), pinToken, false)
+	w.pins[addr] = wk.listen(wire.WakeChannel(h.b.cfg.prefix, h.b.name, w.c.id), pinToken, false)
 }
 
 // unpin ends the pins of the nodes not in keep. The caller holds w.mu.
@@ -319,7 +320,7 @@ func (w *restartWatch) repin(nodes map[string]*node) {
 func (w *restartWatch) rerelease(ctx context.Context, rs []release) (done []release) {
 	d := w.c.settings().commandTimeout
 	for _, r := range rs {
-		args := append([]any{""}, anys(r.tokens)...)
+		args := append([]any{""}, wire.Anys(r.tokens)...)
 		if _, _, err := w.c.redis.eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
 			done = append(done, r)
 		}

@@ -6,19 +6,20 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // A primitive's strategy, gathered in one place: the kind of its holds
 // (holdKind), its spec (what its acquisitions send Redis and how its
 // waiters queue and judge their blockers), the form of its attempts' own
-// ARGV (argForm) and its keys. The wait loop takes a spec; the takers
+// ARGV (wire.ArgForm) and its keys. The wait loop takes a spec; the takers
 // (exclusive, reader, Semaphore) hold theirs.
 
 // A holdKind is what differs between the kinds of hold.
 type holdKind struct {
 	what    string         // "lock", "write lock", "read lock" or "permit", for errors and logs
 	refresh *driver.Script // ARGV: lease, new token, tokens...
-	release *driver.Script // ARGV: entry or "", tokens...; replies as parseRelease reads
+	release *driver.Script // ARGV: entry or "", tokens...; replies as wire.ParseRelease reads
 	// refreshKeys is how many of the lock's keys refresh takes, from the
 	// first; release takes them all.
 	refreshKeys int
@@ -35,18 +36,10 @@ var (
 	permitKind = &holdKind{what: "permit", refresh: lua.SemRefresh, release: lua.SemRelease, refreshKeys: 2, set: 0, fenced: true}
 )
 
-// The kinds of queue entry (see queueEntry) of a waiter for the lock itself
-// (a Mutex's, an RWMutex's writer) and of an RWMutex's reader; a
-// Semaphore's waiter's is its number of permits.
-const (
-	entryExclusive = "x"
-	entryShared    = "s"
-)
-
 // A spec is what differs between the locks' acquisitions: the kind of
 // hold, the lock's keys and channel, and the scripts of an attempt and a
 // take-over, with the arguments that follow the five of an attempt (see
-// attemptArgs).
+// wire.AttemptArgs).
 type spec struct {
 	primitive string // the primitive, for an Observer
 	kind      *holdKind
@@ -54,13 +47,13 @@ type spec struct {
 	channel   string         // where this Client hears of hand-offs to its waiters
 	acquire   *driver.Script // one attempt
 	takeOver  *driver.Script // a take-over of stale blockers
-	args      argForm        // the form of its own arguments (see attemptArgs)
+	args      wire.ArgForm   // the form of its own arguments (see wire.AttemptArgs)
 	permits   int            // a Semaphore's
 	// writer and holder are the kinds of hold that block it: the writer
 	// (or a Mutex's holder) and the others (readers, permits); nil when
 	// none can.
 	writer, holder *holdKind
-	entry          string // the kind of the waiter's queue entry: entryExclusive, entryShared or permits
+	entry          string // the kind of the waiter's queue entry: wire.EntryExclusive, wire.EntryShared or permits
 	each           bool   // each holder has its own patience (see patience)
 	who            string // what a stale error blames: "one holder token", "the same holders"
 }
@@ -70,24 +63,24 @@ type spec struct {
 func mutexSpec(prefix, name, id string) *spec {
 	return &spec{
 		primitive: inspection.KindMutex, kind: mutexKind,
-		keys: mutexKeysOf(prefix, name), channel: wakeChannel(prefix, name, id),
-		acquire: lua.Acquire, takeOver: lua.TakeOver, args: mutexArgs,
-		writer: mutexKind, entry: entryExclusive, who: "one holder token",
+		keys: mutexKeysOf(prefix, name), channel: wire.WakeChannel(prefix, name, id),
+		acquire: lua.Acquire, takeOver: lua.TakeOver, args: wire.MutexArgs,
+		writer: mutexKind, entry: wire.EntryExclusive, who: "one holder token",
 	}
 }
 
 // rwSpecs are the specs of the RWMutex name's writer and readers.
 func rwSpecs(prefix, name, id string) (writer, reader *spec) {
-	keys, channel := rwKeysOf(prefix, name), wakeChannel(prefix, name, id)
+	keys, channel := rwKeysOf(prefix, name), wire.WakeChannel(prefix, name, id)
 	writer = &spec{
 		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel,
-		acquire: lua.RWLock, takeOver: lua.RWLock, args: writerArgs,
-		writer: writerKind, holder: readerKind, entry: entryExclusive, who: "the same holders",
+		acquire: lua.RWLock, takeOver: lua.RWLock, args: wire.WriterArgs,
+		writer: writerKind, holder: readerKind, entry: wire.EntryExclusive, who: "the same holders",
 	}
 	reader = &spec{
 		primitive: inspection.KindRWMutex, kind: readerKind, keys: keys, channel: channel,
-		acquire: lua.RWRLock, takeOver: lua.RWRLock, args: readerArgs,
-		writer: writerKind, holder: readerKind, entry: entryShared, who: "the same holders",
+		acquire: lua.RWRLock, takeOver: lua.RWRLock, args: wire.ReaderArgs,
+		writer: writerKind, holder: readerKind, entry: wire.EntryShared, who: "the same holders",
 	}
 	return writer, reader
 }
@@ -96,39 +89,29 @@ func rwSpecs(prefix, name, id string) (writer, reader *spec) {
 func permitSpec(prefix, name, id string, permits int) *spec {
 	return &spec{
 		primitive: inspection.KindSemaphore, kind: permitKind,
-		keys: semKeysOf(prefix, name), channel: wakeChannel(prefix, name, id),
-		acquire: lua.SemAcquire, takeOver: lua.SemAcquire, args: permitArgs, permits: permits,
+		keys: semKeysOf(prefix, name), channel: wire.WakeChannel(prefix, name, id),
+		acquire: lua.SemAcquire, takeOver: lua.SemAcquire, args: wire.PermitArgs, permits: permits,
 		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
 	}
 }
 
-// An argForm is the form of a primitive's own ARGV.
-type argForm int
-
-const (
-	mutexArgs  argForm = iota // a Mutex's: the stale holder's token, for a take-over
-	writerArgs                // an RWMutex's writer: "x" for a take-over, the stale writer, the stale readers
-	readerArgs                // an RWMutex's reader: the stale writer
-	permitArgs                // a Semaphore's: its permits, the stale holder
-)
-
 // mutexKeysOf, rwKeysOf and semKeysOf name the keys of a lock of each kind, in
 // the order its scripts take them.
 func mutexKeysOf(prefix, name string) []string {
-	return []string{name, fenceKey(prefix, name), queueKey(prefix, name)}
+	return []string{name, wire.FenceKey(prefix, name), wire.QueueKey(prefix, name)}
 }
 
 func rwKeysOf(prefix, name string) []string {
 	return []string{
-		sharedKey(prefix, "writer", name), sharedKey(prefix, "readers", name),
-		sharedKey(prefix, "writers", name), sharedKey(prefix, "rwfence", name),
-		sharedKey(prefix, "rwqueue", name),
+		wire.SharedKey(prefix, "writer", name), wire.SharedKey(prefix, "readers", name),
+		wire.SharedKey(prefix, "writers", name), wire.SharedKey(prefix, "rwfence", name),
+		wire.SharedKey(prefix, "rwqueue", name),
 	}
 }
 
 func semKeysOf(prefix, name string) []string {
 	return []string{
-		sharedKey(prefix, "permits", name), sharedKey(prefix, "fences", name),
-		sharedKey(prefix, "semfence", name), sharedKey(prefix, "semqueue", name),
+		wire.SharedKey(prefix, "permits", name), wire.SharedKey(prefix, "fences", name),
+		wire.SharedKey(prefix, "semfence", name), wire.SharedKey(prefix, "semqueue", name),
 	}
 }

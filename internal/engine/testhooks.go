@@ -20,8 +20,5 @@ func SetPinAfter(d time.Duration) (restore func()) {
 	return func() { pinAfter.Store(old) }
 }
 
-// CutFence is cutFence: the token and fence of a holder's value.
-func CutFence(value string) (token string, fence uint64) { return cutFence(value) }
-
 // IsClosed reports whether ch is closed.
 func IsClosed(ch <-chan struct{}) bool { return isClosed(ch) }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
@@ -48,15 +49,15 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			return nil, b.gaveUp(ctx, err, "")
 		}
 		failing = nil
-		if g.ok {
-			return b.granted(ctx, c, w.token, g.fence, from, observe.Acquired, o)
+		if g.OK {
+			return b.granted(ctx, c, w.token, g.Fence, from, observe.Acquired, o)
 		}
 		w.blocked(g)
 		if w.releaseOrphans(ctx, g) { // try again at once
 			continue
 		}
 		now := b.cfg.clock.Now()
-		if p.watch(g.blockers(), now) {
+		if p.watch(g.Blockers(), now) {
 			b.logWaiting(ctx, c.kind.what)
 		}
 		stale, age, left := p.stale(now)
@@ -69,13 +70,13 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 				b.logFailed(ctx, err)
 				return nil, b.gaveUp(ctx, err, "")
 			}
-			if g.ok {
-				b.logTakeOver(ctx, c.kind.what, age, g.fence, len(stale))
-				return b.granted(ctx, c, w.token, g.fence, from, observe.TakenOver, o)
+			if g.OK {
+				b.logTakeOver(ctx, c.kind.what, age, g.Fence, len(stale))
+				return b.granted(ctx, c, w.token, g.Fence, from, observe.TakenOver, o)
 			}
 			// Another waiter took over first, or the blockers changed.
 			w.blocked(g)
-			left = p.overtaken(g.blockers(), now, b.cfg.tick())
+			left = p.overtaken(g.Blockers(), now, b.cfg.tick())
 		}
 		wu, err := w.sleep(ctx, obs, left)
 		if err != nil {
@@ -83,9 +84,9 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 		}
 		if w.handedOver(wu, from) {
 			b.c.slack.taken()
-			return b.granted(ctx, c, w.token, wu.fence, from, observe.HandedOff, o)
+			return b.granted(ctx, c, w.token, wu.Fence, from, observe.HandedOff, o)
 		}
-		w.heard = w.heard || wu.attempt > 0
+		w.heard = w.heard || wu.Attempt > 0
 	}
 }
 
@@ -98,7 +99,7 @@ type waiter struct {
 	l       *listener // its wake-ups; nil until it first finds the lock taken
 	inQueue bool      // an attempt may have put its entry in the queue
 	// entries counts its attempts that may have written its queue entry,
-	// which carries the number of the one that wrote it (see queueEntry).
+	// which carries the number of the one that wrote it (see wire.QueueEntry).
 	entries uint64
 	// attempts counts those that found the lock taken, each of which
 	// may have counted it as waiting (an RWMutex's waiting writers).
@@ -118,7 +119,7 @@ type waiter struct {
 // attempt makes one attempt, or with stale blockers a take-over. When its
 // token was given back (see base.attempt), the waiter goes on as a new one
 // (see again).
-func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
+func (w *waiter) attempt(ctx context.Context, stale []string) (wire.Grant, error) {
 	s, op, entry := w.c.acquire, w.queue(), ""
 	if stale != nil {
 		s, op = w.c.takeOver, w.queued()
@@ -127,10 +128,10 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (grant, error) {
 	expiry, w.cut = w.b.entryExpiry(ctx, op != "")
 	if op != "" {
 		w.entries++
-		entry = queueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
+		entry = wire.QueueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
 	}
-	args := attemptArgs{token: w.token, lease: w.b.cfg.leaseMillis(), entry: entry, op: op,
-		expiry: expiry.Milliseconds(), form: w.c.args, stale: stale, permits: w.c.permits}
+	args := wire.AttemptArgs{Token: w.token, Lease: w.b.cfg.leaseMillis(), Entry: entry, Op: op,
+		Expiry: expiry.Milliseconds(), Form: w.c.args, Stale: stale, Permits: w.c.permits}
 	g, released, err := w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
 	if released {
 		w.again(ctx)
@@ -154,10 +155,10 @@ func (w *waiter) again(ctx context.Context) {
 // blocked records what an attempt that found the lock taken saw, and
 // starts listening for hand-offs, so that a later attempt can join the
 // queue.
-func (w *waiter) blocked(g grant) {
+func (w *waiter) blocked(g wire.Grant) {
 	w.o.waiting()
 	w.attempts++
-	w.blockers = g.blockers()
+	w.blockers = g.Blockers()
 	if w.l != nil {
 		return
 	}
@@ -179,8 +180,8 @@ func (w *waiter) blocked(g grant) {
 // attempt's reply was held up, and the message with it), the next attempt,
 // made at once, tells whether the lock is ours, and restarts the lease if
 // it is.
-func (w *waiter) handedOver(wu wakeUp, from time.Time) bool {
-	if wu.fence == 0 || wu.attempt != w.entries || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim()/2)) {
+func (w *waiter) handedOver(wu wire.WakeUp, from time.Time) bool {
+	if wu.Fence == 0 || wu.Attempt != w.entries || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim()/2)) {
 		return false
 	}
 	w.inQueue = false
@@ -199,13 +200,13 @@ func (w *waiter) busy(p *patience) string {
 		return what + ", with writers waiting first"
 	}
 	first := w.blockers[0]
-	token, ok := cutWriter(first)
+	token, ok := wire.CutWriter(first)
 	if !ok {
 		token = first
 	}
-	t, now := parseToken(token), w.b.cfg.clock.Now()
-	if t.label != "" {
-		what += " held by " + t.label
+	t, now := wire.ParseToken(token), w.b.cfg.clock.Now()
+	if t.Label != "" {
+		what += " held by " + t.Label
 	} else {
 		what += " held"
 	}
@@ -213,8 +214,8 @@ func (w *waiter) busy(p *patience) string {
 		what += " +" + strconv.Itoa(n)
 	}
 	held := now.Sub(p.seen[first].since)
-	if !t.since.IsZero() && !t.since.After(now) {
-		held = now.Sub(t.since)
+	if !t.Since.IsZero() && !t.Since.After(now) {
+		held = now.Sub(t.Since)
 	}
 	return what + " for " + roundShort(held).String()
 }
@@ -245,12 +246,12 @@ func (w *waiter) drain() {
 	}
 	select {
 	case wu := <-w.l.wake:
-		w.heard = w.heard || wu.attempt > 0
+		w.heard = w.heard || wu.Attempt > 0
 	default:
 	}
 }
 
-// queue tells the attempt what to do with the entry (see attemptArgs).
+// queue tells the attempt what to do with the entry (see wire.AttemptArgs).
 func (w *waiter) queue() string {
 	switch {
 	case w.l != nil && w.listening():
@@ -276,15 +277,6 @@ func (w *waiter) queued() string {
 		return "x"
 	}
 	return ""
-}
-
-// queueEntry is a waiter's entry in the queue, as internal/lua/queue_hand.lua's nextWaiter
-// reads it: "<kind> <claim> <expiry> <attempt> <channel>", the claim and
-// the expiry in milliseconds, attempt the number of the waiter's attempt
-// that writes it, channel where its Client hears of hand-offs.
-func queueEntry(kind string, claim, expiry time.Duration, attempt uint64, channel string) string {
-	return kind + " " + strconv.FormatInt(claim.Milliseconds(), 10) + " " + strconv.FormatInt(expiry.Milliseconds(), 10) +
-		" " + strconv.FormatUint(attempt, 10) + " " + channel
 }
 
 // end stops listening and, unless the waiter got the lock, takes it out of
@@ -330,7 +322,7 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 
 // sleep is nap for the waiter, which wakes when its subscription is
 // confirmed until it is in the queue.
-func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Duration) (wakeUp, error) {
+func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Duration) (wire.WakeUp, error) {
 	return w.b.sleepFor(ctx, obs, w.l, w.token, !w.inQueue, left)
 }
 
@@ -344,11 +336,11 @@ func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Durat
 // wakeups.check), so that the waiter rejoins the queue on the node where
 // releases now run rather than on its next tick. It returns with ctx's
 // error when ctx ends, and ErrClosed when the Client closes.
-func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (wakeUp, error) {
+func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (wire.WakeUp, error) {
 	d := min(b.cfg.sleep(), left)
 	t := b.cfg.clock.Timer(d)
 	defer t.Stop()
-	var wake <-chan wakeUp
+	var wake <-chan wire.WakeUp
 	var confirmed, changed <-chan struct{}
 	coming, queued := false, false
 	if l != nil {
@@ -369,14 +361,14 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 	for {
 		select {
 		case <-t.C:
-			return wakeUp{}, nil
+			return wire.WakeUp{}, nil
 		case wu := <-wake:
 			return wu, nil
 		case <-confirmed:
-			return wakeUp{}, nil
+			return wire.WakeUp{}, nil
 		case <-changed:
 			if !queued { // a failed connection: back to ticks, asleep
-				return wakeUp{}, nil
+				return wire.WakeUp{}, nil
 			}
 			isConfirmed, _, readyCh, changedCh := l.state()
 			if isConfirmed {
@@ -385,9 +377,9 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 				changed, confirmed = nil, readyCh
 			}
 		case <-ctx.Done():
-			return wakeUp{}, ctx.Err()
+			return wire.WakeUp{}, ctx.Err()
 		case <-b.c.done:
-			return wakeUp{}, ErrClosed
+			return wire.WakeUp{}, ErrClosed
 		}
 	}
 }
@@ -397,10 +389,10 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 // and reports whether it released any: the next attempt, made at once, may
 // then find the lock free. A release compares and deletes that exact
 // token, and hands the lock on as Unlock does.
-func (w *waiter) releaseOrphans(ctx context.Context, g grant) bool {
+func (w *waiter) releaseOrphans(ctx context.Context, g wire.Grant) bool {
 	released := false
-	for _, blocker := range g.blockers() {
-		token, writer := cutWriter(blocker)
+	for _, blocker := range g.Blockers() {
+		token, writer := wire.CutWriter(blocker)
 		kind := w.c.writer
 		if !writer {
 			token, kind = blocker, w.c.holder
@@ -416,7 +408,7 @@ func (w *waiter) releaseOrphans(ctx context.Context, g grant) bool {
 		if err != nil {
 			continue
 		}
-		if ok, next, err := parseRelease(reply); err == nil && ok {
+		if ok, next, err := wire.ParseRelease(reply); err == nil && ok {
 			w.b.handedOff(next)
 			w.b.logOrphan(ctx, kind.what)
 			released = true

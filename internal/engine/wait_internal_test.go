@@ -8,6 +8,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
@@ -42,24 +43,24 @@ func TestWaiter_takeOverWritesTheEntry(t *testing.T) {
 		stale  []string
 		queue  string
 	}{
-		{"Mutex", &m.base, m.x.spec, func() { mr.Set(m.Name(), "other 5") }, []string{writerMark + "old"}, m.x.spec.keys[2]},
-		{"RWMutex", &rw.base, rw.x.spec, func() { mr.Set(rw.x.spec.keys[0], "other 5") }, []string{writerMark + "old"}, rw.x.spec.keys[4]},
+		{"Mutex", &m.base, m.x.spec, func() { mr.Set(m.Name(), "other 5") }, []string{wire.WriterMark + "old"}, m.x.spec.keys[2]},
+		{"RWMutex", &rw.base, rw.x.spec, func() { mr.Set(rw.x.spec.keys[0], "other 5") }, []string{wire.WriterMark + "old"}, rw.x.spec.keys[4]},
 		{"Semaphore", &s.base, s.spec, func() { _, _ = mr.ZAdd(s.spec.keys[0], 1e15, "other") }, []string{"old"}, s.spec.keys[3]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.holder()
 			w := waiter{b: tc.b, c: tc.c, token: "waiter", inQueue: true, entries: 1}
-			first := queueEntry(tc.c.entry, w.b.cfg.claim(), w.b.cfg.expiry(), 1, tc.c.channel)
+			first := wire.QueueEntry(tc.c.entry, w.b.cfg.claim(), w.b.cfg.expiry(), 1, tc.c.channel)
 			mr.Set(tc.queue+":waiter", first)
 			g, err := w.attempt(context.Background(), tc.stale)
-			if err != nil || g.ok {
+			if err != nil || g.OK {
 				t.Fatalf("take-over = %+v, %v; want blocked by the other holder", g, err)
 			}
 			entry, _ := mr.Get(tc.queue + ":waiter")
 			if fields := strings.Fields(entry); w.entries != 2 || len(fields) != 5 || fields[3] != "2" {
 				t.Errorf("after the take-over: entries %d, entry %q; want 2, and the entry of attempt 2", w.entries, entry)
 			}
-			if w.handedOver(wakeUp{fence: 9, attempt: 1}, c.settings().clock.Now()) {
+			if w.handedOver(wire.WakeUp{Fence: 9, Attempt: 1}, c.settings().clock.Now()) {
 				t.Error("a hand-off of the entry before the take-over was trusted")
 			}
 		})

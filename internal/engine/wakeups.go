@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 
 	"github.com/benbjohnson/clock"
 )
@@ -77,12 +77,12 @@ type wakeups struct {
 
 // channel is one subscription of a Client.
 type channel struct {
-	waiters    map[string]chan wakeUp // by token: receives its hand-offs
-	subscribed bool                   // the last command sent for it was SUBSCRIBE
-	pending    int                    // commands sent and not yet confirmed
-	ready      chan struct{}          // closed once Redis confirmed the subscription
-	confirmed  bool                   // ready is closed
-	idle       *list.Element          // its place in wakeups.idle when it has no waiters
+	waiters    map[string]chan wire.WakeUp // by token: receives its hand-offs
+	subscribed bool                        // the last command sent for it was SUBSCRIBE
+	pending    int                         // commands sent and not yet confirmed
+	ready      chan struct{}               // closed once Redis confirmed the subscription
+	confirmed  bool                        // ready is closed
+	idle       *list.Element               // its place in wakeups.idle when it has no waiters
 }
 
 func newWakeups(l *link, clk clock.Clock, timeout time.Duration, prefix string) *wakeups {
@@ -100,7 +100,7 @@ type listener struct {
 	name  string
 	token string
 	ch    *channel
-	wake  chan wakeUp // receives a hand-off of the lock to token
+	wake  chan wire.WakeUp // receives a hand-off of the lock to token
 }
 
 // listen registers the waiter with token on channel name and subscribes to
@@ -114,7 +114,7 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 		return nil
 	}
 	if ch == nil {
-		ch = &channel{waiters: map[string]chan wakeUp{}, ready: make(chan struct{})}
+		ch = &channel{waiters: map[string]chan wire.WakeUp{}, ready: make(chan struct{})}
 		w.chans[name] = ch
 	}
 	if ch.idle != nil {
@@ -126,7 +126,7 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 		ch.subscribed = true
 		ch.pending++
 	}
-	l := &listener{w: w, name: name, token: token, ch: ch, wake: make(chan wakeUp, 1)}
+	l := &listener{w: w, name: name, token: token, ch: ch, wake: make(chan wire.WakeUp, 1)}
 	ch.waiters[token] = l.wake
 	return l
 }
@@ -167,7 +167,7 @@ func (l *listener) close(gone *leftWaiter) (handed bool) {
 	delete(l.ch.waiters, l.token)
 	select {
 	case wu := <-l.wake:
-		handed = wu.attempt > 0
+		handed = wu.Attempt > 0
 	default:
 	}
 	if gone != nil && !handed {
@@ -489,44 +489,13 @@ func (w *wakeups) confirm(e driver.Event) {
 	}
 }
 
-// broadcast, as the token of a message, wakes every listener of its
-// channel: an Election announces a new leader so to its observers.
-const broadcast = "*"
-
-// A wakeUp is a hand-off as its waiter hears it: the fence the lock was
-// handed over under, and the number of the waiter's attempt whose queue
-// entry the release took (see queueEntry); 0 for a broadcast.
-type wakeUp struct {
-	fence, attempt uint64
-}
-
-// parseWakeUp reads a message on a wake-up channel: a hand-off, "<token>
-// <fence> <attempt>", as internal/lua/queue_hand.lua's offer publishes it, or a broadcast,
-// "* <fence>", each fence one that Redis's clock can give (see fromClock).
-// It reports false for anything else.
-func parseWakeUp(data string) (token string, wu wakeUp, ok bool) {
-	token, rest, _ := strings.Cut(data, " ")
-	f, a, hasAttempt := strings.Cut(rest, " ")
-	fence, err := strconv.ParseUint(f, 10, 64)
-	if err != nil || !fromClock(fence) || token == "" || hasAttempt == (token == broadcast) {
-		return "", wakeUp{}, false
-	}
-	wu.fence = fence
-	if hasAttempt {
-		if wu.attempt, err = strconv.ParseUint(a, 10, 64); err != nil || wu.attempt == 0 {
-			return "", wakeUp{}, false
-		}
-	}
-	return token, wu, true
-}
-
 // deliver passes a hand-off to its waiter, or a broadcast to every
-// listener of the channel (see parseWakeUp). A hand-off to a waiter that
+// listener of the channel (see wire.ParseWakeUp). A hand-off to a waiter that
 // left the queue without the lock is released: its leave script may have
 // failed. Other tokens are ignored: their waiter got the lock by an
 // attempt of its own.
 func (w *wakeups) deliver(name string, data []byte) {
-	token, wu, ok := parseWakeUp(string(data))
+	token, wu, ok := wire.ParseWakeUp(string(data))
 	if !ok {
 		return
 	}
@@ -534,7 +503,7 @@ func (w *wakeups) deliver(name string, data []byte) {
 	gone, left := w.gone[token]
 	delete(w.gone, token)
 	if ch := w.chans[name]; ch != nil {
-		if token == broadcast {
+		if token == wire.Broadcast {
 			for _, wake := range ch.waiters {
 				send(wake, wu)
 			}
@@ -552,7 +521,7 @@ func (w *wakeups) deliver(name string, data []byte) {
 }
 
 // send gives wake the hand-off unless it has one waiting already.
-func send(wake chan wakeUp, wu wakeUp) {
+func send(wake chan wire.WakeUp, wu wire.WakeUp) {
 	select {
 	case wake <- wu:
 	default:

@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"context"
@@ -136,8 +136,8 @@ func waiting(t *testing.T, conn redis.Conn, key string, tokens ...string) {
 }
 
 // grantsEqual reports whether two grants say the same.
-func grantsEqual(a, b grant) bool {
-	return a.ok == b.ok && a.fence == b.fence && a.writer == b.writer && slices.Equal(a.holders, b.holders)
+func grantsEqual(a, b Grant) bool {
+	return a.OK == b.OK && a.Fence == b.Fence && a.Writer == b.Writer && slices.Equal(a.Holders, b.Holders)
 }
 
 // clockOf returns Redis's clock in microseconds (TIME), which every new
@@ -168,7 +168,7 @@ func holderOf(t *testing.T, conn redis.Conn, key string) (string, uint64) {
 	if err != nil && err != redis.ErrNil {
 		t.Fatal(err)
 	}
-	return cutFence(v)
+	return CutFence(v)
 }
 
 func TestTakeOverScript(t *testing.T) {
@@ -201,8 +201,8 @@ func TestTakeOverScript(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := parseGrant(reply, true)
-				if err != nil || got.ok != tc.ok || got.writer != tc.blocks {
+				got, err := ParseGrant(reply, true)
+				if err != nil || got.OK != tc.ok || got.Writer != tc.blocks {
 					t.Fatalf("take-over = %+v, %v; want ok %v, blocked by %q", got, err, tc.ok, tc.blocks)
 				}
 				token, fence := holderOf(t, conn, "lock")
@@ -212,13 +212,13 @@ func TestTakeOverScript(t *testing.T) {
 						t.Errorf("lock after = %q; want %q", v, tc.holder)
 					}
 				case tc.fence != 0:
-					if got.fence != tc.fence || token != "new" || fence != tc.fence {
-						t.Errorf("fence %d, lock after %q %d; want fence %d kept", got.fence, token, fence, tc.fence)
+					if got.Fence != tc.fence || token != "new" || fence != tc.fence {
+						t.Errorf("fence %d, lock after %q %d; want fence %d kept", got.Fence, token, fence, tc.fence)
 					}
 				default:
-					newFence(t, got.fence, before, tc.above)
-					if token != "new" || fence != got.fence {
-						t.Errorf("lock after = %q %d; want new %d", token, fence, got.fence)
+					newFence(t, got.Fence, before, tc.above)
+					if token != "new" || fence != got.Fence {
+						t.Errorf("lock after = %q %d; want new %d", token, fence, got.Fence)
 					}
 				}
 			})
@@ -273,7 +273,7 @@ func must(t *testing.T, conn redis.Conn, cmd string, args ...any) {
 // entry is the queue entry, written by its attempt-th attempt, of a
 // Mutex's waiter token with a 10 s lease and a 3.1 s expiry.
 func entry(token string, attempt uint64) string {
-	return queueEntry(entryExclusive, 10*time.Second, 3100*time.Millisecond, attempt, "wake:"+token)
+	return QueueEntry(EntryExclusive, 10*time.Second, 3100*time.Millisecond, attempt, "wake:"+token)
 }
 
 func TestAcquireScript_queue(t *testing.T) {
@@ -283,23 +283,23 @@ func TestAcquireScript_queue(t *testing.T) {
 		queue  []string // tokens in the queue before, all alive
 		op     string
 		expiry int // of the waiter w; 0 for an attempt that does not wait
-		want   grant
+		want   Grant
 		after  []string // tokens in the queue after
 		alive  bool     // whether w's key is there after
 	}{
-		{"busy, plain attempt", "h 3", nil, "", 10000, grant{writer: "h"}, nil, false},
-		{"busy, does not wait", "h 3", []string{"a"}, "", 0, grant{writer: "h"}, []string{"a"}, false},
-		{"busy, joins", "h 3", []string{"a"}, "q", 10000, grant{writer: "h"}, []string{"a", "w"}, true},
-		{"busy, still queued", "h 3", []string{"w", "a"}, "r", 10000, grant{writer: "h"}, []string{"w", "a"}, true},
-		{"busy, skipped meanwhile", "h 3", []string{"a"}, "r", 10000, grant{writer: "h"}, []string{"a", "w"}, true},
-		{"busy, not listening", "h 3", []string{"w"}, "x", 10000, grant{writer: "h"}, []string{"w"}, true},
-		{"busy, not listening, skipped", "h 3", []string{"a"}, "x", 10000, grant{writer: "h"}, []string{"a"}, false},
-		{"busy, by the gem", "0cc175b9c0f1b6a831c399e269772661", nil, "", 10000, grant{writer: "0cc175b9c0f1b6a831c399e269772661"}, nil, false},
-		{"free, plain attempt", "", []string{"a"}, "", 10000, grant{ok: true}, []string{"a"}, false},
-		{"free, joins not", "", []string{"a"}, "q", 10000, grant{ok: true}, []string{"a"}, false},
-		{"free, leaves", "", []string{"a", "w"}, "r", 10000, grant{ok: true}, []string{"a"}, false},
-		{"free, leaves unheard", "", []string{"w", "a"}, "x", 10000, grant{ok: true}, []string{"a"}, false},
-		{"handed to us", "w 7", []string{"a"}, "r", 10000, grant{ok: true, fence: 7}, []string{"a"}, false},
+		{"busy, plain attempt", "h 3", nil, "", 10000, Grant{Writer: "h"}, nil, false},
+		{"busy, does not wait", "h 3", []string{"a"}, "", 0, Grant{Writer: "h"}, []string{"a"}, false},
+		{"busy, joins", "h 3", []string{"a"}, "q", 10000, Grant{Writer: "h"}, []string{"a", "w"}, true},
+		{"busy, still queued", "h 3", []string{"w", "a"}, "r", 10000, Grant{Writer: "h"}, []string{"w", "a"}, true},
+		{"busy, skipped meanwhile", "h 3", []string{"a"}, "r", 10000, Grant{Writer: "h"}, []string{"a", "w"}, true},
+		{"busy, not listening", "h 3", []string{"w"}, "x", 10000, Grant{Writer: "h"}, []string{"w"}, true},
+		{"busy, not listening, skipped", "h 3", []string{"a"}, "x", 10000, Grant{Writer: "h"}, []string{"a"}, false},
+		{"busy, by the gem", "0cc175b9c0f1b6a831c399e269772661", nil, "", 10000, Grant{Writer: "0cc175b9c0f1b6a831c399e269772661"}, nil, false},
+		{"free, plain attempt", "", []string{"a"}, "", 10000, Grant{OK: true}, []string{"a"}, false},
+		{"free, joins not", "", []string{"a"}, "q", 10000, Grant{OK: true}, []string{"a"}, false},
+		{"free, leaves", "", []string{"a", "w"}, "r", 10000, Grant{OK: true}, []string{"a"}, false},
+		{"free, leaves unheard", "", []string{"w", "a"}, "x", 10000, Grant{OK: true}, []string{"a"}, false},
+		{"handed to us", "w 7", []string{"a"}, "r", 10000, Grant{OK: true, Fence: 7}, []string{"a"}, false},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
@@ -313,21 +313,21 @@ func TestAcquireScript_queue(t *testing.T) {
 					enqueue(t, conn, "queue", tok, entry(tok, 1))
 				}
 				before := clockOf(t, conn)
-				args := attemptArgs{token: "w", lease: 10000, entry: entry("w", 2), op: tc.op, expiry: int64(tc.expiry), form: mutexArgs}
-				reply, err := doScript(conn, lua.Acquire, with(mutexKeys, args.argv()...)...)
+				args := AttemptArgs{Token: "w", Lease: 10000, Entry: entry("w", 2), Op: tc.op, Expiry: int64(tc.expiry), Form: MutexArgs}
+				reply, err := doScript(conn, lua.Acquire, with(mutexKeys, args.Argv()...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
-				got, err := parseGrant(reply, true)
-				if tc.want.ok && tc.want.fence == 0 && err == nil { // a new fence
-					newFence(t, got.fence, before, 0)
-					tc.want.fence = got.fence
+				got, err := ParseGrant(reply, true)
+				if tc.want.OK && tc.want.Fence == 0 && err == nil { // a new fence
+					newFence(t, got.Fence, before, 0)
+					tc.want.Fence = got.Fence
 				}
 				if err != nil || !grantsEqual(got, tc.want) {
 					t.Errorf("acquire = %+v, %v; want %+v", got, err, tc.want)
 				}
-				if token, fence := holderOf(t, conn, "lock"); got.ok && (token != "w" || fence != got.fence) {
-					t.Errorf("lock = %q %d; want w %d", token, fence, got.fence)
+				if token, fence := holderOf(t, conn, "lock"); got.OK && (token != "w" || fence != got.Fence) {
+					t.Errorf("lock = %q %d; want w %d", token, fence, got.Fence)
 				}
 				if _, bare := reply.(int64); bare != (tc.holder == "" && tc.op != "r" && tc.op != "x") {
 					t.Errorf("acquire replied %#v; want the bare fence exactly when an attempt not yet queued sets the lock", reply)
@@ -370,12 +370,12 @@ func TestReleaseScript_handOff(t *testing.T) {
 			if err != nil || next != "b" {
 				t.Fatalf("release = %q, %v; want b, the first waiter listening", next, err)
 			}
-			token, wu, ok := parseWakeUp(message(t, psc))
-			if !ok || token != "b" || wu.attempt != 5 || wu.fence <= 9000000000000000 {
+			token, wu, ok := ParseWakeUp(message(t, psc))
+			if !ok || token != "b" || wu.Attempt != 5 || wu.Fence <= 9000000000000000 {
 				t.Errorf("wake-up = %q %+v; want b, attempt 5, a fence above h's", token, wu)
 			}
-			if token, fence := holderOf(t, conn, "lock"); token != "b" || fence != wu.fence {
-				t.Errorf("lock = %q %d; want b %d", token, fence, wu.fence)
+			if token, fence := holderOf(t, conn, "lock"); token != "b" || fence != wu.Fence {
+				t.Errorf("lock = %q %d; want b %d", token, fence, wu.Fence)
 			}
 			if ttl, _ := redis.Int64(conn.Do("PTTL", "lock")); ttl != -1 {
 				t.Errorf("PTTL = %d; want -1 (b asked for no lease)", ttl)
@@ -384,7 +384,7 @@ func TestReleaseScript_handOff(t *testing.T) {
 				t.Errorf("queue = %q; want [c]", got)
 			}
 
-			freed, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "", fenced("b", wu.fence))...))
+			freed, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "", Fenced("b", wu.Fence))...))
 			if err != nil || freed != 1 {
 				t.Errorf("release with no one listening = %d, %v; want 1", freed, err)
 			}
@@ -422,7 +422,7 @@ func TestReleaseScript_skipsDeadEntries(t *testing.T) {
 			if err != nil || next != "live" {
 				t.Fatalf("release = %q, %v; want live, behind 200 dead entries", next, err)
 			}
-			if token, _, _ := parseWakeUp(message(t, psc)); token != "live" {
+			if token, _, _ := ParseWakeUp(message(t, psc)); token != "live" {
 				t.Errorf("first message to %q; want live: none to the dead", token)
 			}
 			if token, _ := holderOf(t, conn, "lock"); token != "live" {
@@ -494,12 +494,12 @@ func TestMutexScripts_earlierFenceCounter(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := parseGrant(reply, true)
-				if err != nil || !g.ok {
+				g, err := ParseGrant(reply, true)
+				if err != nil || !g.OK {
 					t.Fatalf("acquire = %+v, %v; want the lock", g, err)
 				}
-				newFence(t, g.fence, before, 588)
-				if n, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "", fenced("w", g.fence))...)); err != nil || n != 1 {
+				newFence(t, g.Fence, before, 588)
+				if n, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "", Fenced("w", g.Fence))...)); err != nil || n != 1 {
 					t.Errorf("release = %d, %v; want 1", n, err)
 				}
 				if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence")); n != 0 {
@@ -536,7 +536,7 @@ func TestAcquireScript_oursRestartsLease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got, err := parseGrant(reply, true); err != nil || !got.ok || got.fence != 7 {
+			if got, err := ParseGrant(reply, true); err != nil || !got.OK || got.Fence != 7 {
 				t.Errorf("attempt = %+v, %v; want fence 7", got, err)
 			}
 			if ttl, _ := redis.Int64(conn.Do("PTTL", "lock")); ttl < 59000 {
@@ -552,22 +552,22 @@ func TestAttemptArgs_argv(t *testing.T) {
 	head := []any{"tok", int64(5), "e", "q", int64(7)}
 	for _, tc := range []struct {
 		name  string
-		form  argForm
+		form  ArgForm
 		stale []string
 		want  []any
 	}{
-		{"mutex attempt", mutexArgs, nil, nil},
-		{"mutex take-over", mutexArgs, []string{"w:old"}, []any{"old"}},
-		{"writer attempt", writerArgs, nil, []any{"", ""}},
-		{"writer take-over of readers", writerArgs, []string{"r1", "r2"}, []any{"x", "", "r1", "r2"}},
-		{"writer take-over of a writer", writerArgs, []string{"w:old"}, []any{"x", "old"}},
-		{"reader attempt", readerArgs, nil, []any{""}},
-		{"reader take-over", readerArgs, []string{"w:old"}, []any{"old"}},
-		{"permit attempt", permitArgs, nil, []any{3, ""}},
-		{"permit take-over", permitArgs, []string{"p1"}, []any{3, "p1"}},
+		{"mutex attempt", MutexArgs, nil, nil},
+		{"mutex take-over", MutexArgs, []string{"w:old"}, []any{"old"}},
+		{"writer attempt", WriterArgs, nil, []any{"", ""}},
+		{"writer take-over of readers", WriterArgs, []string{"r1", "r2"}, []any{"x", "", "r1", "r2"}},
+		{"writer take-over of a writer", WriterArgs, []string{"w:old"}, []any{"x", "old"}},
+		{"reader attempt", ReaderArgs, nil, []any{""}},
+		{"reader take-over", ReaderArgs, []string{"w:old"}, []any{"old"}},
+		{"permit attempt", PermitArgs, nil, []any{3, ""}},
+		{"permit take-over", PermitArgs, []string{"p1"}, []any{3, "p1"}},
 	} {
-		a := attemptArgs{token: "tok", lease: 5, entry: "e", op: "q", expiry: 7, form: tc.form, stale: tc.stale, permits: 3}
-		if got, want := a.argv(), append(slices.Clone(head), tc.want...); !slices.Equal(got, want) {
+		a := AttemptArgs{Token: "tok", Lease: 5, Entry: "e", Op: "q", Expiry: 7, Form: tc.form, Stale: tc.stale, Permits: 3}
+		if got, want := a.Argv(), append(slices.Clone(head), tc.want...); !slices.Equal(got, want) {
 			t.Errorf("%s: argv() = %q; want %q", tc.name, got, want)
 		}
 	}
@@ -577,28 +577,28 @@ func TestAttemptArgs_argv(t *testing.T) {
 	noOp := []any{"tok", int64(5), "", "", int64(7)}
 	for _, tc := range []struct {
 		name  string
-		form  argForm
+		form  ArgForm
 		stale []string
 		want  []any
 	}{
-		{"mutex attempt", mutexArgs, nil, []any{"tok", int64(5)}},
-		{"writer attempt", writerArgs, nil, []any{"tok", int64(5), int64(7)}},
-		{"permit attempt", permitArgs, nil, []any{"tok", int64(5), 3}},
-		{"reader attempt", readerArgs, nil, append(slices.Clone(noOp), "")},
-		{"mutex take-over", mutexArgs, []string{"w:old"}, append(slices.Clone(noOp), "old")},
-		{"writer take-over", writerArgs, []string{"w:old"}, append(slices.Clone(noOp), "x", "old")},
-		{"permit take-over", permitArgs, []string{"p1"}, append(slices.Clone(noOp), 3, "p1")},
+		{"mutex attempt", MutexArgs, nil, []any{"tok", int64(5)}},
+		{"writer attempt", WriterArgs, nil, []any{"tok", int64(5), int64(7)}},
+		{"permit attempt", PermitArgs, nil, []any{"tok", int64(5), 3}},
+		{"reader attempt", ReaderArgs, nil, append(slices.Clone(noOp), "")},
+		{"mutex take-over", MutexArgs, []string{"w:old"}, append(slices.Clone(noOp), "old")},
+		{"writer take-over", WriterArgs, []string{"w:old"}, append(slices.Clone(noOp), "x", "old")},
+		{"permit take-over", PermitArgs, []string{"p1"}, append(slices.Clone(noOp), 3, "p1")},
 	} {
-		a := attemptArgs{token: "tok", lease: 5, expiry: 7, form: tc.form, stale: tc.stale, permits: 3}
-		if got := a.argv(); !slices.Equal(got, tc.want) {
+		a := AttemptArgs{Token: "tok", Lease: 5, Expiry: 7, Form: tc.form, Stale: tc.stale, Permits: 3}
+		if got := a.Argv(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s with no op: argv() = %q; want %q", tc.name, got, tc.want)
 		}
 	}
 }
 
 // The wire formats that Go and Lua share agree: a holder's value (fenced,
-// cutFence; internal/lua/fenced.lua, fenceOf), and a queue entry and its hand-off
-// message (queueEntry, nextWaiter, offer, parseWakeUp).
+// CutFence; internal/lua/fenced.lua, fenceOf), and a queue entry and its hand-off
+// message (QueueEntry, nextWaiter, offer, ParseWakeUp).
 func TestWireFormats(t *testing.T) {
 	values := driver.NewScript(0, lua.Source("fenced")+lua.Source("fence_of")+`
 return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
@@ -607,39 +607,39 @@ return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			for _, fence := range []uint64{1, 1795836806281263, 1<<53 - 1} {
-				r, err := redis.Values(doScript(conn, values, "tok", fence, fenced("tok", fence)))
+				r, err := redis.Values(doScript(conn, values, "tok", fence, Fenced("tok", fence)))
 				if err != nil {
 					t.Fatal(err)
 				}
 				lua, _ := redis.String(r[0], nil)
 				read, _ := redis.Uint64(r[1], nil)
-				if lua != fenced("tok", fence) || read != fence {
-					t.Errorf("Lua made %q and read %d; Go makes %q of fence %d", lua, read, fenced("tok", fence), fence)
+				if lua != Fenced("tok", fence) || read != fence {
+					t.Errorf("Lua made %q and read %d; Go makes %q of fence %d", lua, read, Fenced("tok", fence), fence)
 				}
-				if token, f := cutFence(lua); token != "tok" || f != fence {
+				if token, f := CutFence(lua); token != "tok" || f != fence {
 					t.Errorf("cutFence(%q) = %q, %d; want tok, %d", lua, token, f, fence)
 				}
 			}
 			for _, v := range []string{"tok", "tok x", "tok 9007199254740992", "a b c"} {
 				r, _ := redis.Values(doScript(conn, values, "", 0, v))
 				read, _ := redis.Uint64(r[1], nil)
-				if _, f := cutFence(v); f != read {
+				if _, f := CutFence(v); f != read {
 					t.Errorf("fence of %q: Lua %d, Go %d", v, read, f)
 				}
 			}
 
 			must(t, conn, "FLUSHALL")
 			psc := subscribe(t, pool, "wake:{x}:c1")
-			must(t, conn, "SET", "lock", fenced("h", 7))
-			entry := queueEntry(entryExclusive, 1500*time.Millisecond, 3100*time.Millisecond, 42, "wake:{x}:c1")
+			must(t, conn, "SET", "lock", Fenced("h", 7))
+			entry := QueueEntry(EntryExclusive, 1500*time.Millisecond, 3100*time.Millisecond, 42, "wake:{x}:c1")
 			enqueue(t, conn, "queue", "w", entry)
-			if next, err := redis.String(doScript(conn, lua.Release, with(mutexKeys, "", fenced("h", 7))...)); err != nil || next != "w" {
+			if next, err := redis.String(doScript(conn, lua.Release, with(mutexKeys, "", Fenced("h", 7))...)); err != nil || next != "w" {
 				t.Fatalf("release = %q, %v; want the lock handed to w", next, err)
 			}
-			token, wu, ok := parseWakeUp(message(t, psc))
+			token, wu, ok := ParseWakeUp(message(t, psc))
 			holder, fence := holderOf(t, conn, "lock")
 			ttl, _ := redis.Int64(conn.Do("PTTL", "lock"))
-			if !ok || token != "w" || wu.attempt != 42 || holder != "w" || fence != wu.fence || ttl <= 1000 || ttl > 1500 {
+			if !ok || token != "w" || wu.Attempt != 42 || holder != "w" || fence != wu.Fence || ttl <= 1000 || ttl > 1500 {
 				t.Errorf("message to %q %+v (ok %v), lock %q %d with PTTL %d; want w's attempt 42, its fence, and its claim, 1500 ms",
 					token, wu, ok, holder, fence, ttl)
 			}
@@ -669,11 +669,11 @@ func TestHandOffs_offersNobodyHeardSpendNoFence(t *testing.T) {
 		hold    func() // makes "h" the holder, under fence clock
 		release []any
 	}{
-		{"Mutex", entryExclusive, "queue", func() {
-			must(t, conn, "SET", "lock", fenced("h", clock))
-		}, with(mutexKeys, "", fenced("h", clock))},
-		{"RWMutex", entryExclusive, "rwqueue", func() {
-			must(t, conn, "SET", "w", fenced("h", clock))
+		{"Mutex", EntryExclusive, "queue", func() {
+			must(t, conn, "SET", "lock", Fenced("h", clock))
+		}, with(mutexKeys, "", Fenced("h", clock))},
+		{"RWMutex", EntryExclusive, "rwqueue", func() {
+			must(t, conn, "SET", "w", Fenced("h", clock))
 		}, with(rwKeys, "", "h")},
 		{"Semaphore", "1", "semqueue", func() {
 			must(t, conn, "ZADD", "permits", "+inf", "h")
@@ -689,10 +689,10 @@ func TestHandOffs_offersNobodyHeardSpendNoFence(t *testing.T) {
 			}
 			enqueue(t, conn, c.queue, "live", c.kind+" 0 3600000 1 chan")
 			must2(doScript(conn, releaseScriptOf(c.name), c.release...))
-			token, wu, _ := parseWakeUp(message(t, psc))
-			if token != "live" || wu.fence != clock+1 {
+			token, wu, _ := ParseWakeUp(message(t, psc))
+			if token != "live" || wu.Fence != clock+1 {
 				t.Errorf("message to %q, fence %d; want live, %d: one above the releaser's, none spent on the three offers nobody heard",
-					token, wu.fence, clock+1)
+					token, wu.Fence, clock+1)
 			}
 		})
 	}
@@ -722,8 +722,8 @@ func TestAcquireScript_writesTheValueAsFencedDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 		v, _ := redis.String(conn.Do("GET", "lock"))
-		if fence != uint64(at.UnixMicro()) || v != fenced("tok", fence) {
-			t.Errorf("at %d µs: fence %d, lock %q; want %d, %q", us, fence, v, at.UnixMicro(), fenced("tok", uint64(at.UnixMicro())))
+		if fence != uint64(at.UnixMicro()) || v != Fenced("tok", fence) {
+			t.Errorf("at %d µs: fence %d, lock %q; want %d, %q", us, fence, v, at.UnixMicro(), Fenced("tok", uint64(at.UnixMicro())))
 		}
 	}
 }
@@ -738,38 +738,38 @@ func TestAcquireScripts_leanGrantWritesAsTheWholeScriptDoes(t *testing.T) {
 		name   string
 		script *driver.Script
 		keys   []any
-		form   argForm
+		form   ArgForm
 		before []any // a command run before each attempt; nil for none
 	}{
-		{"Mutex", lua.Acquire, mutexKeys, mutexArgs, nil},
-		{"RWMutex", lua.RWLock, rwKeys, writerArgs, nil},
-		{"RWMutex, a waiting writer", lua.RWLock, rwKeys, writerArgs, []any{"ZADD", "ww", waiting, "tok", waiting, "other"}},
-		{"Semaphore", lua.SemAcquire, semKeys, permitArgs, nil},
+		{"Mutex", lua.Acquire, mutexKeys, MutexArgs, nil},
+		{"RWMutex", lua.RWLock, rwKeys, WriterArgs, nil},
+		{"RWMutex, a waiting writer", lua.RWLock, rwKeys, WriterArgs, []any{"ZADD", "ww", waiting, "tok", waiting, "other"}},
+		{"Semaphore", lua.SemAcquire, semKeys, PermitArgs, nil},
 	}
 	for server, pool := range scriptServers(t) {
 		for _, tc := range cases {
 			for _, lease := range []int64{60000, 0} {
 				t.Run(fmt.Sprintf("%s/%s/lease %d", server, tc.name, lease), func(t *testing.T) {
 					conn := scriptConn(t, pool)
-					lean := attemptArgs{token: "tok", lease: lease, expiry: 100, form: tc.form, permits: 1}
+					lean := AttemptArgs{Token: "tok", Lease: lease, Expiry: 100, Form: tc.form, Permits: 1}
 					whole := lean
-					whole.entry, whole.op = entry("tok", 1), "x" // queued, not listening
+					whole.Entry, whole.Op = entry("tok", 1), "x" // queued, not listening
 					var states [2]lockState
 					var fences [2]uint64
-					for i, a := range []attemptArgs{lean, whole} {
+					for i, a := range []AttemptArgs{lean, whole} {
 						must(t, conn, "FLUSHALL")
 						if tc.before != nil {
 							must(t, conn, tc.before[0].(string), tc.before[1:]...)
 						}
-						reply, err := doScript(conn, tc.script, with(tc.keys, a.argv()...)...)
+						reply, err := doScript(conn, tc.script, with(tc.keys, a.Argv()...)...)
 						if err != nil {
 							t.Fatal(err)
 						}
-						g, err := parseGrant(reply, true)
-						if _, bare := reply.(int64); err != nil || !g.ok || bare != (i == 0) {
-							t.Fatalf("attempt %q = %#v, %v; want a grant, the bare fence exactly for the lean form", a.argv(), reply, err)
+						g, err := ParseGrant(reply, true)
+						if _, bare := reply.(int64); err != nil || !g.OK || bare != (i == 0) {
+							t.Fatalf("attempt %q = %#v, %v; want a grant, the bare fence exactly for the lean form", a.Argv(), reply, err)
 						}
-						states[i], fences[i] = stateOf(t, conn, tc.keys, g.fence), g.fence
+						states[i], fences[i] = stateOf(t, conn, tc.keys, g.Fence), g.Fence
 					}
 					// Times apart by as long as the grants were, Redis's
 					// clock in ms, and its rounding.

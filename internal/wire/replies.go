@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"fmt"
@@ -6,51 +6,51 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
-// grant is the reply of an acquiring script: {1, fence} when it acquired
+// Grant is the reply of an acquiring script: {1, fence} when it acquired
 // (fence 0 for a reader), or the fence alone when the attempt of a Mutex,
 // an RWMutex's writer or a Semaphore took a free lock, else {0, writer,
 // holders}: what blocks the caller, the holder of a Mutex or the writer of
-// an RWMutex ("" none), as the lock holds it (see cutFence), and the
+// an RWMutex ("" none), as the lock holds it (see CutFence), and the
 // readers or permit holders.
-type grant struct {
-	ok      bool
-	fence   uint64   // the fence of the hold; 0 for a reader
-	writer  string   // the token of the Mutex's holder or the RWMutex's writer, if it blocks the caller
-	holders []string // the readers or permit holders that block the caller
+type Grant struct {
+	OK      bool
+	Fence   uint64   // the fence of the hold; 0 for a reader
+	Writer  string   // the token of the Mutex's holder or the RWMutex's writer, if it blocks the caller
+	Holders []string // the readers or permit holders that block the caller
 }
 
-// blockers lists what blocks the caller, the writer first.
-func (g grant) blockers() []string {
-	if g.writer == "" {
-		return g.holders
+// Blockers lists what blocks the caller, the writer first.
+func (g Grant) Blockers() []string {
+	if g.Writer == "" {
+		return g.Holders
 	}
-	return append([]string{writerMark + g.writer}, g.holders...)
+	return append([]string{WriterMark + g.Writer}, g.Holders...)
 }
 
-// minFence is the lowest fence Redis's clock gives: its time in
+// MinFence is the lowest fence Redis's clock gives: its time in
 // microseconds on 9 September 2001. Every grant's fence is at least
 // Redis's clock when it was made (see new_fence.lua), and below 2^53,
 // which Lua's numbers hold exactly.
-const minFence = 1_000_000_000_000_000
+const MinFence = 1_000_000_000_000_000
 
-// fromClock reports whether fence could be a grant's: what a server that
+// FromClock reports whether fence could be a grant's: what a server that
 // answers nonsense (an integer to every command) replies is not.
-func fromClock(fence uint64) bool { return fence >= minFence && fence < 1<<53 }
+func FromClock(fence uint64) bool { return fence >= MinFence && fence < 1<<53 }
 
-// parseGrant reads an acquiring script's reply; bare: the script may
+// ParseGrant reads an acquiring script's reply; bare: the script may
 // reply the fence alone (that of a hold with fences).
-func parseGrant(reply any, bare bool) (grant, error) {
+func ParseGrant(reply any, bare bool) (Grant, error) {
 	if f, ok := reply.(int64); ok && f > 0 && bare {
-		return grant{ok: true, fence: uint64(f)}, nil
+		return Grant{OK: true, Fence: uint64(f)}, nil
 	}
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {
-		return grant{}, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
+		return Grant{}, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 	}
 	switch {
 	case r[0] == int64(1) && len(r) == 2:
 		if f, ok := r[1].(int64); ok && f >= 0 {
-			return grant{ok: true, fence: uint64(f)}, nil
+			return Grant{OK: true, Fence: uint64(f)}, nil
 		}
 	case r[0] == int64(0) && len(r) == 3:
 		w, wok := r[1].([]byte)
@@ -58,23 +58,23 @@ func parseGrant(reply any, bare bool) (grant, error) {
 		if !wok || !hok {
 			break
 		}
-		writer, _ := cutFence(string(w))
-		g := grant{writer: writer, holders: make([]string, 0, len(hs))}
+		writer, _ := CutFence(string(w))
+		g := Grant{Writer: writer, Holders: make([]string, 0, len(hs))}
 		for _, h := range hs {
 			b, ok := h.([]byte)
 			if !ok {
-				return grant{}, fmt.Errorf("%w: a holder of %T", driver.ErrUnexpectedReply, h)
+				return Grant{}, fmt.Errorf("%w: a holder of %T", driver.ErrUnexpectedReply, h)
 			}
-			g.holders = append(g.holders, string(b))
+			g.Holders = append(g.Holders, string(b))
 		}
 		return g, nil
 	}
-	return grant{}, fmt.Errorf("%w: a reply of %d elements", driver.ErrUnexpectedReply, len(r))
+	return Grant{}, fmt.Errorf("%w: a reply of %d elements", driver.ErrUnexpectedReply, len(r))
 }
 
-// parseRelease reads the reply of a release: whether the hold was ours,
+// ParseRelease reads the reply of a release: whether the hold was ours,
 // and the tokens of the waiters the lock went to, if any.
-func parseRelease(reply any) (ok bool, next []string, err error) {
+func ParseRelease(reply any) (ok bool, next []string, err error) {
 	switch r := reply.(type) {
 	case int64:
 		if r == 0 || r == 1 {
@@ -100,8 +100,8 @@ func parseRelease(reply any) (ok bool, next []string, err error) {
 	return false, nil, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 }
 
-// parseFlag reads the 1 or 0 of a refresh.
-func parseFlag(reply any) (bool, error) {
+// ParseFlag reads the 1 or 0 of a refresh.
+func ParseFlag(reply any) (bool, error) {
 	switch reply {
 	case int64(1):
 		return true, nil
@@ -111,8 +111,8 @@ func parseFlag(reply any) (bool, error) {
 	return false, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 }
 
-// strs reads a reply of bulk strings.
-func strs(reply any) ([]string, error) {
+// Strs reads a reply of bulk strings.
+func Strs(reply any) ([]string, error) {
 	r, ok := reply.([]any)
 	if !ok && reply != nil {
 		return nil, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
@@ -128,8 +128,8 @@ func strs(reply any) ([]string, error) {
 	return out, nil
 }
 
-// parseScan reads SCAN's reply: the next cursor and the keys.
-func parseScan(reply any) (cursor string, keys []string, err error) {
+// ParseScan reads SCAN's reply: the next cursor and the keys.
+func ParseScan(reply any) (cursor string, keys []string, err error) {
 	r, ok := reply.([]any)
 	if !ok || len(r) != 2 {
 		return "", nil, fmt.Errorf("%w: SCAN replied %T", driver.ErrUnexpectedReply, reply)
@@ -138,6 +138,6 @@ func parseScan(reply any) (cursor string, keys []string, err error) {
 	if !ok {
 		return "", nil, fmt.Errorf("%w: SCAN cursor %T", driver.ErrUnexpectedReply, r[0])
 	}
-	keys, err = strs(r[1])
+	keys, err = Strs(r[1])
 	return string(c), keys, err
 }

@@ -1,4 +1,4 @@
-package engine
+package wire
 
 import (
 	"fmt"
@@ -54,7 +54,7 @@ func later() string { return strconv.FormatInt(time.Now().Add(time.Hour).UnixMil
 // an error.
 func released(t *testing.T, conn redis.Conn, s *driver.Script, keysAndArgs ...any) (ok bool, next []string) {
 	t.Helper()
-	ok, next, err := parseRelease(must2(doScript(conn, s, keysAndArgs...)))
+	ok, next, err := ParseRelease(must2(doScript(conn, s, keysAndArgs...)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,15 +96,15 @@ func TestRWLockScript_takeOver(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				g, err := parseGrant(reply, true)
-				if err != nil || g.ok != tc.ok {
+				g, err := ParseGrant(reply, true)
+				if err != nil || g.OK != tc.ok {
 					t.Fatalf("take-over = %+v, %v; want ok %v", g, err, tc.ok)
 				}
 				if got := members(t, conn, "r"); !slices.Equal(got, tc.after) {
 					t.Errorf("readers after = %v; want %v", got, tc.after)
 				}
 				w, _ := redis.String(conn.Do("GET", "w"))
-				if token, fence := cutFence(w); tc.ok && (token != "new" || fence != g.fence || fence <= 5) || !tc.ok && w != tc.writer {
+				if token, fence := CutFence(w); tc.ok && (token != "new" || fence != g.Fence || fence <= 5) || !tc.ok && w != tc.writer {
 					t.Errorf("writer after = %q; want new with its fence, above the old writer's, or %q", w, tc.writer)
 				}
 			})
@@ -131,17 +131,17 @@ func TestRWScripts_readersHandedOff(t *testing.T) {
 				t.Fatalf("readers = %v; want [reader]", got)
 			}
 			// The next writer waits for the reader.
-			g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "next", 0, "", "", 100, "", "")...)), true)
-			if err != nil || g.ok {
+			g, err := ParseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "next", 0, "", "", 100, "", "")...)), true)
+			if err != nil || g.OK {
 				t.Fatalf("writer after the reader was let in = %+v, %v; want blocked", g, err)
 			}
 			// Another reader, joining the queue now, waits behind the writer.
-			g, err = parseGrant(must2(doScript(conn, lua.RWRLock, with(rwKeys, "other", 0, "s 0 100 1 chan", "q", 100, "")...)), false)
-			if err != nil || g.ok {
+			g, err = ParseGrant(must2(doScript(conn, lua.RWRLock, with(rwKeys, "other", 0, "s 0 100 1 chan", "q", 100, "")...)), false)
+			if err != nil || g.OK {
 				t.Fatalf("reader joining the queue = %+v, %v; want blocked", g, err)
 			}
-			g, err = parseGrant(must2(doScript(conn, lua.RWRLock, with(rwKeys, "reader", 0, "", "", 100, "")...)), false)
-			if err != nil || !g.ok {
+			g, err = ParseGrant(must2(doScript(conn, lua.RWRLock, with(rwKeys, "reader", 0, "", "", 100, "")...)), false)
+			if err != nil || !g.OK {
 				t.Fatalf("reader handed the lock = %+v, %v; want in", g, err)
 			}
 			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"next", "other"}) {
@@ -172,11 +172,11 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			}
 			var readers uint64 // the readers' fence, one for both
 			for _, want := range []string{"A", "B"} {
-				token, wu, _ := parseWakeUp(message(t, psc))
-				if token != want || wu.fence <= 3 || readers != 0 && wu.fence != readers {
-					t.Errorf("message to %q, fence %d; want %s, one fence above the writer's", token, wu.fence, want)
+				token, wu, _ := ParseWakeUp(message(t, psc))
+				if token != want || wu.Fence <= 3 || readers != 0 && wu.Fence != readers {
+					t.Errorf("message to %q, fence %d; want %s, one fence above the writer's", token, wu.Fence, want)
 				}
-				readers = wu.fence
+				readers = wu.Fence
 			}
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"A", "B"}) {
 				t.Errorf("readers = %v; want [A B]", got)
@@ -191,14 +191,14 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			if ok, next := released(t, conn, lua.RWRUnlock, with(rwKeys, "", "B")...); !ok || !slices.Equal(next, []string{"W"}) {
 				t.Fatalf("B's unlock = %v, %v; want true, [W]", ok, next)
 			}
-			token, wu, _ := parseWakeUp(message(t, psc))
-			if token != "W" || wu.fence <= readers {
-				t.Errorf("message to %q, fence %d; want W, above the readers' %d", token, wu.fence, readers)
+			token, wu, _ := ParseWakeUp(message(t, psc))
+			if token != "W" || wu.Fence <= readers {
+				t.Errorf("message to %q, fence %d; want W, above the readers' %d", token, wu.Fence, readers)
 			}
-			if w, fence := holderOf(t, conn, "w"); w != "W" || fence != wu.fence {
-				t.Errorf("writer = %q %d; want W %d", w, fence, wu.fence)
+			if w, fence := holderOf(t, conn, "w"); w != "W" || fence != wu.Fence {
+				t.Errorf("writer = %q %d; want W %d", w, fence, wu.Fence)
 			}
-			writer := wu.fence
+			writer := wu.Fence
 			if got := queued(t, conn, "rwqueue"); !slices.Equal(got, []string{"C"}) {
 				t.Errorf("queue = %v; want [C]", got)
 			}
@@ -206,8 +206,8 @@ func TestRWScripts_handOffInOrder(t *testing.T) {
 			if ok, next := released(t, conn, lua.RWUnlock, with(rwKeys, "", "W")...); !ok || !slices.Equal(next, []string{"C"}) {
 				t.Fatalf("W's unlock = %v, %v; want true, [C]", ok, next)
 			}
-			if token, wu, _ := parseWakeUp(message(t, psc)); token != "C" || wu.fence <= writer {
-				t.Errorf("message to %q, fence %d; want C, above W's %d", token, wu.fence, writer)
+			if token, wu, _ := ParseWakeUp(message(t, psc)); token != "C" || wu.Fence <= writer {
+				t.Errorf("message to %q, fence %d; want C, above W's %d", token, wu.Fence, writer)
 			}
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"C"}) {
 				t.Errorf("readers = %v; want [C]", got)
@@ -312,8 +312,8 @@ func TestRWUnlockScripts_leave(t *testing.T) {
 			if ok, next := released(t, conn, lua.RWRUnlock, with(rwKeys, "q", "gone")...); !ok || !slices.Equal(next, []string{"stays"}) {
 				t.Errorf("leave = %v, %v; want true, [stays]", ok, next)
 			}
-			if token, wu, _ := parseWakeUp(message(t, psc)); token != "stays" || wu.attempt != 1 {
-				t.Errorf("message to %q, attempt %d; want stays, 1", token, wu.attempt)
+			if token, wu, _ := ParseWakeUp(message(t, psc)); token != "stays" || wu.Attempt != 1 {
+				t.Errorf("message to %q, attempt %d; want stays, 1", token, wu.Attempt)
 			}
 			if got := members(t, conn, "r"); !slices.Equal(got, []string{"stays"}) {
 				t.Errorf("readers = %v; want [stays]", got)
@@ -333,21 +333,21 @@ func TestHolderScripts_prune(t *testing.T) {
 			must(t, conn, "ZADD", "permits", past, "dead")
 			must(t, conn, "HSET", "fences", "dead", 1)
 			before := clockOf(t, conn)
-			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), true)
-			if err != nil || !g.ok {
+			g, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 1000, "", "", 0, 1, "")...)), true)
+			if err != nil || !g.OK {
 				t.Fatalf("acquire past an expired holder = %+v, %v; want the permit", g, err)
 			}
-			newFence(t, g.fence, before, 0)
+			newFence(t, g.Fence, before, 0)
 			fields, _ := redis.StringMap(conn.Do("HGETALL", "fences"))
-			if f := strconv.FormatUint(g.fence, 10); len(fields) != 2 || fields["new"] != f || fields["fence"] != f {
+			if f := strconv.FormatUint(g.Fence, 10); len(fields) != 2 || fields["new"] != f || fields["fence"] != f {
 				t.Errorf("fences %v; want new's fence and the counter at it, the expired holder's gone", fields)
 			}
 			if n, _ := redis.Int(doScript(conn, lua.Held, "permits", "dead")); n != 0 {
 				t.Errorf("held(dead) = %d; want 0", n)
 			}
 			must(t, conn, "ZADD", "r", past, "dead")
-			g, err = parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "writer", 0, "", "", 100, "", "")...)), true)
-			if err != nil || !g.ok {
+			g, err = ParseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "writer", 0, "", "", 100, "", "")...)), true)
+			if err != nil || !g.OK {
 				t.Errorf("writer past an expired reader = %+v, %v; want in", g, err)
 			}
 		})
@@ -362,11 +362,11 @@ func TestRWLockScript_leanAttemptBlocked(t *testing.T) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
-			must(t, conn, "SET", "w", fenced("h", 7))
-			attempt := func(token string, expiry int64, want grant) {
+			must(t, conn, "SET", "w", Fenced("h", 7))
+			attempt := func(token string, expiry int64, want Grant) {
 				t.Helper()
-				a := attemptArgs{token: token, lease: 1000, expiry: expiry, form: writerArgs}
-				g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, a.argv()...)...)), true)
+				a := AttemptArgs{Token: token, Lease: 1000, Expiry: expiry, Form: WriterArgs}
+				g, err := ParseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, a.Argv()...)...)), true)
 				if err != nil || !grantsEqual(g, want) {
 					t.Errorf("%s's attempt = %+v, %v; want %+v", token, g, err, want)
 				}
@@ -375,11 +375,11 @@ func TestRWLockScript_leanAttemptBlocked(t *testing.T) {
 					t.Errorf("%s among the waiting writers = %v; want %v", token, counted, expiry != 0)
 				}
 			}
-			attempt("waits", 100, grant{writer: "h"})
-			attempt("tries", 0, grant{writer: "h"})
+			attempt("waits", 100, Grant{Writer: "h"})
+			attempt("tries", 0, Grant{Writer: "h"})
 			must(t, conn, "DEL", "w")
 			waiting(t, conn, "r", "reader")
-			attempt("waits too", 100, grant{holders: []string{"reader"}})
+			attempt("waits too", 100, Grant{Holders: []string{"reader"}})
 			if n, _ := redis.Int(conn.Do("EXISTS", "w")); n != 0 {
 				t.Error("a writer's attempt blocked by readers left the writer's key set")
 			}
@@ -396,7 +396,7 @@ func TestRWLockScript_waitingWritersExpire(t *testing.T) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "FLUSHALL")
-			must(t, conn, "SET", "w", fenced("h", 7))
+			must(t, conn, "SET", "w", Fenced("h", 7))
 			for _, step := range []struct {
 				token  string
 				expiry int64 // ms
@@ -407,8 +407,8 @@ func TestRWLockScript_waitingWritersExpire(t *testing.T) {
 				{"a", 2000, 9000},
 			} {
 				now := int64(clockOf(t, conn) / 1000)
-				a := attemptArgs{token: step.token, lease: 1000, expiry: step.expiry, form: writerArgs}
-				must2(doScript(conn, lua.RWLock, with(rwKeys, a.argv()...)...))
+				a := AttemptArgs{Token: step.token, Lease: 1000, Expiry: step.expiry, Form: WriterArgs}
+				must2(doScript(conn, lua.RWLock, with(rwKeys, a.Argv()...)...))
 				at, err := redis.Int64(conn.Do("PEXPIRETIME", "ww"))
 				if err != nil || at < now+step.want-500 || at > now+step.want+500 {
 					t.Errorf("after %s's attempt for %d ms, the set expires in %d ms, %v; want about %d", step.token, step.expiry, at-now, err, step.want)
@@ -434,15 +434,15 @@ func TestSemAcquireScript_leanAttempt(t *testing.T) {
 			must(t, conn, "HSET", "fences", "a", 1, "fence", 1)
 			for _, tc := range []struct {
 				permits int
-				want    grant
+				want    Grant
 			}{
-				{1, grant{holders: []string{"a"}}},
-				{2, grant{ok: true}},
+				{1, Grant{Holders: []string{"a"}}},
+				{2, Grant{OK: true}},
 			} {
-				a := attemptArgs{token: "new", form: permitArgs, permits: tc.permits}
-				g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, a.argv()...)...)), true)
-				if tc.want.ok && err == nil && g.fence > 1 {
-					tc.want.fence = g.fence
+				a := AttemptArgs{Token: "new", Form: PermitArgs, Permits: tc.permits}
+				g, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, a.Argv()...)...)), true)
+				if tc.want.OK && err == nil && g.Fence > 1 {
+					tc.want.Fence = g.Fence
 				}
 				if err != nil || !grantsEqual(g, tc.want) {
 					t.Errorf("attempt on %d permits = %+v, %v; want %+v", tc.permits, g, err, tc.want)
@@ -464,24 +464,24 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 				must(t, conn, "ZADD", "permits", "+inf", h)
 				must(t, conn, "HSET", "fences", h, 1)
 			}
-			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 2, "a")...)), true)
-			if err != nil || g.ok {
+			g, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 2, "a")...)), true)
+			if err != nil || g.OK {
 				t.Fatalf("take-over with 2 permits and 3 holders = %+v, %v; want refused", g, err)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"a", "b", "c"}) {
 				t.Errorf("holders = %v; want all three", got)
 			}
-			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "a")...)), true)
-			if err != nil || !g.ok {
+			g, err = ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "a")...)), true)
+			if err != nil || !g.OK {
 				t.Fatalf("take-over with 3 permits = %+v, %v; want the permit", g, err)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"b", "c", "new"}) {
 				t.Errorf("holders = %v; want b, c, new", got)
 			}
 			// Asked again after a lost reply: the same permit and fence.
-			again, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "b")...)), true)
-			if err != nil || !again.ok || again.fence != g.fence {
-				t.Errorf("the same take-over again = %+v, %v; want fence %d and b kept", again, err, g.fence)
+			again, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 3, "b")...)), true)
+			if err != nil || !again.OK || again.Fence != g.Fence {
+				t.Errorf("the same take-over again = %+v, %v; want fence %d and b kept", again, err, g.Fence)
 			}
 			if got := members(t, conn, "permits"); !slices.Equal(got, []string{"b", "c", "new"}) {
 				t.Errorf("holders = %v; want b, c, new", got)
@@ -523,7 +523,7 @@ func TestHolderScripts_badFence(t *testing.T) {
 			}
 			must(t, conn, "DEL", "fences")
 			must(t, conn, "SET", "fence", "x")
-			if g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 1, "")...)), true); err != nil || !g.ok {
+			if g, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 1, "")...)), true); err != nil || !g.OK {
 				t.Fatalf("semaphore acquire beside an earlier version's broken counter = %+v, %v; want the permit", g, err)
 			}
 			if ok, _ := released(t, conn, lua.SemRelease, with(semKeys, "", "new")...); !ok {
@@ -532,7 +532,7 @@ func TestHolderScripts_badFence(t *testing.T) {
 			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "fence")); n != 0 {
 				t.Errorf("%d of the semaphore's keys and the earlier counter left; want none", n)
 			}
-			if g, err := parseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "new", 0, "", "", 100, "", "")...)), true); err != nil || !g.ok {
+			if g, err := ParseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "new", 0, "", "", 100, "", "")...)), true); err != nil || !g.OK {
 				t.Fatalf("writer beside an earlier version's broken counter = %+v, %v; want in", g, err)
 			}
 			if ok, _ := released(t, conn, lua.RWUnlock, with(rwKeys, "", "new")...); !ok {
@@ -582,7 +582,7 @@ func TestReleaseScripts_handOffOnlyToWaiters(t *testing.T) {
 				if ok, next := release(); !ok || !slices.Equal(next, []string{"someone"}) {
 					t.Errorf("release with a waiter = %v, %v; want true, [someone]", ok, next)
 				}
-				if token, wu, ok := parseWakeUp(message(t, psc)); !ok || token != "someone" {
+				if token, wu, ok := ParseWakeUp(message(t, psc)); !ok || token != "someone" {
 					t.Errorf("message to %q, %+v, after a release with a waiter; want its hand-off to someone", token, wu)
 				}
 			})
@@ -618,11 +618,11 @@ func TestSemReleaseScript_handOffInOrder(t *testing.T) {
 					t.Fatalf("%s's release = %v, %v; want true, %v", s.holder, ok, next, s.next)
 				}
 				if s.message != "" {
-					token, wu, _ := parseWakeUp(message(t, psc))
-					if token != s.message || wu.fence <= fence {
-						t.Errorf("message to %q, fence %d; want %s, above %d", token, wu.fence, s.message, fence)
+					token, wu, _ := ParseWakeUp(message(t, psc))
+					if token != s.message || wu.Fence <= fence {
+						t.Errorf("message to %q, fence %d; want %s, above %d", token, wu.Fence, s.message, fence)
 					}
-					fence = wu.fence
+					fence = wu.Fence
 				}
 				if got := members(t, conn, "permits"); !slices.Equal(got, s.after) {
 					t.Errorf("holders after %s's release = %v; want %v", s.holder, got, s.after)
@@ -653,12 +653,12 @@ func TestSemAcquireScript_manyPermits(t *testing.T) {
 			for i := range 65 {
 				must(t, conn, "ZADD", "permits", "+inf", fmt.Sprintf("h%02d", i))
 			}
-			g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 65, "")...)), true)
-			if err != nil || g.ok || len(g.holders) != 65 || slices.Contains(g.holders, "expired") {
-				t.Fatalf("attempt on 65 permits, all taken = ok %v, %d holders, %v; want blocked by the 65 live ones", g.ok, len(g.holders), err)
+			g, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 65, "")...)), true)
+			if err != nil || g.OK || len(g.Holders) != 65 || slices.Contains(g.Holders, "expired") {
+				t.Fatalf("attempt on 65 permits, all taken = ok %v, %d holders, %v; want blocked by the 65 live ones", g.OK, len(g.Holders), err)
 			}
-			g, err = parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 66, "")...)), true)
-			if err != nil || !g.ok {
+			g, err = ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, "new", 0, "", "", 0, 66, "")...)), true)
+			if err != nil || !g.OK {
 				t.Fatalf("attempt on 66 permits = %+v, %v; want the permit", g, err)
 			}
 			if n, _ := redis.Int(conn.Do("ZCARD", "permits")); n != 66 {
@@ -693,17 +693,17 @@ func TestSemReleaseScript_handOffWritesAsAGrant(t *testing.T) {
 				if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "h")...); !ok || !slices.Equal(next, []string{"w"}) {
 					t.Fatalf("h's release = %v, %v; want the permit handed to w", ok, next)
 				}
-				_, wu, _ := parseWakeUp(message(t, psc))
-				handed := stateOf(t, conn, semKeys, wu.fence)
+				_, wu, _ := ParseWakeUp(message(t, psc))
+				handed := stateOf(t, conn, semKeys, wu.Fence)
 
 				prepare()
-				whole := attemptArgs{token: "w", lease: claim, entry: entry("w", 1), op: "x", expiry: 100, form: permitArgs, permits: 2}
-				g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, whole.argv()...)...)), true)
-				if err != nil || !g.ok {
+				whole := AttemptArgs{Token: "w", Lease: claim, Entry: entry("w", 1), Op: "x", Expiry: 100, Form: PermitArgs, Permits: 2}
+				g, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, whole.Argv()...)...)), true)
+				if err != nil || !g.OK {
 					t.Fatalf("w's attempt = %+v, %v; want the permit", g, err)
 				}
-				granted := stateOf(t, conn, semKeys, g.fence)
-				apart := int64(g.fence/1000-wu.fence/1000) + 2
+				granted := stateOf(t, conn, semKeys, g.Fence)
+				apart := int64(g.Fence/1000-wu.Fence/1000) + 2
 				if !handed.like(granted, apart) {
 					t.Errorf("hand-off wrote %+v; a grant %+v", handed, granted)
 				}
@@ -745,7 +745,7 @@ func TestSemReleaseScript_countsLiveHolders(t *testing.T) {
 						if !ok || !slices.Equal(next, want) {
 							t.Errorf("h's release = %v, %v; want true, %v", ok, next, want)
 						}
-						if token, _, _ := parseWakeUp(message(t, psc)); token != "w" {
+						if token, _, _ := ParseWakeUp(message(t, psc)); token != "w" {
 							t.Errorf("message to %q; want w's hand-off", token)
 						}
 					} else if !ok || next != nil {
@@ -788,13 +788,13 @@ func TestSemScripts_counterInFences(t *testing.T) {
 					t.Errorf("%s: fence %d, counter %d, %d counter keys; want a fence above %d, the counter at it, no key", step, fence, counter, n, floor)
 				}
 			}
-			attempt := func(a attemptArgs) uint64 {
+			attempt := func(a AttemptArgs) uint64 {
 				t.Helper()
-				g, err := parseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, a.argv()...)...)), true)
-				if err != nil || !g.ok {
-					t.Fatalf("%s's attempt = %+v, %v; want a permit", a.token, g, err)
+				g, err := ParseGrant(must2(doScript(conn, lua.SemAcquire, with(semKeys, a.Argv()...)...)), true)
+				if err != nil || !g.OK {
+					t.Fatalf("%s's attempt = %+v, %v; want a permit", a.Token, g, err)
 				}
-				return g.fence
+				return g.Fence
 			}
 			handOff := func(from, to string) uint64 {
 				t.Helper()
@@ -802,14 +802,14 @@ func TestSemScripts_counterInFences(t *testing.T) {
 				if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", from)...); !ok || !slices.Equal(next, []string{to}) {
 					t.Fatalf("%s's release = %v, %v; want the permit handed to %s", from, ok, next, to)
 				}
-				_, wu, _ := parseWakeUp(message(t, psc))
-				return wu.fence
+				_, wu, _ := ParseWakeUp(message(t, psc))
+				return wu.Fence
 			}
-			fa := attempt(attemptArgs{token: "a", lease: 60000, form: permitArgs, permits: 2})
+			fa := attempt(AttemptArgs{Token: "a", Lease: 60000, Form: PermitArgs, Permits: 2})
 			granted("a first attempt", fa, 0)
 			ahead := fa + 1_000_000_000 // 1000 s ahead of Redis's clock
 			must(t, conn, "HSET", "fences", "fence", ahead)
-			fb := attempt(attemptArgs{token: "b", lease: 60000, entry: entry("b", 1), op: "q", expiry: 100, form: permitArgs, permits: 2})
+			fb := attempt(AttemptArgs{Token: "b", Lease: 60000, Entry: entry("b", 1), Op: "q", Expiry: 100, Form: PermitArgs, Permits: 2})
 			granted("an attempt beside a holder", fb, ahead)
 			fw := handOff("a", "w")
 			granted("a hand-off beside a holder", fw, fb)
@@ -826,8 +826,8 @@ func TestSemScripts_counterInFences(t *testing.T) {
 			if gone, err := redis.Strings(doScript(conn, lua.ForceSem, semKeys...)); err != nil || !slices.Equal(gone, []string{"v"}) {
 				t.Fatalf("ForceSem = %q, %v; want v removed", gone, err)
 			}
-			_, wu, _ := parseWakeUp(message(t, psc))
-			granted("a forced release's hand-off", wu.fence, ahead)
+			_, wu, _ := ParseWakeUp(message(t, psc))
+			granted("a forced release's hand-off", wu.Fence, ahead)
 		})
 	}
 }
@@ -866,11 +866,11 @@ func TestSemReleaseScript_manyExpired(t *testing.T) {
 				if !ok || !slices.Equal(next, []string{"w"}) {
 					t.Fatalf("h's release = %v, %v; want the permit handed to w", ok, next)
 				}
-				_, wu, _ := parseWakeUp(message(t, psc))
+				_, wu, _ := ParseWakeUp(message(t, psc))
 				fields, _ := redis.StringMap(conn.Do("HGETALL", "fences"))
-				f := strconv.FormatUint(wu.fence, 10)
-				if held := members(t, conn, "permits"); wu.fence <= ahead || !slices.Equal(held, []string{"w"}) || len(fields) != 2 || fields["w"] != f || fields["fence"] != f {
-					t.Errorf("w's fence %d, holders %v, fences %v; want w alone above %d, its fence and the counter", wu.fence, held, fields, ahead)
+				f := strconv.FormatUint(wu.Fence, 10)
+				if held := members(t, conn, "permits"); wu.Fence <= ahead || !slices.Equal(held, []string{"w"}) || len(fields) != 2 || fields["w"] != f || fields["fence"] != f {
+					t.Errorf("w's fence %d, holders %v, fences %v; want w alone above %d, its fence and the counter", wu.Fence, held, fields, ahead)
 				}
 				if n, _ := redis.Int(conn.Do("EXISTS", "fence")); n != 0 {
 					t.Error("an earlier version's counter left; want it gone")
