@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
@@ -157,7 +158,7 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args wire.AttemptArgs) (g wire.Grant, released bool, err error) {
 	argv := args.Argv()
 	var late func(any, error) // what gives back a reply its caller left (see link.call)
-	if ctx.Done() != nil && !b.c.redis.keeps {
+	if ctx.Done() != nil && !b.c.redis.Keeps() {
 		late = func(reply any, err error) { b.lateAttempt(ctx, kind, keys, args, reply, err) }
 	}
 	g, unknown, left, err := b.grantOf(ctx, s, keys, kind, argv, late)
@@ -167,9 +168,9 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 	case !unknown:
 		return g, false, err
 	}
-	if askAgain(err) {
-		if args.Op == "q" {
-			args.Op = "r"
+	if link.AskAgain(err) {
+		if args.Op == wire.OpJoin {
+			args.Op = wire.OpRejoin
 		}
 		var again error
 		if g, _, _, again = b.grantOf(ctx, s, keys, kind, args.Argv(), late); again == nil {
@@ -193,11 +194,11 @@ func (b *base) lateAttempt(ctx context.Context, kind *holdKind, keys []string, a
 		var g wire.Grant
 		if g, err = wire.ParseGrant(reply, kind.fenced); err == nil && !g.OK {
 			waits := args.Op != "" || args.Form == wire.WriterArgs && args.Expiry > 0
-			if !waits || endsBy(ctx, time.Duration(args.Expiry)*time.Millisecond) {
+			if !waits || link.EndsBy(ctx, time.Duration(args.Expiry)*time.Millisecond) {
 				return
 			}
 		}
-	} else if errors.Is(err, driver.ErrNotSent) || !mayHaveRun(true, err) {
+	} else if errors.Is(err, driver.ErrNotSent) || !link.MayHaveRun(true, err) {
 		return
 	}
 	b.c.clean(context.WithoutCancel(ctx), b.giveBack(kind, keys, args.Token))
@@ -214,7 +215,7 @@ func (b *base) giveBack(kind *holdKind, keys []string, token string) cleanup {
 // left (see link.call), which late gets. Its error is the call's (see
 // gaveUp).
 func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any, late func(any, error)) (g wire.Grant, unknown, left bool, err error) {
-	reply, sent, left, err := b.c.redis.evalLate(ctx, b.cfg.commandTimeout, s, keys, late, args...)
+	reply, sent, left, err := b.c.redis.EvalLate(ctx, b.cfg.commandTimeout, s, keys, late, args...)
 	if left {
 		return wire.Grant{}, true, true, err
 	}
@@ -227,5 +228,5 @@ func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kin
 			return g, false, false, nil
 		}
 	}
-	return wire.Grant{}, mayHaveRun(sent, err), false, err
+	return wire.Grant{}, link.MayHaveRun(sent, err), false, err
 }

@@ -31,7 +31,7 @@ func (b *base) flag(ctx context.Context, wait bool, s *driver.Script, keys []str
 // eval runs s with keys and args for the lock, bounded by the lock's
 // command timeout (see driver).
 func (b *base) eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (reply any, sent bool, err error) {
-	reply, sent, err = b.c.redis.eval(ctx, b.cfg.commandTimeout, s, keys, args...)
+	reply, sent, err = b.c.redis.Eval(ctx, b.cfg.commandTimeout, s, keys, args...)
 	if err != nil {
 		b.logFailure(ctx, err)
 	}
@@ -49,7 +49,7 @@ func (b *base) evalReplicated(ctx context.Context, s *driver.Script, keys []stri
 	if d > 0 {
 		d += b.cfg.replicaWait
 	}
-	if reply, acked, err = b.c.redis.evalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
+	if reply, acked, err = b.c.redis.EvalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
 		b.logFailure(ctx, err)
 	}
 	return reply, acked, err
@@ -57,7 +57,7 @@ func (b *base) evalReplicated(ctx context.Context, s *driver.Script, keys []stri
 
 // get reads a string key of the lock; "" when it does not exist.
 func (b *base) get(ctx context.Context, key string) (string, error) {
-	reply, err := b.c.redis.command(ctx, b.cfg.commandTimeout, []string{key}, "GET", key)
+	reply, err := b.c.redis.Command(ctx, b.cfg.commandTimeout, []string{key}, "GET", key)
 	if err != nil {
 		b.logFailure(ctx, err)
 		return "", err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 )
 
@@ -74,7 +75,7 @@ func (h *hold) takeClaim(t *take) {
 	}
 	defer h.b.c.cleanups.Done()
 	defer func() { _ = recover() }() // a driver's panic ends the take, not the process
-	ctx, cancel := context.WithTimeout(h.b.c.ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(h.b.c.ctx, link.DetachedTimeout)
 	defer cancel()
 	_, err := h.refresh(ctx, false)
 	if err == nil || errors.Is(err, ErrNotHeld) { // taken, or found lost or released

@@ -43,12 +43,8 @@ func TestConfig_claim(t *testing.T) {
 // writes it.
 func TestWaiter_entryStatesTheClaim(t *testing.T) {
 	cfg, _ := build([]Option{WithLease(time.Hour)})
-	w := waiter{b: &base{cfg: cfg}, c: &spec{entry: wire.EntryExclusive, channel: "ch"}, l: &listener{}}
-	w.l.w = &wakeups{chans: map[string]*channel{"": {confirmed: true}}}
-	if op := w.queue(); op != "q" {
-		t.Fatalf("queue() = %q; want q", op)
-	}
-	entry := wire.QueueEntry(w.c.entry, cfg.claim(), cfg.expiry(), 7, w.c.channel)
+	w := waiter{b: &base{cfg: cfg}, c: &spec{entry: wire.EntryExclusive, channel: "ch"}, entries: 6}
+	entry := w.nextEntry(cfg.expiry())
 	fields := strings.Fields(entry)
 	if len(fields) != 5 || fields[1] != strconv.FormatInt(cfg.claim().Milliseconds(), 10) || fields[3] != "7" {
 		t.Errorf("entry = %q; want the claim, %v, after the kind, and attempt 7 before the channel", entry, cfg.claim())

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
@@ -44,11 +45,11 @@ type cleanup struct {
 // can do for many.
 func (x cleanup) leaving() bool { return x.args[0] == wire.OpLeave }
 
-// run makes the release, bounded by ctx and by releaseTimeout; a driver
+// run makes the release, bounded by ctx and by link.DetachedTimeout; a driver
 // that panics ends the clean-up, not the process.
 func (x cleanup) run(ctx context.Context) {
 	defer func() { _ = recover() }()
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(ctx, link.DetachedTimeout)
 	defer cancel()
 	_, _, _ = x.b.eval(ctx, x.script, x.keys, wire.Anys(x.args)...)
 }

@@ -7,12 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Client: see uncomplicated.Client.
 type Client struct {
-	redis *link // nil for a nil driver
+	redis *link.Link // nil for a nil driver
 	opts  []Option
 	cfg   config // opts built, or the defaults when they are invalid
 	// cfgErr is why opts are invalid, which the constructors report.
@@ -29,7 +31,7 @@ type Client struct {
 
 	mu       sync.Mutex     // guards closing, wake and the Adds to cleanups
 	closing  bool           // Close has begun
-	wake     *wakeups       // the listening connection, made by the first waiter
+	wake     *link.Wakeups  // the listening connection, made by the first waiter
 	cleanups sync.WaitGroup // background clean-ups, the listening connection, the restart watch
 
 	cleaner  cleaner      // its clean-ups
@@ -39,7 +41,7 @@ type Client struct {
 	failures logLimit     // when each lock's failed attempts were last logged
 }
 
-func newClient(l *link, opts []Option) *Client {
+func newClient(l *link.Link, opts []Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	cleanCtx, cleanCancel := context.WithCancel(context.Background())
 	c := &Client{
@@ -64,7 +66,7 @@ func (c *Client) Close() error {
 		close(c.done)
 		c.cancel()
 		if c.wake != nil {
-			c.wake.cancel()
+			c.wake.Cancel()
 		}
 	}
 	c.mu.Unlock()
@@ -116,19 +118,19 @@ func (c *Client) backgroundStarts() bool {
 
 // wakeups returns the Client's listening connection, starting it unless
 // started is set; it returns nil when there is none.
-func (c *Client) wakeups(started bool) *wakeups {
+func (c *Client) wakeups(started bool) *link.Wakeups {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.wake != nil || started || c.closing {
 		return c.wake
 	}
 	cfg := c.settings()
-	c.wake = newWakeups(c.redis, cfg.clock, cfg.commandTimeout, cfg.prefix)
-	c.wake.broke = c.restarts.broke
+	c.wake = link.NewWakeups(c.redis, cfg.clock, cfg.commandTimeout, cfg.prefix)
+	c.wake.Broke = c.restarts.broke
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()
-		c.wake.run()
+		c.wake.Run()
 	}()
 	return c.wake
 }
@@ -177,3 +179,11 @@ type Faced interface{ engine() *Client }
 
 // Of returns the engine's Client of f.
 func Of(f Faced) *Client { return f.engine() }
+
+// NewClient: see uncomplicated.NewClient.
+func NewClient(d driver.Driver, opts ...Option) *Client {
+	if link.IsNil(d) {
+		return newClient(nil, opts)
+	}
+	return newClient(link.New(d), opts)
+}

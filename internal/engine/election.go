@@ -11,6 +11,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
@@ -173,7 +174,7 @@ func (e *Election) watch(l *leadership, refreshing context.Context) {
 	select {
 	case <-e.c.done:
 		if e.forget(l) != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), link.DetachedTimeout)
 			defer cancel()
 			_ = l.m.x.unlock(ctx, l.h)
 		}
@@ -229,7 +230,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 
 // read returns the current leader, as its lock's holder tells.
 func (e *Election) read(ctx context.Context) (Leader, error) {
-	reply, err := e.c.redis.command(ctx, e.cfg.commandTimeout, []string{e.name}, "GET", e.name)
+	reply, err := e.c.redis.Command(ctx, e.cfg.commandTimeout, []string{e.name}, "GET", e.name)
 	if err != nil {
 		return Leader{}, NewError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
 	}
@@ -266,9 +267,9 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 	defer close(out)
 	var wake <-chan wire.WakeUp
 	if w := e.c.wakeups(false); w != nil {
-		l := w.listen(e.channel, wire.NewToken(), false)
-		defer l.close(nil)
-		wake = l.wake
+		l := w.Listen(e.channel, wire.NewToken(), false)
+		defer l.Close(nil)
+		wake = l.Wake
 	}
 	var last uint64 // the fence of the last leader sent
 	for {

@@ -3,19 +3,18 @@
 // users see of it.
 package engine
 
-import "errors"
+import "github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 
-// The sentinel errors; package uncomplicated documents each under the
-// same name.
+// The sentinel errors, as package sentinel defines them.
 var (
-	ErrNotObtained     = errors.New("uncomplicated: lock not obtained")
-	ErrStale           = errors.New("uncomplicated: stale lock")
-	ErrNotHeld         = errors.New("uncomplicated: lock not held")
-	ErrLost            = errors.New("uncomplicated: lock lost")
-	ErrInvalidArgument = errors.New("uncomplicated: invalid argument")
-	ErrClosed          = errors.New("uncomplicated: client closed")
-	ErrNotReplicated   = errors.New("uncomplicated: acquisition not replicated")
-	ErrNoLeader        = errors.New("uncomplicated: no leader")
+	ErrNotObtained     = sentinel.ErrNotObtained
+	ErrStale           = sentinel.ErrStale
+	ErrNotHeld         = sentinel.ErrNotHeld
+	ErrLost            = sentinel.ErrLost
+	ErrInvalidArgument = sentinel.ErrInvalidArgument
+	ErrClosed          = sentinel.ErrClosed
+	ErrNotReplicated   = sentinel.ErrNotReplicated
+	ErrNoLeader        = sentinel.ErrNoLeader
 )
 
 // An Error is the error of an operation on a lock: the method, the lock's

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 )
 
 // Failures and logging: the errors a lock returns, each naming the lock
@@ -167,7 +169,7 @@ func (b *base) logFailure(ctx context.Context, err error) {
 		return
 	}
 	level := slog.LevelWarn
-	if loading(err) {
+	if link.Loading(err) {
 		level = slog.LevelInfo
 	}
 	if b.logs(ctx, level) {

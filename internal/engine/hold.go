@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
@@ -436,7 +437,7 @@ const lostRelease = 500 * time.Millisecond
 // most. A release cut short goes on in the background, as far as
 // Client.Close. Unless the caller's ctx ended, the caller hears of no
 // deadline but its own: a release cut short of a hold known lost reports
-// nothing (the loss says it all), and one cut short by releaseTimeout
+// nothing (the loss says it all), and one cut short by link.DetachedTimeout
 // reports that, matching os.ErrDeadlineExceeded as the command timeout
 // does.
 func releaseAfter(ctx context.Context, lost bool, release func(context.Context) error) error {
@@ -454,13 +455,8 @@ func releaseAfter(ctx context.Context, lost bool, release func(context.Context) 
 	if lost {
 		return nil
 	}
-	return fmt.Errorf("uncomplicated: no answer to the release within %v; it goes on in the background: %w", releaseTimeout, os.ErrDeadlineExceeded)
+	return fmt.Errorf("uncomplicated: no answer to the release within %v; it goes on in the background: %w", link.DetachedTimeout, os.ErrDeadlineExceeded)
 }
-
-// releaseTimeout bounds the Redis calls made without the caller's ctx: the
-// release that ends Do and the clean-up of a lost acquisition. It is real
-// time, as the connections' deadlines are.
-const releaseTimeout = 5 * time.Second
 
 // releaseGrace is how long the release that ends Do may run past the
 // deadline of Do's ctx.
@@ -470,7 +466,7 @@ const releaseGrace = 50 * time.Millisecond
 // cancellation of ctx, so that a lock is released also when fn returned
 // because ctx ended, but not its deadline, so that Do returns in time.
 func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), link.DetachedTimeout)
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return uctx, cancel

@@ -97,7 +97,7 @@ func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock,
 	case inspection.KindSemaphore:
 		s, keys = lua.ForceSem, semKeysOf(prefix, name)
 	}
-	reply, _, err := c.redis.eval(ctx, d, s, keys)
+	reply, _, err := c.redis.Eval(ctx, d, s, keys)
 	if err != nil {
 		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
@@ -137,7 +137,7 @@ type snapshot struct {
 // inspect runs lua.Inspect on the lock name.
 func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot, error) {
 	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
-	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
+	reply, _, err := c.redis.Eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
 	if err != nil {
 		return snapshot{info: inspection.Lock{Name: name}}, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
@@ -184,7 +184,7 @@ func scanNames(ctx context.Context, c *Client, cfg config, match string, limit i
 	for _, route := range routes {
 		cursor := "0"
 		for {
-			reply, err := c.redis.command(ctx, cfg.commandTimeout, route, "SCAN", cursor, "MATCH", globQuote(cfg.prefix)+":*", "COUNT", 1000)
+			reply, err := c.redis.Command(ctx, cfg.commandTimeout, route, "SCAN", cursor, "MATCH", globQuote(cfg.prefix)+":*", "COUNT", 1000)
 			if err != nil {
 				return nil, false, fmt.Errorf("uncomplicated: SCAN: %w", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -135,7 +136,7 @@ func callID[K any](obj identifier[K]) (id string, err error) {
 	}()
 	v := any(obj.ID())
 	for {
-		if isNil(v) {
+		if link.IsNil(v) {
 			return "", fmt.Errorf("%w: %T.ID() is nil", ErrInvalidArgument, obj)
 		}
 		rv := reflect.ValueOf(v)
@@ -161,20 +162,6 @@ func printsItself(v any) bool {
 	switch v.(type) {
 	case fmt.Stringer, error, fmt.Formatter:
 		return true
-	}
-	return false
-}
-
-// isNil reports whether v is nil or a nil pointer, map, slice, func, chan
-// or interface.
-func isNil(v any) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Invalid:
-		return true
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan,
-		reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
 	}
 	return false
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -68,17 +69,17 @@ type restartWatch struct {
 	// be restarting.
 	kick chan struct{}
 
-	mu        sync.Mutex               // guards the fields below
-	holding   map[*hold]struct{}       // the holds of the Client's locks
-	watching  bool                     // the watch runs
-	serverIDs map[string]string        // by node address: the last run_id read
-	owners    map[int]string           // by slot of a hold or a release: its node at that reading
-	single    bool                     // Redis said it is not a Cluster
-	skews     map[string]time.Duration // by node address: how far its clock was ahead at the last reading
-	lastSkew  time.Duration            // the last of those read, of any node
-	skewRead  bool                     // lastSkew was read
-	pins      map[string]*listener     // by node address, or "" before the first reading: see pin
-	pinning   *clock.Timer             // fires pinOld; nil when not set
+	mu        sync.Mutex                // guards the fields below
+	holding   map[*hold]struct{}        // the holds of the Client's locks
+	watching  bool                      // the watch runs
+	serverIDs map[string]string         // by node address: the last run_id read
+	owners    map[int]string            // by slot of a hold or a release: its node at that reading
+	single    bool                      // Redis said it is not a Cluster
+	skews     map[string]time.Duration  // by node address: how far its clock was ahead at the last reading
+	lastSkew  time.Duration             // the last of those read, of any node
+	skewRead  bool                      // lastSkew was read
+	pins      map[string]*link.Listener // by node address, or "" before the first reading: see pin
+	pinning   *clock.Timer              // fires pinOld; nil when not set
 }
 
 // watch records a new hold, and starts the watch if it is not running,
@@ -143,16 +144,16 @@ func (w *restartWatch) pin(addr string, h *hold) {
 		return
 	}
 	if w.pins == nil {
-		w.pins = map[string]*listener{}
+		w.pins = map[string]*link.Listener{}
 	}
-	w.pins[addr] = wk.listen(wire.WakeChannel(h.b.cfg.prefix, h.b.name, w.c.id), pinToken, false)
+	w.pins[addr] = wk.Listen(wire.WakeChannel(h.b.cfg.prefix, h.b.name, w.c.id), pinToken, false)
 }
 
 // unpin ends the pins of the nodes not in keep. The caller holds w.mu.
 func (w *restartWatch) unpin(keep map[string]*node) {
 	for addr, l := range w.pins {
 		if keep[addr] == nil || len(keep[addr].holds) == 0 {
-			l.close(nil)
+			l.Close(nil)
 			delete(w.pins, addr)
 		}
 	}
@@ -240,7 +241,7 @@ func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
 			answered = false
 		}
 	}()
-	ctx, cancel := context.WithTimeout(w.c.ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(w.c.ctx, link.DetachedTimeout)
 	defer cancel()
 	nodes := w.nodes(ctx, hs, rs)
 	w.repin(nodes)
@@ -266,7 +267,7 @@ func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
 		// that failed, since the holds began or the releases were sent.
 		if seen != id {
 			if wk := w.c.wakeups(true); wk != nil {
-				wk.recheck()
+				wk.Recheck()
 			}
 		}
 		verified := seen == id || verify(ctx, on.holds) // first: a hold's loss is what its holder waits to hear
@@ -321,7 +322,7 @@ func (w *restartWatch) rerelease(ctx context.Context, rs []release) (done []rele
 	d := w.c.settings().commandTimeout
 	for _, r := range rs {
 		args := append([]any{""}, wire.Anys(r.tokens)...)
-		if _, _, err := w.c.redis.eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
+		if _, _, err := w.c.redis.Eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
 			done = append(done, r)
 		}
 	}
@@ -393,9 +394,9 @@ func (w *restartWatch) slotMap(ctx context.Context) ([]string, error) {
 	if single {
 		return nil, nil
 	}
-	reply, err := w.c.redis.command(ctx, w.c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
-	var se *serverError
-	if errors.As(err, &se) && strings.Contains(se.msg, "cluster support disabled") {
+	reply, err := w.c.redis.Command(ctx, w.c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
+	var se *link.ServerError
+	if errors.As(err, &se) && strings.Contains(se.Msg, "cluster support disabled") {
 		w.mu.Lock()
 		w.single = true
 		w.mu.Unlock()
@@ -436,10 +437,10 @@ func (w *restartWatch) slotMap(ctx context.Context) ([]string, error) {
 func (w *restartWatch) runID(ctx context.Context, addr, key string) (id string, silent bool) {
 	clk := w.c.settings().clock
 	sent := clk.Now()
-	reply, err := w.c.redis.command(ctx, w.c.settings().commandTimeout, []string{key}, "INFO", "server")
+	reply, err := w.c.redis.Command(ctx, w.c.settings().commandTimeout, []string{key}, "INFO", "server")
 	info, ok := reply.([]byte)
 	if err != nil || !ok {
-		return "", err != nil && transient(err)
+		return "", err != nil && link.Transient(err)
 	}
 	came := clk.Now()
 	var usec int64

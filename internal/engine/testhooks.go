@@ -1,6 +1,10 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
+)
 
 // What the tests of package uncomplicated, which see the engine from
 // outside, need of it.
@@ -8,8 +12,8 @@ import "time"
 // SetMaxIdleChannels changes how many idle subscriptions a Client keeps,
 // until the returned func restores it.
 func SetMaxIdleChannels(n int) (restore func()) {
-	old := maxIdleChannels.Swap(int64(n))
-	return func() { maxIdleChannels.Store(old) }
+	old := link.MaxIdleChannels.Swap(int64(n))
+	return func() { link.MaxIdleChannels.Store(old) }
 }
 
 // SetPinAfter changes how old a hold is before its Client keeps a

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 )
 
 // The tick schedule. A waiter tries again after a random sleep below a
@@ -50,11 +52,11 @@ func (c *config) expiry() time.Duration {
 // an entry.
 func (b *base) entryExpiry(ctx context.Context, queued bool) (d time.Duration, cut bool) {
 	d = b.cfg.expiry()
-	left, ok := deadlineLeft(ctx)
+	left, ok := link.DeadlineLeft(ctx)
 	if !ok {
 		return d, false
 	}
-	left -= b.c.redis.roundTrip() + time.Millisecond
+	left -= b.c.redis.RoundTrip() + time.Millisecond
 	slack := b.c.slack.get()
 	if queued && left > time.Millisecond && left-slack <= time.Millisecond {
 		b.c.slack.taken() // a slack that keeps waiters out of the queue shrinks too

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
@@ -31,7 +32,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 		w.drain()
 		from := b.cfg.clock.Now()
 		g, err := w.attempt(ctx, nil)
-		if err != nil && b.ctxErr(ctx) == nil && transient(err) {
+		if err != nil && b.ctxErr(ctx) == nil && link.Transient(err) {
 			// Redis restarting, failing over or out of reach: try again on
 			// the next tick.
 			b.logFailed(ctx, err)
@@ -96,8 +97,8 @@ type waiter struct {
 	c       *spec
 	token   string
 	o       *observing
-	l       *listener // its wake-ups; nil until it first finds the lock taken
-	inQueue bool      // an attempt may have put its entry in the queue
+	l       *link.Listener // its wake-ups; nil until it first finds the lock taken
+	inQueue bool           // an attempt may have put its entry in the queue
 	// entries counts its attempts that may have written its queue entry,
 	// which carries the number of the one that wrote it (see wire.QueueEntry).
 	entries uint64
@@ -127,8 +128,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (wire.Grant, error
 	var expiry time.Duration
 	expiry, w.cut = w.b.entryExpiry(ctx, op != "")
 	if op != "" {
-		w.entries++
-		entry = wire.QueueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
+		entry = w.nextEntry(expiry)
 	}
 	args := wire.AttemptArgs{Token: w.token, Lease: w.b.cfg.leaseMillis(), Entry: entry, Op: op,
 		Expiry: expiry.Milliseconds(), Form: w.c.args, Stale: stale, Permits: w.c.permits}
@@ -163,7 +163,7 @@ func (w *waiter) blocked(g wire.Grant) {
 		return
 	}
 	if wk := w.b.c.wakeups(false); wk != nil {
-		w.l = wk.listen(w.c.channel, w.token, false)
+		w.l = wk.Listen(w.c.channel, w.token, false)
 	}
 }
 
@@ -233,7 +233,7 @@ func roundShort(d time.Duration) time.Duration {
 // lock, so that the first attempt can join the queue.
 func (w *waiter) listenIfReady() {
 	if wk := w.b.c.wakeups(true); wk != nil {
-		w.l = wk.listen(w.c.channel, w.token, true)
+		w.l = wk.Listen(w.c.channel, w.token, true)
 	}
 }
 
@@ -245,10 +245,18 @@ func (w *waiter) drain() {
 		return
 	}
 	select {
-	case wu := <-w.l.wake:
+	case wu := <-w.l.Wake:
 		w.heard = w.heard || wu.Attempt > 0
 	default:
 	}
+}
+
+// nextEntry is the queue entry of the waiter's next attempt: its claim, not
+// its lease, which a release gives it until it takes the lock, and the
+// attempt's number.
+func (w *waiter) nextEntry(expiry time.Duration) string {
+	w.entries++
+	return wire.QueueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
 }
 
 // queue tells the attempt what to do with the entry (see wire.AttemptArgs).
@@ -256,25 +264,25 @@ func (w *waiter) queue() string {
 	switch {
 	case w.l != nil && w.listening():
 		if w.inQueue {
-			return "r"
+			return wire.OpRejoin
 		}
 		w.inQueue = true
-		return "q"
+		return wire.OpJoin
 	case w.inQueue:
-		return "x"
+		return wire.OpStay
 	}
 	return ""
 }
 
 func (w *waiter) listening() bool {
-	confirmed, _, _, _ := w.l.state()
+	confirmed, _, _, _ := w.l.State()
 	return confirmed
 }
 
 // queued is the op of a take-over: leave the queue on success if in it.
 func (w *waiter) queued() string {
 	if w.inQueue {
-		return "x"
+		return wire.OpStay
 	}
 	return ""
 }
@@ -289,7 +297,7 @@ func (w *waiter) queued() string {
 func (w *waiter) end(ctx context.Context, acquired bool) {
 	if acquired {
 		if w.l != nil {
-			w.l.close(nil)
+			w.l.Close(nil)
 		}
 		return
 	}
@@ -298,14 +306,14 @@ func (w *waiter) end(ctx context.Context, acquired bool) {
 	atDeadline := w.cut && errors.Is(w.b.ctxErr(ctx), context.DeadlineExceeded)
 	handed := false
 	if w.l != nil {
-		var gone *leftWaiter
+		var gone *link.LeftWaiter
 		if w.inQueue { // what it needs, as again reuses w
-			gone = &leftWaiter{release: func(ctx context.Context) { c.clean(ctx, leave) }}
+			gone = &link.LeftWaiter{Release: func(ctx context.Context) { c.clean(ctx, leave) }}
 			if atDeadline {
-				gone.late = c.slack.late
+				gone.Late = c.slack.late
 			}
 		}
-		handed = w.l.close(gone)
+		handed = w.l.Close(gone)
 	}
 	switch {
 	case handed || w.heard: // a hand-off it did not take
@@ -336,7 +344,7 @@ func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Durat
 // wakeups.check), so that the waiter rejoins the queue on the node where
 // releases now run rather than on its next tick. It returns with ctx's
 // error when ctx ends, and ErrClosed when the Client closes.
-func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, token string, ready bool, left time.Duration) (wire.WakeUp, error) {
+func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *link.Listener, token string, ready bool, left time.Duration) (wire.WakeUp, error) {
 	d := min(b.cfg.sleep(), left)
 	t := b.cfg.clock.Timer(d)
 	defer t.Stop()
@@ -344,8 +352,8 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 	var confirmed, changed <-chan struct{}
 	coming, queued := false, false
 	if l != nil {
-		wake = l.wake
-		isConfirmed, isComing, readyCh, changedCh := l.state()
+		wake = l.Wake
+		isConfirmed, isComing, readyCh, changedCh := l.State()
 		switch {
 		case ready:
 			coming, confirmed, changed = isComing, readyCh, changedCh
@@ -370,7 +378,7 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *listener, t
 			if !queued { // a failed connection: back to ticks, asleep
 				return wire.WakeUp{}, nil
 			}
-			isConfirmed, _, readyCh, changedCh := l.state()
+			isConfirmed, _, readyCh, changedCh := l.State()
 			if isConfirmed {
 				changed = changedCh
 			} else { // rejoin once the subscription is confirmed anew

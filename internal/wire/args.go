@@ -30,7 +30,7 @@ type AttemptArgs struct {
 	Token  string
 	Lease  int64  // ms; 0: none
 	Entry  string // the waiter's queue entry; "" before it may queue
-	Op     string // what to do with the entry: "q", "r", "x" or ""
+	Op     string // what to do with the entry: OpJoin, OpRejoin, OpStay or ""
 	Expiry int64  // the entry's, in ms; 0: the attempt does not wait
 	Form   ArgForm
 	// Stale are the Stale blockers to take over from; nil for an attempt
@@ -80,7 +80,7 @@ func (a AttemptArgs) Argv() []any {
 				readers = append(readers, s)
 			}
 		}
-		args = append(append(args, "x", writer), readers...)
+		args = append(append(args, takeOverMark, writer), readers...)
 	case ReaderArgs:
 		args = append(args, first)
 	case PermitArgs:
@@ -92,6 +92,9 @@ func (a AttemptArgs) Argv() []any {
 	}
 	return args
 }
+
+// takeOverMark tells a writer's script that its attempt takes over.
+const takeOverMark = "x"
 
 // Anys converts tokens to script arguments.
 func Anys(tokens []string) []any {

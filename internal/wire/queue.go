@@ -46,8 +46,15 @@ func ParseWakeUp(data string) (token string, wu WakeUp, ok bool) {
 	return token, wu, true
 }
 
-// OpLeave is the first ARGV of a release by waiters that leave.
-const OpLeave = "q"
+// What an attempt does with its waiter's queue entry (AttemptArgs.Op; see
+// the comment at the top of args.go), and OpLeave, the first ARGV of a
+// release by waiters that leave.
+const (
+	OpJoin   = "q" // join the queue: the subscription is confirmed
+	OpRejoin = "r" // join again: a release passed the waiter over
+	OpStay   = "x" // stay queued without rejoining: not listening now
+	OpLeave  = "q" // a release's: leave the queue
+)
 
 // The kinds of queue entry (see QueueEntry) of a waiter for the lock itself
 // (a Mutex's, an RWMutex's writer) and of an RWMutex's reader; a

@@ -1,10 +1,11 @@
-package engine
+package link
 
 import (
 	"container/list"
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -30,10 +31,10 @@ import (
 // lock that a Client remembers (see gone).
 const maxGone = 4096
 
-// maxIdleChannels bounds the subscriptions a Client keeps after their last
+// MaxIdleChannels bounds the subscriptions a Client keeps after their last
 // waiter left, so that a lock waited for again needs no SUBSCRIBE. A
 // variable for the tests.
-var maxIdleChannels = func() *atomic.Int64 { var n atomic.Int64; n.Store(1024); return &n }()
+var MaxIdleChannels = func() *atomic.Int64 { var n atomic.Int64; n.Store(1024); return &n }()
 
 const (
 	// The listening connection is retried after failures with a backoff
@@ -44,18 +45,18 @@ const (
 	pingEvery = time.Second
 )
 
-// wakeups is a Client's listening connection and its subscriptions.
-type wakeups struct {
-	redis   *link
+// Wakeups is a Client's listening connection and its subscriptions.
+type Wakeups struct {
+	redis   *Link
 	clock   clock.Clock
 	timeout time.Duration   // the command timeout, for the probe of sharded pub/sub
 	probe   string          // the channel of that probe, under the Client's prefix
 	ctx     context.Context // cancelled by Client.Close
-	cancel  context.CancelFunc
+	Cancel  context.CancelFunc
 	sharded atomic.Int32 // sharded pub/sub: 0 not known yet, 1 yes, -1 no
-	// broke, if not nil, hears that the listening connection failed (the
-	// restart watch: see restartWatch.broke).
-	broke func()
+	// Broke, if not nil, hears that the listening connection failed (the
+	// restart watch: see restartWatch.Broke).
+	Broke func()
 	// checkNow asks keepAlive to check at once that the connection listens
 	// on the node that runs the scripts (see check).
 	checkNow chan struct{}
@@ -71,7 +72,7 @@ type wakeups struct {
 	// lock, with what releases a hand-off to them, oldest first in
 	// goneOrder: a hand-off to one of them (its leave failed, or is still
 	// on its way) is released at once rather than left to its lease.
-	gone      map[string]leftWaiter
+	gone      map[string]LeftWaiter
 	goneOrder []string
 }
 
@@ -85,28 +86,28 @@ type channel struct {
 	idle       *list.Element               // its place in wakeups.idle when it has no waiters
 }
 
-func newWakeups(l *link, clk clock.Clock, timeout time.Duration, prefix string) *wakeups {
+func NewWakeups(l *Link, clk clock.Clock, timeout time.Duration, prefix string) *Wakeups {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &wakeups{
-		redis: l, clock: clk, timeout: timeout, probe: prefix + ":probe", ctx: ctx, cancel: cancel,
+	return &Wakeups{
+		redis: l, clock: clk, timeout: timeout, probe: prefix + ":probe", ctx: ctx, Cancel: cancel,
 		chans: map[string]*channel{}, idle: list.New(), changed: make(chan struct{}),
-		gone: map[string]leftWaiter{}, checkNow: make(chan struct{}, 1),
+		gone: map[string]LeftWaiter{}, checkNow: make(chan struct{}, 1),
 	}
 }
 
-// A listener is one waiter's registration on a channel.
-type listener struct {
-	w     *wakeups
+// A Listener is one waiter's registration on a channel.
+type Listener struct {
+	w     *Wakeups
 	name  string
 	token string
 	ch    *channel
-	wake  chan wire.WakeUp // receives a hand-off of the lock to token
+	Wake  chan wire.WakeUp // receives a hand-off of the lock to token
 }
 
-// listen registers the waiter with token on channel name and subscribes to
+// Listen registers the waiter with token on channel name and subscribes to
 // it if needed. With onlyReady it does nothing and returns nil unless the
 // subscription is already confirmed.
-func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
+func (w *Wakeups) Listen(name, token string, onlyReady bool) *Listener {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ch := w.chans[name]
@@ -126,15 +127,15 @@ func (w *wakeups) listen(name, token string, onlyReady bool) *listener {
 		ch.subscribed = true
 		ch.pending++
 	}
-	l := &listener{w: w, name: name, token: token, ch: ch, wake: make(chan wire.WakeUp, 1)}
-	ch.waiters[token] = l.wake
+	l := &Listener{w: w, name: name, token: token, ch: ch, Wake: make(chan wire.WakeUp, 1)}
+	ch.waiters[token] = l.Wake
 	return l
 }
 
-// state reports whether the subscription is confirmed, and whether a
+// State reports whether the subscription is confirmed, and whether a
 // confirmation is on its way: the connection is up or being made. changed
 // is closed when a confirmation stops being on its way.
-func (l *listener) state() (confirmed, coming bool, ready, changed <-chan struct{}) {
+func (l *Listener) State() (confirmed, coming bool, ready, changed <-chan struct{}) {
 	l.w.mu.Lock()
 	defer l.w.mu.Unlock()
 	ch := l.w.chans[l.name]
@@ -143,30 +144,30 @@ func (l *listener) state() (confirmed, coming bool, ready, changed <-chan struct
 }
 
 // signal wakes the waiters watching changed. The caller holds mu.
-func (w *wakeups) signal() {
+func (w *Wakeups) signal() {
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
 
-// A leftWaiter is a waiter that left the queue without the lock: release
+// A LeftWaiter is a waiter that left the queue without the lock: release
 // releases what a hand-off that reaches it after all gave it, and late,
 // if not nil, hears that one did (see slack).
-type leftWaiter struct {
-	release func(context.Context)
-	late    func()
+type LeftWaiter struct {
+	Release func(context.Context)
+	Late    func()
 }
 
-// close ends the registration; the subscription stays for a while. A
+// Close ends the registration; the subscription stays for a while. A
 // waiter that leaves the queue without the lock passes gone (see
 // leftWaiter). It reports whether a hand-off had reached the waiter that
 // it did not take.
-func (l *listener) close(gone *leftWaiter) (handed bool) {
+func (l *Listener) Close(gone *LeftWaiter) (handed bool) {
 	w := l.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(l.ch.waiters, l.token)
 	select {
-	case wu := <-l.wake:
+	case wu := <-l.Wake:
 		handed = wu.Attempt > 0
 	default:
 	}
@@ -182,14 +183,14 @@ func (l *listener) close(gone *leftWaiter) (handed bool) {
 		return handed
 	}
 	l.ch.idle = w.idle.PushBack(l.name)
-	for int64(w.idle.Len()) > maxIdleChannels.Load() {
+	for int64(w.idle.Len()) > MaxIdleChannels.Load() {
 		w.evict(w.idle.Remove(w.idle.Front()).(string))
 	}
 	return handed
 }
 
 // evict ends the subscription of an idle channel. The caller holds mu.
-func (w *wakeups) evict(name string) {
+func (w *Wakeups) evict(name string) {
 	ch := w.chans[name]
 	ch.idle = nil
 	if w.conn == nil || !ch.subscribed {
@@ -206,8 +207,8 @@ func (w *wakeups) evict(name string) {
 	}
 }
 
-// run keeps a listening connection until the Client closes.
-func (w *wakeups) run() {
+// Run keeps a listening connection until the Client closes.
+func (w *Wakeups) Run() {
 	backoff := minBackoff
 	for w.ctx.Err() == nil {
 		began := w.clock.Now()
@@ -222,13 +223,13 @@ func (w *wakeups) run() {
 		if err == nil {
 			w.serve(sub)
 			sub.Close()
-		} else if w.broke != nil && transient(err) { // Redis may be restarting
-			w.broke()
+		} else if w.Broke != nil && Transient(err) { // Redis may be restarting
+			w.Broke()
 		}
 		if w.clock.Since(began) > maxBackoff {
 			backoff = minBackoff
 		}
-		if !w.pause(backoff/2 + jitter(backoff/2)) {
+		if !w.pause(backoff/2 + rand.N(backoff/2)) {
 			return
 		}
 		backoff = min(2*backoff, maxBackoff)
@@ -239,31 +240,31 @@ func (w *wakeups) run() {
 // SPUBLISH, which the release scripts use where Redis has it (see
 // internal/lua/queue_hand.lua), is tried once per Client, on "<prefix>:probe", a channel
 // under the prefix that an ACL for the locks allows, where nobody listens.
-func (w *wakeups) open() (sub driver.Subscription, err error) {
+func (w *Wakeups) open() (sub driver.Subscription, err error) {
 	defer func() {
 		if p := recover(); p != nil { // a driver's: no caller can receive it
 			sub, err = nil, fmt.Errorf("uncomplicated: the driver panicked: %v", p)
 		}
 	}()
 	if w.sharded.Load() == 0 {
-		ctx, cancel := context.WithTimeout(w.ctx, releaseTimeout)
-		_, err := w.redis.command(ctx, w.timeout, []string{w.probe}, "SPUBLISH", w.probe, "")
+		ctx, cancel := context.WithTimeout(w.ctx, DetachedTimeout)
+		_, err := w.redis.Command(ctx, w.timeout, []string{w.probe}, "SPUBLISH", w.probe, "")
 		cancel()
-		var se *serverError
+		var se *ServerError
 		switch {
 		case err == nil:
 			w.sharded.Store(1)
-		case errors.As(err, &se) && strings.Contains(strings.ToLower(se.msg), "unknown command"):
+		case errors.As(err, &se) && strings.Contains(strings.ToLower(se.Msg), "unknown command"):
 			w.sharded.Store(-1)
 		default:
 			return nil, err
 		}
 	}
-	return w.redis.listen(w.ctx, w.sharded.Load() > 0)
+	return w.redis.Listen(w.ctx, w.sharded.Load() > 0)
 }
 
 // pause waits out a backoff; it reports false when the Client closed.
-func (w *wakeups) pause(d time.Duration) bool {
+func (w *Wakeups) pause(d time.Duration) bool {
 	w.mu.Lock()
 	w.retrying = true
 	w.signal()
@@ -285,7 +286,7 @@ func (w *wakeups) pause(d time.Duration) bool {
 
 // serve subscribes conn to the channels that have waiters and reads it
 // until it fails or the Client closes.
-func (w *wakeups) serve(conn driver.Subscription) {
+func (w *Wakeups) serve(conn driver.Subscription) {
 	w.mu.Lock()
 	w.conn = conn
 	for name, ch := range w.chans {
@@ -330,7 +331,7 @@ func (w *wakeups) serve(conn driver.Subscription) {
 // quiet connection, and checks each time, or at once when asked (see
 // recheck), that it listens where the scripts run (see check); when it does
 // not, keepAlive calls leave, which ends serve's Receive, and returns.
-func (w *wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}, leave func()) {
+func (w *Wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}, leave func()) {
 	t := w.clock.Ticker(pingEvery)
 	defer t.Stop()
 	for {
@@ -352,9 +353,9 @@ func (w *wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}, leav
 	}
 }
 
-// recheck has the listening connection checked at once (see check): the
+// Recheck has the listening connection checked at once (see check): the
 // restart watch saw a new master.
-func (w *wakeups) recheck() {
+func (w *Wakeups) Recheck() {
 	select {
 	case w.checkNow <- struct{}{}:
 	default:
@@ -372,7 +373,7 @@ func (w *wakeups) recheck() {
 // the lock to a waiter that hears the old node's messages only if the old
 // node relayed the new one's. It reports false when conn must be left:
 // its waiters rejoin the queue once the next connection is confirmed.
-func (w *wakeups) check(conn driver.Subscription) (ok bool) {
+func (w *Wakeups) check(conn driver.Subscription) (ok bool) {
 	defer func() {
 		if recover() != nil { // a driver's: no caller can receive it
 			ok = true
@@ -386,9 +387,9 @@ func (w *wakeups) check(conn driver.Subscription) (ok bool) {
 	if w.sharded.Load() < 0 {
 		cmd = "NUMSUB"
 	}
-	ctx, cancel := context.WithTimeout(w.ctx, releaseTimeout)
+	ctx, cancel := context.WithTimeout(w.ctx, DetachedTimeout)
 	defer cancel()
-	reply, err := w.redis.command(ctx, w.timeout, []string{name}, "PUBSUB", cmd, name)
+	reply, err := w.redis.Command(ctx, w.timeout, []string{name}, "PUBSUB", cmd, name)
 	r, _ := reply.([]any)
 	if err != nil || len(r) != 2 {
 		return true // Redis failing: the connection fails too, or it is not this one's
@@ -405,7 +406,7 @@ func (w *wakeups) check(conn driver.Subscription) (ok bool) {
 
 // toCheck picks the channel that check asks about: the next, by name, of
 // those confirmed on conn that have waiters.
-func (w *wakeups) toCheck(conn driver.Subscription) (string, bool) {
+func (w *Wakeups) toCheck(conn driver.Subscription) (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.conn != conn {
@@ -426,7 +427,7 @@ func (w *wakeups) toCheck(conn driver.Subscription) (string, bool) {
 }
 
 // drop forgets a channel. The caller holds mu.
-func (w *wakeups) drop(name string, ch *channel) {
+func (w *Wakeups) drop(name string, ch *channel) {
 	if ch.idle != nil {
 		w.idle.Remove(ch.idle)
 	}
@@ -435,9 +436,9 @@ func (w *wakeups) drop(name string, ch *channel) {
 
 // down forgets the subscriptions of a connection that failed: the channels
 // with waiters are subscribed again on the next one.
-func (w *wakeups) down() {
-	if w.broke != nil && w.ctx.Err() == nil {
-		defer w.broke()
+func (w *Wakeups) down() {
+	if w.Broke != nil && w.ctx.Err() == nil {
+		defer w.Broke()
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -459,7 +460,7 @@ func (w *wakeups) down() {
 // unsubscription that Redis made of its own, when the channel's slot moved
 // to another node of a Cluster, is followed by a new SUBSCRIBE, which the
 // driver sends to the slot's new node; its waiters tick meanwhile.
-func (w *wakeups) confirm(e driver.Event) {
+func (w *Wakeups) confirm(e driver.Event) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	name := e.Channel
@@ -494,7 +495,7 @@ func (w *wakeups) confirm(e driver.Event) {
 // left the queue without the lock is released: its leave script may have
 // failed. Other tokens are ignored: their waiter got the lock by an
 // attempt of its own.
-func (w *wakeups) deliver(name string, data []byte) {
+func (w *Wakeups) deliver(name string, data []byte) {
 	token, wu, ok := wire.ParseWakeUp(string(data))
 	if !ok {
 		return
@@ -513,10 +514,10 @@ func (w *wakeups) deliver(name string, data []byte) {
 	}
 	w.mu.Unlock()
 	if left {
-		if gone.late != nil {
-			gone.late()
+		if gone.Late != nil {
+			gone.Late()
 		}
-		gone.release(w.ctx)
+		gone.Release(w.ctx)
 	}
 }
 

@@ -1,16 +1,18 @@
-package engine
+package link
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/bound"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 )
 
 // Every call the package makes to Redis goes through its Client's link:
@@ -27,18 +29,9 @@ import (
 // node. Subscriptions are per channel, and each channel carries its lock's
 // hash tag, so that sharded pub/sub fits.
 
-// NewClient: see uncomplicated.NewClient.
-func NewClient(d driver.Driver, opts ...Option) *Client {
-	if isNil(d) {
-		return newClient(nil, opts)
-	}
-	_, keeps := d.(interface{ KeepsConnectionsOnCancel() })
-	return newClient(&link{d: d, keeps: keeps}, opts)
-}
-
-// A link is a Client's way to Redis: its driver, each call bounded by the
+// A Link is a Client's way to Redis: its driver, each call bounded by the
 // command timeout, and Redis's error replies read as *serverError.
-type link struct {
+type Link struct {
 	d driver.Driver
 	// keeps: the driver's calls keep their connection when their ctx ends
 	// (see package driver), so a caller need not leave them behind.
@@ -48,67 +41,78 @@ type link struct {
 	rtt atomic.Int64
 }
 
-// A reply is what a call to Redis returned.
-type reply struct {
-	v        any
-	acked    int64 // WAIT's, for evalWait
-	err      error
-	panicked any  // what the driver panicked with, if it did
-	left     bool // the caller left before the reply came (see call)
+// New returns the link through d.
+func New(d driver.Driver) *Link {
+	_, keeps := d.(interface{ KeepsConnectionsOnCancel() })
+	return &Link{d: d, keeps: keeps}
 }
 
-// got returns rep to the caller, or panics as the driver did, in the
+// Keeps reports whether the driver's calls keep their connection when
+// their ctx ends (see package driver), so that a caller need not leave
+// them behind.
+func (r *Link) Keeps() bool { return r.keeps }
+
+// A Reply is what a call to Redis returned.
+type Reply struct {
+	V        any
+	Acked    int64 // WAIT's, for evalWait
+	Err      error
+	Panicked any  // what the driver panicked with, if it did
+	Left     bool // the caller left before the reply came (see call)
+}
+
+// Got returns rep to the caller, or panics as the driver did, in the
 // caller's goroutine, whose callers handle a driver's panic.
-func (rep reply) got() reply {
-	if rep.panicked != nil {
-		panic(rep.panicked)
+func (rep Reply) Got() Reply {
+	if rep.Panicked != nil {
+		panic(rep.Panicked)
 	}
 	return rep
 }
 
-// eval runs s on keys with args, bounded by ctx and by the command timeout
+// Eval runs s on keys with args, bounded by ctx and by the command timeout
 // d (0: by ctx alone). sent reports whether the script may have reached
 // Redis, even when err says the reply did not come.
-func (r *link) eval(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args ...any) (v any, sent bool, err error) {
-	v, sent, _, err = r.evalLate(ctx, d, s, keys, nil, args...)
+func (r *Link) Eval(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args ...any) (v any, sent bool, err error) {
+	v, sent, _, err = r.EvalLate(ctx, d, s, keys, nil, args...)
 	return v, sent, err
 }
 
-// evalLate runs s as eval does; when its caller leaves before the reply
+// EvalLate runs s as eval does; when its caller leaves before the reply
 // comes (see call), left says so, and late, if not nil, gets the reply
 // once it has come, or the error that came instead.
-func (r *link) evalLate(ctx context.Context, d time.Duration, s *driver.Script, keys []string, late func(any, error), args ...any) (v any, sent, left bool, err error) {
-	var onLate func(reply)
+func (r *Link) EvalLate(ctx context.Context, d time.Duration, s *driver.Script, keys []string, late func(any, error), args ...any) (v any, sent, left bool, err error) {
+	var onLate func(Reply)
 	if late != nil {
-		onLate = func(rep reply) { late(rep.v, rep.err) }
+		onLate = func(rep Reply) { late(rep.V, rep.Err) }
 	}
-	rep := r.call(ctx, d, onLate, func(ctx context.Context) reply {
+	rep := r.Call(ctx, d, onLate, func(ctx context.Context) Reply {
 		v, err := r.d.Eval(ctx, s, keys, args)
-		return reply{v: v, err: err}
+		return Reply{V: v, Err: err}
 	})
-	return rep.v, !errors.Is(rep.err, driver.ErrNotSent), rep.left, rep.err
+	return rep.V, !errors.Is(rep.Err, driver.ErrNotSent), rep.Left, rep.Err
 }
 
-// evalWait runs s as eval does, then WAIT on the same connection (see
+// EvalWait runs s as eval does, then WAIT on the same connection (see
 // driver.Driver.EvalWait).
-func (r *link) evalWait(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
-	rep := r.call(ctx, d, nil, func(ctx context.Context) reply {
+func (r *Link) EvalWait(ctx context.Context, d time.Duration, s *driver.Script, keys []string, args []any, replicas int, timeout time.Duration) (any, int64, error) {
+	rep := r.Call(ctx, d, nil, func(ctx context.Context) Reply {
 		v, acked, err := r.d.EvalWait(ctx, s, keys, args, replicas, timeout)
-		return reply{v: v, acked: acked, err: err}
+		return Reply{V: v, Acked: acked, Err: err}
 	})
-	return rep.v, rep.acked, rep.err
+	return rep.V, rep.Acked, rep.Err
 }
 
-// command runs one command about keys, bounded as eval is.
-func (r *link) command(ctx context.Context, d time.Duration, keys []string, cmd string, args ...any) (any, error) {
-	rep := r.call(ctx, d, nil, func(ctx context.Context) reply {
+// Command runs one Command about keys, bounded as eval is.
+func (r *Link) Command(ctx context.Context, d time.Duration, keys []string, cmd string, args ...any) (any, error) {
+	rep := r.Call(ctx, d, nil, func(ctx context.Context) Reply {
 		v, err := r.d.Do(ctx, keys, cmd, args...)
-		return reply{v: v, err: err}
+		return Reply{V: v, Err: err}
 	})
-	return rep.v, rep.err
+	return rep.V, rep.Err
 }
 
-// call makes a call to Redis, do, bounded by ctx and by the command
+// Call makes a Call to Redis, do, bounded by ctx and by the command
 // timeout d, and reads its error. A caller whose ctx may end before the
 // reply comes leaves it behind: do runs in a goroutine under the command
 // timeout alone, so that its connection reads the reply and goes back to
@@ -116,32 +120,32 @@ func (r *link) command(ctx context.Context, d time.Duration, keys []string, cmd 
 // new connection for each caller that gives up; the caller returns as soon
 // as ctx ends, with ctx's error and left set, and what it sent may have
 // run: late, if not nil, gets the reply when it comes, so that what the
-// call got is given back. A call of a driver that keeps its connections
+// Call got is given back. A Call of a driver that keeps its connections
 // when ctx ends (rueidis), and one past maxBehind calls left behind at
 // once (a server that stopped answering), ends with ctx, as its driver
-// ends it. A call whose ctx has already ended is not made.
-func (r *link) call(ctx context.Context, d time.Duration, late func(reply), do func(context.Context) reply) reply {
+// ends it. A Call whose ctx has already ended is not made.
+func (r *Link) Call(ctx context.Context, d time.Duration, late func(Reply), do func(context.Context) Reply) Reply {
 	if ctx.Done() == nil || d <= 0 || r.keeps || !r.behind.room() {
-		l, lctx := newLimit(ctx, d)
-		defer l.stop()
+		l, lctx := NewLimit(ctx, d)
+		defer l.Stop()
 		rep := do(lctx)
-		rep.err = l.timedOut(replyError(rep.err))
-		r.took(l, rep.err)
+		rep.Err = l.TimedOut(ReplyError(rep.Err))
+		r.Took(l, rep.Err)
 		return rep
 	}
 	if err := ctx.Err(); err != nil {
-		return reply{err: driver.NotSent(err)}
+		return Reply{Err: driver.NotSent(err)}
 	}
-	l, lctx := newLimit(context.WithoutCancel(ctx), d)
+	l, lctx := NewLimit(context.WithoutCancel(ctx), d)
 	l.caller = ctx
 	lctx = driver.WithCaller(lctx, ctx)
-	c := &leftCall{reply: make(chan reply, 1)}
+	c := &leftCall{reply: make(chan Reply, 1)}
 	go func() {
-		defer l.stop()
-		rep := reply{err: errDriverQuit}
+		defer l.Stop()
+		rep := Reply{Err: errDriverQuit}
 		defer func() {
 			if p := recover(); p != nil { // the caller's to panic with, if it waits
-				rep = reply{panicked: p, err: fmt.Errorf("uncomplicated: the driver panicked: %v", p)}
+				rep = Reply{Panicked: p, Err: fmt.Errorf("uncomplicated: the driver panicked: %v", p)}
 			}
 			if c.state.CompareAndSwap(running, finished) {
 				c.reply <- rep
@@ -149,30 +153,30 @@ func (r *link) call(ctx context.Context, d time.Duration, late func(reply), do f
 			}
 			r.behind.n.Add(-1) // the caller left
 			if late != nil {
-				rep.panicked = nil
+				rep.Panicked = nil
 				late(rep)
 			}
 		}()
 		rep = do(lctx)
-		rep.err = l.timedOut(replyError(rep.err))
-		r.took(l, rep.err)
+		rep.Err = l.TimedOut(ReplyError(rep.Err))
+		r.Took(l, rep.Err)
 	}()
 	select {
 	case rep := <-c.reply:
-		return rep.got()
+		return rep.Got()
 	case <-ctx.Done():
 	}
 	r.behind.n.Add(1)
 	if !c.state.CompareAndSwap(running, left) { // the reply came all the same
 		r.behind.n.Add(-1)
-		return (<-c.reply).got()
+		return (<-c.reply).Got()
 	}
-	return reply{err: ctx.Err(), left: true}
+	return Reply{Err: ctx.Err(), Left: true}
 }
 
-// took counts a call bounded by l that ended with err in the link's
+// Took counts a call bounded by l that ended with err in the link's
 // moving average of how long calls take, if it succeeded.
-func (r *link) took(l limit, err error) {
+func (r *Link) Took(l Limit, err error) {
 	if err != nil || l.d <= 0 {
 		return
 	}
@@ -181,60 +185,60 @@ func (r *link) took(l limit, err error) {
 	r.rtt.Store(old + (d-old)/8) // a race loses one sample at most
 }
 
-// roundTrip is how long a call takes, as the link has seen lately.
-func (r *link) roundTrip() time.Duration { return time.Duration(r.rtt.Load()) }
+// RoundTrip is how long a call takes, as the link has seen lately.
+func (r *Link) RoundTrip() time.Duration { return time.Duration(r.rtt.Load()) }
 
 // errDriverQuit is the error of a call whose driver ended its goroutine
 // (runtime.Goexit) instead of returning.
 var errDriverQuit = errors.New("uncomplicated: the driver's call did not return")
 
-// listen opens a pub/sub connection, sharded or not, waiting no longer
-// than ctx. It returns driver.ErrNoPubSub when the driver cannot listen.
-func (r *link) listen(ctx context.Context, sharded bool) (driver.Subscription, error) {
+// Listen opens a pub/sub connection, sharded or not, waiting no longer
+// than ctx. It returns driver.ErrNoPubSub when the driver cannot Listen.
+func (r *Link) Listen(ctx context.Context, sharded bool) (driver.Subscription, error) {
 	s, err := r.d.Listen(ctx, sharded)
-	if err == nil && isNil(s) {
-		err = fmt.Errorf("%w: Driver.Listen returned a nil Subscription", ErrInvalidArgument)
+	if err == nil && IsNil(s) {
+		err = fmt.Errorf("%w: Driver.Listen returned a nil Subscription", sentinel.ErrInvalidArgument)
 	}
-	return s, replyError(err)
+	return s, ReplyError(err)
 }
 
-// A serverError is an error reply of Redis. It wraps the driver's own
+// A ServerError is an error reply of Redis. It wraps the driver's own
 // error, for callers that look for it with errors.As.
-type serverError struct {
-	msg string
+type ServerError struct {
+	Msg string
 	err error
 }
 
-func (e *serverError) Error() string { return e.msg }
-func (e *serverError) Unwrap() error { return e.err }
+func (e *ServerError) Error() string { return e.Msg }
+func (e *ServerError) Unwrap() error { return e.err }
 
 // RedisError: see uncomplicated.serverError.RedisError.
-func (e *serverError) RedisError() {}
+func (e *ServerError) RedisError() {}
 
-// replyError turns a driver's error reply into a *serverError.
-func replyError(err error) error {
+// ReplyError turns a driver's error reply into a *serverError.
+func ReplyError(err error) error {
 	if err == nil {
 		return nil
 	}
-	var se *serverError
+	var se *ServerError
 	if errors.As(err, &se) {
 		return err
 	}
 	var re interface{ RedisError() }
 	if errors.As(err, &re) {
-		return &serverError{msg: err.Error(), err: err}
+		return &ServerError{Msg: err.Error(), err: err}
 	}
 	return err
 }
 
-// loading reports Redis's LOADING error: the server restarted and is
+// Loading reports Redis's LOADING error: the server restarted and is
 // reading its data from disk.
-func loading(err error) bool {
-	var se *serverError
-	return errors.As(err, &se) && strings.HasPrefix(se.msg, "LOADING ")
+func Loading(err error) bool {
+	var se *ServerError
+	return errors.As(err, &se) && strings.HasPrefix(se.Msg, "LOADING ")
 }
 
-// transient reports whether err, a failed call, may pass by itself, so
+// Transient reports whether err, a failed call, may pass by itself, so
 // that a blocking acquisition tries again on its next tick: no connection,
 // a connection broken or a reply that did not come in time, or Redis
 // answering that it is loading its data, a replica, cut off from its
@@ -242,34 +246,34 @@ func loading(err error) bool {
 // CLUSTERDOWN, TRYAGAIN). Other error replies (a wrong type, NOPERM, OOM,
 // a bad argument), a reply that cannot be read, a closed Client and an
 // ended ctx are not.
-func transient(err error) bool {
-	var se *serverError
+func Transient(err error) bool {
+	var se *ServerError
 	if errors.As(err, &se) {
-		code, _, _ := strings.Cut(se.msg, " ")
+		code, _, _ := strings.Cut(se.Msg, " ")
 		switch code {
 		case "LOADING", "READONLY", "MASTERDOWN", "CLUSTERDOWN", "TRYAGAIN":
 			return true
 		}
 		return false
 	}
-	return !errors.Is(err, driver.ErrUnexpectedReply) && !errors.Is(err, ErrClosed) &&
+	return !errors.Is(err, driver.ErrUnexpectedReply) && !errors.Is(err, sentinel.ErrClosed) &&
 		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
 }
 
-// mayHaveRun reports whether a script that failed with err after it was
+// MayHaveRun reports whether a script that failed with err after it was
 // sent may have run: its reply was lost, rather than Redis refusing it or
 // answering what cannot be read.
-func mayHaveRun(sent bool, err error) bool {
-	var se *serverError
+func MayHaveRun(sent bool, err error) bool {
+	var se *ServerError
 	return sent && !errors.As(err, &se) && !errors.Is(err, driver.ErrUnexpectedReply)
 }
 
-// askAgain reports whether an acquisition whose reply was lost with err is
+// AskAgain reports whether an acquisition whose reply was lost with err is
 // asked again at once. One that did not come in time (the command timeout,
 // or the connection's read deadline) is not: asking a server that does not
 // answer would make the caller wait as long again, so the acquisition
 // fails and its possible hold is released in the background.
-func askAgain(err error) bool {
+func AskAgain(err error) bool {
 	return !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
@@ -280,9 +284,9 @@ func askAgain(err error) bool {
 // to set them, to time the calls (took), and to read what is left of a
 // ctx's deadline, which is real time too (deadlineLeft, endsBy).
 
-// A limit is the bound of one call: the caller's ctx and the command
+// A Limit is the bound of one call: the caller's ctx and the command
 // timeout d.
-type limit struct {
+type Limit struct {
 	caller   context.Context // the caller's ctx
 	d        time.Duration   // the command timeout; 0: none
 	deadline time.Time       // d after the call began; zero without d
@@ -290,12 +294,12 @@ type limit struct {
 	cancel   context.CancelFunc
 }
 
-// newLimit bounds ctx by d. A caller's ctx that can never end
+// NewLimit bounds ctx by d. A caller's ctx that can never end
 // (context.Background) gets a bound.Context, which starts no timer unless
 // something waits on it; the redigo driver then bounds the command by its
 // connection's read deadline.
-func newLimit(ctx context.Context, d time.Duration) (limit, context.Context) {
-	l := limit{caller: ctx, d: d}
+func NewLimit(ctx context.Context, d time.Duration) (Limit, context.Context) {
+	l := Limit{caller: ctx, d: d}
 	if d <= 0 {
 		return l, ctx
 	}
@@ -308,8 +312,8 @@ func newLimit(ctx context.Context, d time.Duration) (limit, context.Context) {
 	return l, ctx
 }
 
-// stop ends the call's ctx.
-func (l limit) stop() {
+// Stop ends the call's ctx.
+func (l Limit) Stop() {
 	switch {
 	case l.bound != nil:
 		l.bound.Stop()
@@ -318,14 +322,14 @@ func (l limit) stop() {
 	}
 }
 
-// timedOut turns the error of a call (what did not come) that ran out of
+// TimedOut turns the error of a call (what did not come) that ran out of
 // the command timeout into one that says so and matches
 // os.ErrDeadlineExceeded, as a connection's own deadline does, and not
 // context.DeadlineExceeded, which is the caller's ctx's. A call ran out of
 // it when the call's deadline has passed, before any deadline of the
 // caller's ctx, which has not ended: whether the call's ctx or the socket's
 // deadline, set from it, noticed first.
-func (l limit) timedOut(err error) error {
+func (l Limit) TimedOut(err error) error {
 	if err == nil || l.d == 0 || l.caller.Err() != nil || time.Now().Before(l.deadline) {
 		return err
 	}
@@ -344,8 +348,21 @@ func (l limit) timedOut(err error) error {
 	if !ctxErr {
 		cause = err
 	}
-	return NewError("", msg, cause, os.ErrDeadlineExceeded)
+	return &deadlineError{msg: msg, cause: cause}
 }
+
+// A deadlineError is a call that ran out of the command timeout (see
+// Limit.TimedOut): it matches os.ErrDeadlineExceeded, and what came instead
+// of the reply, if anything did.
+type deadlineError struct {
+	msg   string
+	cause error
+}
+
+func (e *deadlineError) Error() string { return e.msg }
+
+// Unwrap returns os.ErrDeadlineExceeded and the cause.
+func (e *deadlineError) Unwrap() []error { return []error{os.ErrDeadlineExceeded, e.cause} }
 
 // behind counts the calls under way whose callers left them (see call).
 type behind struct {
@@ -354,7 +371,7 @@ type behind struct {
 
 // A leftCall is a call whose caller may leave it (see link.call).
 type leftCall struct {
-	reply chan reply   // its reply, for the caller
+	reply chan Reply   // its reply, for the caller
 	state atomic.Int32 // running, then finished or left, whichever comes first
 }
 
@@ -372,9 +389,9 @@ const maxBehind = 256
 // room reports whether another call may be left behind.
 func (b *behind) room() bool { return b.n.Load() < maxBehind }
 
-// deadlineLeft is how long ctx has until its deadline, if it has one: real
+// DeadlineLeft is how long ctx has until its deadline, if it has one: real
 // time, as ctx's own timer counts it.
-func deadlineLeft(ctx context.Context) (time.Duration, bool) {
+func DeadlineLeft(ctx context.Context) (time.Duration, bool) {
 	dl, ok := ctx.Deadline()
 	if !ok {
 		return 0, false
@@ -382,10 +399,29 @@ func deadlineLeft(ctx context.Context) (time.Duration, bool) {
 	return time.Until(dl), true
 }
 
-// endsBy reports whether what Redis keeps for expiry from a moment before
+// EndsBy reports whether what Redis keeps for expiry from a moment before
 // now ends within a few milliseconds of ctx's deadline: real time, as
 // ctx's own timer counts it.
-func endsBy(ctx context.Context, expiry time.Duration) bool {
+func EndsBy(ctx context.Context, expiry time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return ok && !time.Now().Add(expiry).After(dl.Add(5*time.Millisecond))
 }
+
+// IsNil reports whether v is nil or a nil pointer, map, slice, func, chan
+// or interface.
+func IsNil(v any) bool {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Invalid:
+		return true
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan,
+		reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// DetachedTimeout bounds the Redis calls made without the caller's ctx: the
+// release that ends Do and the clean-up of a lost acquisition. It is real
+// time, as the connections' deadlines are.
+const DetachedTimeout = 5 * time.Second

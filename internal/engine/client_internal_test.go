@@ -4,87 +4,16 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/benbjohnson/clock"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 )
 
 // The seam for other Redis clients, and what every driver shares: the
 // events of a listening connection, error replies and command timeouts.
-
-// recordingSub records what is sent on a listening connection.
-type recordingSub struct{ sent []string }
-
-func (s *recordingSub) Subscribe(c string)   { s.sent = append(s.sent, "sub "+c) }
-func (s *recordingSub) Unsubscribe(c string) { s.sent = append(s.sent, "unsub "+c) }
-func (s *recordingSub) Ping()                {}
-func (s *recordingSub) Close()               {}
-func (s *recordingSub) Receive(ctx context.Context) (driver.Event, error) {
-	<-ctx.Done()
-	return driver.Event{}, ctx.Err()
-}
-
-// A Cluster ends the subscriptions to the channels of a slot that moves;
-// the Client subscribes again, which reaches the slot's new master, and
-// its waiters count as unheard until Redis confirms.
-func TestWakeups_followsMovedSlot(t *testing.T) {
-	w := newWakeups(nil, clock.New(), 0, "lock")
-	sub := &recordingSub{}
-	w.conn = sub
-	l := w.listen("c", "token", false)
-	w.confirm(driver.Event{Kind: driver.EventSubscribed, Channel: "c"})
-	if confirmed, _, _, _ := l.state(); !confirmed {
-		t.Fatal("not confirmed after the subscription")
-	}
-	w.confirm(driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"}) // the slot moved
-	if confirmed, coming, _, _ := l.state(); confirmed || !coming {
-		t.Errorf("state after Redis unsubscribed = %v, %v; want unconfirmed, coming", confirmed, coming)
-	}
-	if want := []string{"sub c", "sub c"}; !slices.Equal(sub.sent, want) {
-		t.Errorf("sent %q; want %q", sub.sent, want)
-	}
-	w.confirm(driver.Event{Kind: driver.EventSubscribed, Channel: "c"})
-	if confirmed, _, _, _ := l.state(); !confirmed {
-		t.Error("not confirmed after the new subscription")
-	}
-
-	// An unsubscription the Client asked for is only counted.
-	defer SetMaxIdleChannels(0)()
-	l.close(nil) // no idle channels kept: UNSUBSCRIBE at once
-	w.confirm(driver.Event{Kind: driver.EventUnsubscribed, Channel: "c"})
-	if want := []string{"sub c", "sub c", "unsub c"}; !slices.Equal(sub.sent, want) {
-		t.Errorf("sent %q; want %q", sub.sent, want)
-	}
-	if _, ok := w.chans["c"]; ok {
-		t.Error("channel kept after its unsubscription was confirmed")
-	}
-}
-
-// redisErr is an error reply as go-redis has them.
-type redisErr string
-
-func (e redisErr) Error() string { return string(e) }
-func (redisErr) RedisError()     {}
-
-func TestReplyError(t *testing.T) {
-	if err := replyError(nil); err != nil {
-		t.Errorf("replyError(nil) = %v", err)
-	}
-	var se *serverError
-	if err := replyError(redisErr("LOADING Redis is loading")); !errors.As(err, &se) || !loading(err) {
-		t.Errorf("replyError(LOADING) = %#v; want a *serverError that reads as LOADING", err)
-	}
-	cut := errors.New("connection reset")
-	if err := replyError(cut); err != cut || !mayHaveRun(true, err) {
-		t.Errorf("replyError(%v) = %v; want it as it is, a reply that may be lost", cut, err)
-	}
-}
 
 // silentDriver is a Driver of a server that never answers.
 type silentDriver struct{}
