@@ -1,6 +1,6 @@
 package uncomplicated
 
-import "github.com/uncomplicated-mutex/uncomplicated/internal/engine"
+import "github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 
 // Lock names.
 //
@@ -24,4 +24,4 @@ import "github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 // Named("nightly-report")) makes the Mutex of lock:nightly-report, and
 // NewRW and NewSemaphore take it alike. An empty name makes them return an
 // error wrapping ErrInvalidArgument.
-func Named(name string) interface{ ID() string } { return engine.Named(name) }
+func Named(name string) interface{ ID() string } { return wire.Named(name) }

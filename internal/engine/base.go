@@ -28,7 +28,7 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, er
 	if err != nil {
 		return base{}, err
 	}
-	key, typ, err := objectName(cfg, obj)
+	key, typ, err := wire.ObjectName(cfg.prefix, cfg.gemNames, obj)
 	if err != nil {
 		return base{}, err
 	}

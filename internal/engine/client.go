@@ -182,7 +182,7 @@ func Of(f Faced) *Client { return f.engine() }
 
 // NewClient: see uncomplicated.NewClient.
 func NewClient(d driver.Driver, opts ...Option) *Client {
-	if link.IsNil(d) {
+	if wire.IsNil(d) {
 		return newClient(nil, opts)
 	}
 	return newClient(link.New(d), opts)

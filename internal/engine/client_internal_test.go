@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // The seam for other Redis clients, and what every driver shares: the
@@ -43,7 +44,7 @@ func (silentDriver) Listen(ctx context.Context, _ bool) (driver.Subscription, er
 func TestNewDriverClient_commandTimeout(t *testing.T) {
 	c := NewClient(silentDriver{}, WithCommandTimeout(20*time.Millisecond))
 	defer c.Close()
-	m, err := New(c, Named("x"))
+	m, err := New(c, wire.Named("x"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,8 +64,8 @@ func TestNewDriverClient_commandTimeout(t *testing.T) {
 		!errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "Redis failed") {
 		t.Errorf("Lock under a longer ctx = %v; want the ctx's DeadlineExceeded, ErrNotObtained and what Redis last did", err)
 	}
-	if _, err := New(NewClient(nil), Named("x")); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("Named on a nil Driver = %v; want ErrInvalidArgument", err)
+	if _, err := New(NewClient(nil), wire.Named("x")); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("wire.Named on a nil Driver = %v; want ErrInvalidArgument", err)
 	}
 }
 
@@ -97,7 +98,7 @@ func (d *unsentDriver) Listen(context.Context, bool) (driver.Subscription, error
 func TestNewDriverClient_notSent(t *testing.T) {
 	d := &unsentDriver{}
 	c := NewClient(d)
-	m, err := New(c, Named("x"))
+	m, err := New(c, wire.Named("x"))
 	if err != nil {
 		t.Fatal(err)
 	}

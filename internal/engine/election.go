@@ -79,7 +79,7 @@ func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 	if every == 0 {
 		every = cfg.keepAlive()
 	}
-	key := cfg.prefix + electionPart + wire.Escape(name)
+	key := cfg.prefix + wire.ElectionPart + wire.Escape(name)
 	return &Election{
 		c: c, cfg: cfg, name: key, every: every, channel: cfg.prefix + ":elected:{" + key + "}",
 		sem: make(chan struct{}, 1), lead: make(chan struct{}, 1),

@@ -9,6 +9,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
@@ -34,7 +35,7 @@ func FuzzLockKeys(f *testing.F) {
 		badPrefix := prefix == "" || strings.ContainsAny(prefix, "{}")
 		var locks []*Mutex
 		for _, name := range []string{a, b} {
-			named, err := New(c, Named(name))
+			named, err := New(c, wire.Named(name))
 			obj, objErr := New(c, strID(name))
 			for _, e := range []error{err, objErr} {
 				switch {
@@ -53,7 +54,7 @@ func FuzzLockKeys(f *testing.F) {
 				checkKeys(t, m)
 			}
 			if named.name == obj.name {
-				t.Fatalf("Named(%q) and New(strID(%q)) share the lock %q", name, name, named.name)
+				t.Fatalf("wire.Named(%q) and New(strID(%q)) share the lock %q", name, name, named.name)
 			}
 			locks = append(locks, named, obj)
 		}

@@ -90,12 +90,12 @@ func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock,
 		return in.info, err
 	}
 	prefix, d := c.settings().prefix, c.settings().commandTimeout
-	s, keys := lua.ForceMutex, mutexKeysOf(prefix, name)
+	s, keys := lua.ForceMutex, wire.MutexKeys(prefix, name)
 	switch in.info.Kind {
 	case inspection.KindRWMutex:
-		s, keys = lua.ForceRW, rwKeysOf(prefix, name)
+		s, keys = lua.ForceRW, wire.RWKeys(prefix, name)
 	case inspection.KindSemaphore:
-		s, keys = lua.ForceSem, semKeysOf(prefix, name)
+		s, keys = lua.ForceSem, wire.SemaphoreKeys(prefix, name)
 	}
 	reply, _, err := c.redis.Eval(ctx, d, s, keys)
 	if err != nil {
@@ -136,7 +136,7 @@ type snapshot struct {
 
 // inspect runs lua.Inspect on the lock name.
 func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot, error) {
-	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
+	keys := slices.Concat(wire.MutexKeys(cfg.prefix, name), wire.RWKeys(cfg.prefix, name), wire.SemaphoreKeys(cfg.prefix, name))
 	reply, _, err := c.redis.Eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
 	if err != nil {
 		return snapshot{info: inspection.Lock{Name: name}}, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
@@ -219,7 +219,7 @@ func scanNames(ctx context.Context, c *Client, cfg config, match string, limit i
 // say whether it is a Cluster (CLUSTER SLOTS), rather than scan one node
 // of many.
 func scanRoutes(ctx context.Context, c *Client) ([][]string, error) {
-	slots, err := c.restarts.slotMap(ctx)
+	slots, err := c.redis.SlotMap(ctx, c.settings().commandTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("uncomplicated: reading the Cluster's slots (CLUSTER SLOTS): %w", err)
 	}

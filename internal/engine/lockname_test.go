@@ -30,7 +30,7 @@ type ptrID struct{ n int64 }
 func (p ptrID) ID() *int64 { return &p.n }
 
 // nameOf is the lock name of obj under the default prefix.
-func nameOf[K any](t testing.TB, obj identifier[K], opts ...Option) string {
+func nameOf[K any](t testing.TB, obj wire.Identifier[K], opts ...Option) string {
 	t.Helper()
 	m, err := New(NewClient(redigo.New(&redis.Pool{}), opts...), obj)
 	if err != nil {
@@ -71,9 +71,9 @@ func TestLockName(t *testing.T) {
 
 func namedOf(t *testing.T, name string) string {
 	t.Helper()
-	m, err := New(NewClient(redigo.New(&redis.Pool{})), Named(name))
+	m, err := New(NewClient(redigo.New(&redis.Pool{})), wire.Named(name))
 	if err != nil {
-		t.Fatalf("Named(%q) = %v", name, err)
+		t.Fatalf("wire.Named(%q) = %v", name, err)
 	}
 	return m.Name()
 }
@@ -149,7 +149,7 @@ func TestLockName_LockType(t *testing.T) {
 // out of New.
 func TestLockName_LockTypeInvalid(t *testing.T) {
 	c := NewClient(redigo.New(&redis.Pool{}))
-	for name, obj := range map[string]identifier[int]{
+	for name, obj := range map[string]wire.Identifier[int]{
 		"empty":       lockTyped{func() string { return "" }},
 		"panics":      lockTyped{func() string { panic("no type") }},
 		"nil pointer": (*legacyInvoice)(nil),
@@ -303,7 +303,7 @@ func TestLockName_gem(t *testing.T) {
 		{"ID unescaped", nameOf(t, strID("a b/é%"), gem), "lock:strID:a b/é%"},
 		{"ID with colons", nameOf(t, strID("a::b:::c"), gem), "lock:strID:a:b:c"},
 		{"colon at the seam", nameOf(t, strID(":x"), gem), "lock:strID:x"},
-		{"Named", nameOf(t, Named("reports::nightly"), gem), "lock:reports:nightly"},
+		{"wire.Named", nameOf(t, wire.Named("reports::nightly"), gem), "lock:reports:nightly"},
 		{"not injective", nameOf(t, strID("a::b"), gem), nameOf(t, strID("a:b"), gem)},
 	}
 	for _, tc := range cases {
@@ -312,7 +312,7 @@ func TestLockName_gem(t *testing.T) {
 		}
 	}
 	c := NewClient(redigo.New(&redis.Pool{}), gem)
-	for _, obj := range []interface{ ID() string }{strID("{x}"), strID("a}"), Named("{nightly}")} {
+	for _, obj := range []interface{ ID() string }{strID("{x}"), strID("a}"), wire.Named("{nightly}")} {
 		if _, err := New(c, obj); !errors.Is(err, ErrInvalidArgument) {
 			t.Errorf("New(%v) with a brace = %v; want ErrInvalidArgument", obj, err)
 		}

@@ -1,16 +1,10 @@
 package engine
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
-	"net"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,7 +68,6 @@ type restartWatch struct {
 	watching  bool                      // the watch runs
 	serverIDs map[string]string         // by node address: the last run_id read
 	owners    map[int]string            // by slot of a hold or a release: its node at that reading
-	single    bool                      // Redis said it is not a Cluster
 	skews     map[string]time.Duration  // by node address: how far its clock was ahead at the last reading
 	lastSkew  time.Duration             // the last of those read, of any node
 	skewRead  bool                      // lastSkew was read
@@ -359,7 +352,7 @@ type node struct {
 // their keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or
 // when the map cannot be read, all are on one node, "".
 func (w *restartWatch) nodes(ctx context.Context, hs []*hold, rs []release) map[string]*node {
-	slots, _ := w.slotMap(ctx)
+	slots, _ := w.c.redis.SlotMap(ctx, w.c.settings().commandTimeout)
 	nodes := map[string]*node{}
 	on := func(key string) *node {
 		addr := ""
@@ -384,80 +377,20 @@ func (w *restartWatch) nodes(ctx context.Context, hs []*hold, rs []release) map[
 	return nodes
 }
 
-// slotMap returns the address of each slot's master, or nil when Redis is
-// not a Cluster, or an error when it cannot tell. A Redis that says it is
-// not ("cluster support disabled") is not asked again.
-func (w *restartWatch) slotMap(ctx context.Context) ([]string, error) {
-	w.mu.Lock()
-	single := w.single
-	w.mu.Unlock()
-	if single {
-		return nil, nil
-	}
-	reply, err := w.c.redis.Command(ctx, w.c.settings().commandTimeout, nil, "CLUSTER", "SLOTS")
-	var se *link.ServerError
-	if errors.As(err, &se) && strings.Contains(se.Msg, "cluster support disabled") {
-		w.mu.Lock()
-		w.single = true
-		w.mu.Unlock()
-		return nil, nil
-	}
-	ranges, _ := reply.([]any)
-	if err != nil || len(ranges) == 0 {
-		return nil, err
-	}
-	slots := make([]string, hashslot.Count)
-	for _, r := range ranges {
-		// [first slot, last slot, [ip, port, id, ...], replicas...]
-		r, _ := r.([]any)
-		if len(r) < 3 {
-			continue
-		}
-		first, _ := r[0].(int64)
-		last, _ := r[1].(int64)
-		master, _ := r[2].([]any)
-		if len(master) < 2 || first < 0 || last >= hashslot.Count || first > last {
-			continue
-		}
-		ip, _ := master[0].([]byte)
-		port, _ := master[1].(int64)
-		addr := net.JoinHostPort(string(ip), strconv.FormatInt(port, 10))
-		for i := first; i <= last; i++ {
-			slots[i] = addr
-		}
-	}
-	return slots, nil
-}
-
 // runID returns the run_id of the node that owns key, or "" when Redis
-// cannot tell; silent reports that the node did not answer (no
-// connection, a broken one, a reply that did not come: see transient),
-// rather than refusing INFO or having no run_id. It also compares the
-// node's clock with the Client's (see clockStep).
+// cannot tell; silent reports that the node did not answer (see
+// link.Link.ServerInfo). It also compares the node's clock with the
+// Client's (see clockStep).
 func (w *restartWatch) runID(ctx context.Context, addr, key string) (id string, silent bool) {
 	clk := w.c.settings().clock
 	sent := clk.Now()
-	reply, err := w.c.redis.Command(ctx, w.c.settings().commandTimeout, []string{key}, "INFO", "server")
-	info, ok := reply.([]byte)
-	if err != nil || !ok {
-		return "", err != nil && link.Transient(err)
-	}
-	came := clk.Now()
-	var usec int64
-	sc := bufio.NewScanner(bytes.NewReader(info))
-	for sc.Scan() {
-		line := sc.Bytes()
-		if v, ok := bytes.CutPrefix(line, []byte("run_id:")); ok {
-			id = string(bytes.TrimSpace(v))
-		} else if v, ok := bytes.CutPrefix(line, []byte("server_time_usec:")); ok {
-			usec, _ = strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
-		}
-	}
+	id, usec, silent := w.c.redis.ServerInfo(ctx, w.c.settings().commandTimeout, key)
 	if id != "" && usec > 0 {
+		came := clk.Now()
 		mid := sent.Add(came.Sub(sent) / 2)
 		w.clockStep(ctx, addr, id, time.UnixMicro(usec).Sub(mid))
 	}
-	return id, false
+	return id, silent
 }
 
 // maxClockStep is how far the difference between a node's clock and the

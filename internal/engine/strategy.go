@@ -63,7 +63,7 @@ type spec struct {
 func mutexSpec(prefix, name, id string) *spec {
 	return &spec{
 		primitive: inspection.KindMutex, kind: mutexKind,
-		keys: mutexKeysOf(prefix, name), channel: wire.WakeChannel(prefix, name, id),
+		keys: wire.MutexKeys(prefix, name), channel: wire.WakeChannel(prefix, name, id),
 		acquire: lua.Acquire, takeOver: lua.TakeOver, args: wire.MutexArgs,
 		writer: mutexKind, entry: wire.EntryExclusive, who: "one holder token",
 	}
@@ -71,7 +71,7 @@ func mutexSpec(prefix, name, id string) *spec {
 
 // rwSpecs are the specs of the RWMutex name's writer and readers.
 func rwSpecs(prefix, name, id string) (writer, reader *spec) {
-	keys, channel := rwKeysOf(prefix, name), wire.WakeChannel(prefix, name, id)
+	keys, channel := wire.RWKeys(prefix, name), wire.WakeChannel(prefix, name, id)
 	writer = &spec{
 		primitive: inspection.KindRWMutex, kind: writerKind, keys: keys, channel: channel,
 		acquire: lua.RWLock, takeOver: lua.RWLock, args: wire.WriterArgs,
@@ -89,29 +89,8 @@ func rwSpecs(prefix, name, id string) (writer, reader *spec) {
 func permitSpec(prefix, name, id string, permits int) *spec {
 	return &spec{
 		primitive: inspection.KindSemaphore, kind: permitKind,
-		keys: semKeysOf(prefix, name), channel: wire.WakeChannel(prefix, name, id),
+		keys: wire.SemaphoreKeys(prefix, name), channel: wire.WakeChannel(prefix, name, id),
 		acquire: lua.SemAcquire, takeOver: lua.SemAcquire, args: wire.PermitArgs, permits: permits,
 		holder: permitKind, entry: strconv.Itoa(permits), each: true, who: "the same holders",
-	}
-}
-
-// mutexKeysOf, rwKeysOf and semKeysOf name the keys of a lock of each kind, in
-// the order its scripts take them.
-func mutexKeysOf(prefix, name string) []string {
-	return []string{name, wire.FenceKey(prefix, name), wire.QueueKey(prefix, name)}
-}
-
-func rwKeysOf(prefix, name string) []string {
-	return []string{
-		wire.SharedKey(prefix, "writer", name), wire.SharedKey(prefix, "readers", name),
-		wire.SharedKey(prefix, "writers", name), wire.SharedKey(prefix, "rwfence", name),
-		wire.SharedKey(prefix, "rwqueue", name),
-	}
-}
-
-func semKeysOf(prefix, name string) []string {
-	return []string{
-		wire.SharedKey(prefix, "permits", name), wire.SharedKey(prefix, "fences", name),
-		wire.SharedKey(prefix, "semfence", name), wire.SharedKey(prefix, "semqueue", name),
 	}
 }

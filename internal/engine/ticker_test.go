@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/gomodule/redigo/redis"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
@@ -71,7 +72,7 @@ func TestLeaseMillis(t *testing.T) {
 func TestMutex_ctxErr_deadlinePassed(t *testing.T) {
 	mock := clock.NewMock()
 	mock.Set(time.Now())
-	m, err := New(NewClient(redigo.New(&redis.Pool{}), WithClock(mock)), Named("x"))
+	m, err := New(NewClient(redigo.New(&redis.Pool{}), WithClock(mock)), wire.Named("x"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,15 +23,15 @@ func TestWaiter_takeOverWritesTheEntry(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	c := NewClient(redigo.New(pool))
 	t.Cleanup(func() { _ = c.Close() })
-	m, err := New(c, Named("taken"))
+	m, err := New(c, wire.Named("taken"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rw, err := NewRW(c, Named("taken"))
+	rw, err := NewRW(c, wire.Named("taken"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewSemaphore(c, Named("taken"), 1)
+	s, err := NewSemaphore(c, wire.Named("taken"), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,6 +12,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/bound"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // Every call the package makes to Redis goes through its Client's link:
@@ -37,6 +37,8 @@ type Link struct {
 	// (see package driver), so a caller need not leave them behind.
 	keeps  bool
 	behind behind // the calls whose callers left before the reply came
+	// single: Redis said it is not a Cluster (see SlotMap).
+	single atomic.Bool
 	// rtt is a moving average of how long a call takes, in ns (see took).
 	rtt atomic.Int64
 }
@@ -196,7 +198,7 @@ var errDriverQuit = errors.New("uncomplicated: the driver's call did not return"
 // than ctx. It returns driver.ErrNoPubSub when the driver cannot Listen.
 func (r *Link) Listen(ctx context.Context, sharded bool) (driver.Subscription, error) {
 	s, err := r.d.Listen(ctx, sharded)
-	if err == nil && IsNil(s) {
+	if err == nil && wire.IsNil(s) {
 		err = fmt.Errorf("%w: Driver.Listen returned a nil Subscription", sentinel.ErrInvalidArgument)
 	}
 	return s, ReplyError(err)
@@ -405,20 +407,6 @@ func DeadlineLeft(ctx context.Context) (time.Duration, bool) {
 func EndsBy(ctx context.Context, expiry time.Duration) bool {
 	dl, ok := ctx.Deadline()
 	return ok && !time.Now().Add(expiry).After(dl.Add(5*time.Millisecond))
-}
-
-// IsNil reports whether v is nil or a nil pointer, map, slice, func, chan
-// or interface.
-func IsNil(v any) bool {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Invalid:
-		return true
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan,
-		reflect.Interface, reflect.UnsafePointer:
-		return rv.IsNil()
-	}
-	return false
 }
 
 // DetachedTimeout bounds the Redis calls made without the caller's ctx: the

@@ -72,3 +72,24 @@ func simple(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '-' || c == '_' || c == '.'
 }
+
+// MutexKeys, rwKeysOf and semKeysOf name the keys of a lock of each kind, in
+// the order its scripts take them.
+func MutexKeys(prefix, name string) []string {
+	return []string{name, FenceKey(prefix, name), QueueKey(prefix, name)}
+}
+
+func RWKeys(prefix, name string) []string {
+	return []string{
+		SharedKey(prefix, "writer", name), SharedKey(prefix, "readers", name),
+		SharedKey(prefix, "writers", name), SharedKey(prefix, "rwfence", name),
+		SharedKey(prefix, "rwqueue", name),
+	}
+}
+
+func SemaphoreKeys(prefix, name string) []string {
+	return []string{
+		SharedKey(prefix, "permits", name), SharedKey(prefix, "fences", name),
+		SharedKey(prefix, "semfence", name), SharedKey(prefix, "semqueue", name),
+	}
+}

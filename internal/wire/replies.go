@@ -1,9 +1,14 @@
 package wire
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"net"
+	"strconv"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 )
 
 // Grant is the reply of an acquiring script: {1, fence} when it acquired
@@ -140,4 +145,50 @@ func ParseScan(reply any) (cursor string, keys []string, err error) {
 	}
 	keys, err = Strs(r[1])
 	return string(c), keys, err
+}
+
+// ParseSlots reads a CLUSTER SLOTS reply: the address of each slot's
+// master, "" for a slot it does not name; nil for an empty reply.
+func ParseSlots(reply any) []string {
+	ranges, _ := reply.([]any)
+	if len(ranges) == 0 {
+		return nil
+	}
+	slots := make([]string, hashslot.Count)
+	for _, r := range ranges {
+		// [first slot, last slot, [ip, port, id, ...], replicas...]
+		r, _ := r.([]any)
+		if len(r) < 3 {
+			continue
+		}
+		first, _ := r[0].(int64)
+		last, _ := r[1].(int64)
+		master, _ := r[2].([]any)
+		if len(master) < 2 || first < 0 || last >= hashslot.Count || first > last {
+			continue
+		}
+		ip, _ := master[0].([]byte)
+		port, _ := master[1].(int64)
+		addr := net.JoinHostPort(string(ip), strconv.FormatInt(port, 10))
+		for i := first; i <= last; i++ {
+			slots[i] = addr
+		}
+	}
+	return slots
+}
+
+// ParseServerInfo reads the run_id and the clock (server_time_usec, in
+// microseconds since 1970) from the reply of INFO server; "" and 0 for
+// what it lacks.
+func ParseServerInfo(info []byte) (runID string, usec int64) {
+	sc := bufio.NewScanner(bytes.NewReader(info))
+	for sc.Scan() {
+		line := sc.Bytes()
+		if v, ok := bytes.CutPrefix(line, []byte("run_id:")); ok {
+			runID = string(bytes.TrimSpace(v))
+		} else if v, ok := bytes.CutPrefix(line, []byte("server_time_usec:")); ok {
+			usec, _ = strconv.ParseInt(string(bytes.TrimSpace(v)), 10, 64)
+		}
+	}
+	return runID, usec
 }
