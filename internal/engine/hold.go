@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"os"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
 // A hold is one acquisition of a lock: of a Mutex, of an RWMutex as its
@@ -353,146 +352,6 @@ func (h *hold) leaseLeft() time.Duration {
 	return from.Add(lease - margin(lease)).Sub(h.b.cfg.clock.Now())
 }
 
-// timerSlack is what a holder's margin allows for a timer that fires late
-// on a busy machine, and for the goroutine it wakes: 10 to 15ms were seen
-// under load, up to 35ms with every CPU busy under the race detector.
-const timerSlack = 40 * time.Millisecond
-
-// margin is how long before a lease of length lease can end in Redis its
-// holder counts the hold as lost: 1% of the lease, for clocks that drift
-// apart, plus timerSlack; at most half the lease.
-func margin(lease time.Duration) time.Duration {
-	return min(lease/100+timerSlack, lease/2)
-}
-
-// run is Do for a hold acquired for it: fn, with auto-refresh if
-// configured, then release, also when fn panics (the panic then goes on).
-// fn's ctx carries the hold's fence for FenceOf. See runHolds.
-func (h *hold) run(ctx context.Context, fn func(context.Context) error, release func(context.Context) error) error {
-	return runHolds(withFence(ctx, h.fence), []*hold{h}, fn, release)
-}
-
-// runHolds runs fn under holds hs, with the auto-refresh of each that has
-// one, then release, also when fn panics (the panic then goes on). fn's
-// ctx is cancelled when a hold is found lost, by whatever finds it (its
-// auto-refresh, the restart watch, a Refresh or Held of fn's own). The
-// release ignores ctx's cancellation but not its deadline (see
-// releaseContext). It returns fn's error joined with release's, and with
-// ErrLost when a hold was lost while fn ran.
-func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, release func(context.Context) error) (err error) {
-	fctx, stops := ctx, make([]func() any, 0, len(hs))
-	for _, h := range hs {
-		if every := h.b.cfg.every; every > 0 {
-			var stop func() any
-			fctx, stop = refreshWhile(fctx, h, every)
-			stops = append(stops, stop)
-		}
-	}
-	if len(stops) < len(hs) { // holds without auto-refresh, whose loss ends fctx as auto-refresh does
-		var cancel context.CancelCauseFunc
-		fctx, cancel = context.WithCancelCause(fctx)
-		defer cancel(nil)
-		for _, h := range hs {
-			if h.b.cfg.every == 0 {
-				stop := h.lostSignal().whenFired(func() { cancel(h.b.lostError(h.kind.what + " found lost")) })
-				defer stop()
-			}
-		}
-	}
-	defer func() {
-		var panicked any
-		for _, stop := range slices.Backward(stops) {
-			if p := stop(); p != nil && panicked == nil {
-				panicked = p
-			}
-		}
-		if panicked != nil {
-			defer panic(panicked) // the driver's, once the holds are released
-		}
-		lost := make([]bool, len(hs))
-		for i, h := range hs {
-			h.mu.Lock()
-			lost[i] = h.lost != nil && isClosed(h.lost.ch) // made by whatever found the hold lost
-			h.mu.Unlock()
-		}
-		if rerr := releaseAfter(ctx, slices.Contains(lost, true), release); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		for i, h := range hs {
-			if lost[i] && !errors.Is(err, ErrLost) {
-				err = errors.Join(err, h.b.lostError(h.kind.what+" lost while fn ran"))
-			}
-		}
-	}()
-	return fn(fctx)
-}
-
-// lostRelease bounds the wait for the release that ends Do, or Lead, once
-// a hold is known lost: Redis may be out of reach, and the caller has
-// heard what matters.
-const lostRelease = 500 * time.Millisecond
-
-// releaseAfter makes release, the release that ends Do or Lead, under
-// releaseContext; with lost (a hold is known lost), for lostRelease at
-// most. A release cut short goes on in the background, as far as
-// Client.Close. Unless the caller's ctx ended, the caller hears of no
-// deadline but its own: a release cut short of a hold known lost reports
-// nothing (the loss says it all), and one cut short by link.DetachedTimeout
-// reports that, matching os.ErrDeadlineExceeded as the command timeout
-// does.
-func releaseAfter(ctx context.Context, lost bool, release func(context.Context) error) error {
-	rctx, cancel := releaseContext(ctx)
-	defer cancel()
-	if lost {
-		var lcancel context.CancelFunc
-		rctx, lcancel = context.WithTimeout(rctx, lostRelease)
-		defer lcancel()
-	}
-	err := release(rctx)
-	if err == nil || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	if lost {
-		return nil
-	}
-	return fmt.Errorf("uncomplicated: no answer to the release within %v; it goes on in the background: %w", link.DetachedTimeout, os.ErrDeadlineExceeded)
-}
-
-// releaseGrace is how long the release that ends Do may run past the
-// deadline of Do's ctx.
-const releaseGrace = 50 * time.Millisecond
-
-// releaseContext is the ctx of the release that ends Do: it ignores the
-// cancellation of ctx, so that a lock is released also when fn returned
-// because ctx ended, but not its deadline, so that Do returns in time.
-func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), link.DetachedTimeout)
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return uctx, cancel
-	}
-	dctx, dcancel := context.WithDeadline(uctx, dl.Add(releaseGrace))
-	return dctx, func() { dcancel(); cancel() }
-}
-
-// fenceCtxKey is the key of the fence that the ctx of Do's fn carries.
-type fenceCtxKey struct{}
-
-// withFence returns ctx carrying fence for FenceOf; a read hold's 0 hides
-// the fence of a Do that runs around it.
-func withFence(ctx context.Context, fence uint64) context.Context {
-	return context.WithValue(ctx, fenceCtxKey{}, fence)
-}
-
-// FenceOf: see uncomplicated.FenceOf.
-func FenceOf(ctx context.Context) (uint64, bool) {
-	if ctx == nil {
-		return 0, false
-	}
-	fence, _ := ctx.Value(fenceCtxKey{}).(uint64)
-	return fence, fence > 0
-}
-
 // takeOp waits for op, or for ctx to end.
 func takeOp(ctx context.Context, op chan struct{}) error {
 	select {
@@ -507,76 +366,6 @@ func takeOp(ctx context.Context, op chan struct{}) error {
 		return ctx.Err()
 	}
 }
-
-// A signal is a channel closed once, and what runs when it is.
-type signal struct {
-	ch   chan struct{}
-	once sync.Once
-
-	mu    sync.Mutex // guards fired and then
-	fired bool
-	then  map[*func()]struct{} // run by fire, each once
-}
-
-// fire closes the channel and runs what waits for it; it reports whether
-// this call closed it.
-func (s *signal) fire() (closedNow bool) {
-	if s == nil {
-		return false
-	}
-	s.once.Do(func() {
-		close(s.ch)
-		s.mu.Lock()
-		s.fired = true
-		then := s.then
-		s.then = nil
-		s.mu.Unlock()
-		for f := range then {
-			(*f)()
-		}
-		closedNow = true
-	})
-	return closedNow
-}
-
-// whenFired runs f when s fires, or at once if it has; stop keeps it from
-// running later. f must not block.
-func (s *signal) whenFired(f func()) (stop func()) {
-	s.mu.Lock()
-	if s.fired {
-		s.mu.Unlock()
-		f()
-		return func() {}
-	}
-	if s.then == nil {
-		s.then = map[*func()]struct{}{}
-	}
-	key := &f
-	s.then[key] = struct{}{}
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		delete(s.then, key)
-		s.mu.Unlock()
-	}
-}
-
-// isClosed reports whether ch is closed.
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// closed is the channel Lost returns when nothing is held.
-var closed = func() chan struct{} {
-	ch := make(chan struct{})
-	close(ch)
-	return ch
-}()
 
 // lose closes s, the Lost signal of h, found lost because why, and logs
 // it the first time: a nil s (no Lost channel was asked for) is logged
@@ -595,4 +384,47 @@ func (h *hold) logLost(ctx context.Context, why string) {
 	if h.b.logs(ctx, slog.LevelWarn) {
 		h.b.log(ctx, slog.LevelWarn, h.kind.what+" lost", slog.Uint64("fence", h.fence), slog.String("why", why))
 	}
+}
+
+// granted records and logs a hold of c that Redis granted to token, for
+// a call sent at or after from; how tells an attempt, a release's
+// hand-off or a take-over, to o. Under WithReplicas it fails when the
+// replicas do not have the hold.
+func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64, from time.Time, how observe.Outcome, o *observing) (*hold, error) {
+	if !c.kind.fenced {
+		fence = 0
+	}
+	if b.cfg.replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
+		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
+		o.acquired(how, fence)
+		return b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, o), nil
+	}
+	h := b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, nil)
+	if err := h.replicate(ctx); err != nil { // a hold given back is never reported
+		return nil, err
+	}
+	b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
+	o.acquired(how, fence)
+	h.observe(o)
+	return h, nil
+}
+
+// newHold records a hold that Redis granted to token, for a call sent at
+// or after from, and lets the Client's restart watch check it. With
+// claimed, a release handed it over with a claim, which the hold takes
+// half-way through (see claim.go). Its Observation, o, may be nil, and set
+// later with observe. The token is already the Client's own (see owned).
+func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
+	h := &hold{
+		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.clock.Now(),
+		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.lease, obs: o,
+	}
+	if claimed && b.cfg.claims() {
+		h.mu.Lock()
+		h.claimed, h.lease = true, b.cfg.claim()
+		h.takeAt(from.Add(h.lease / 2))
+		h.mu.Unlock()
+	}
+	b.c.restarts.watch(h)
+	return h
 }

@@ -1,12 +1,9 @@
 package engine
 
 import (
-	"context"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
-
-	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 )
 
 // The tick schedule. A waiter tries again after a random sleep below a
@@ -40,32 +37,6 @@ func (c *config) sleep() time.Duration {
 // waiter that died holds the queue up only briefly.
 func (c *config) expiry() time.Duration {
 	return 3*c.tick() + 100*time.Millisecond
-}
-
-// entryExpiry is the expiry an attempt under ctx writes: the waiter's, or
-// what is left of ctx if less, less the time a hand-off takes to reach
-// the waiter (a round trip to Redis, as the Client has seen them lately, a
-// millisecond, and the Client's slack), and at least a millisecond: so
-// Redis forgets a waiter whose caller gives up at its deadline by itself,
-// and no release hands the lock to a waiter that could not take it in
-// time. cut says whether it is ctx's; queued, whether the attempt writes
-// an entry.
-func (b *base) entryExpiry(ctx context.Context, queued bool) (d time.Duration, cut bool) {
-	d = b.cfg.expiry()
-	left, ok := link.DeadlineLeft(ctx)
-	if !ok {
-		return d, false
-	}
-	left -= b.c.redis.RoundTrip() + time.Millisecond
-	slack := b.c.slack.get()
-	if queued && left > time.Millisecond && left-slack <= time.Millisecond {
-		b.c.slack.taken() // a slack that keeps waiters out of the queue shrinks too
-	}
-	left -= slack
-	if left < d {
-		return max(left.Truncate(time.Millisecond), time.Millisecond), true
-	}
-	return d, false
 }
 
 // jitter returns a random duration in [0, bound), or 0 when bound is not

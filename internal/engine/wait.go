@@ -20,6 +20,114 @@ import (
 // claim (see claim.go), and wakes it; the ticks go on all the same, so
 // that a waiter never depends on wake-ups.
 
+// acquire acquires c's hold: in this process first, taking sem, if not
+// nil, and then in Redis. It returns the new hold, or an error wrapping
+// ErrNotObtained and its cause (see gaveUp). It tells o how it went.
+func (b *base) acquire(ctx context.Context, c *spec, sem chan struct{}, o *observing) (h *hold, err error) {
+	defer func() {
+		if h == nil {
+			o.failed(err)
+		}
+	}()
+	if err := b.open(ctx); err != nil {
+		return nil, err
+	}
+	obs, _ := b.cfg.clock.(settle.Observer)
+	if obs != nil {
+		obs.Waiting(1)
+		defer obs.Waiting(-1)
+	}
+	if sem != nil {
+		if err := b.enter(ctx, obs, sem, o); err != nil {
+			return nil, err
+		}
+		defer func() {
+			if h == nil { // also when a driver or logger panics
+				<-sem
+			}
+		}()
+	}
+	return b.wait(ctx, obs, c, o)
+}
+
+// try makes one attempt at c's hold, and never waits nor takes over. It
+// returns nil and no error when the lock is taken, here (sem) or in Redis.
+// It tells o how it went.
+func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing) (h *hold, err error) {
+	defer func() {
+		if h == nil {
+			o.failed(err)
+		}
+	}()
+	if err := b.open(ctx); err != nil {
+		return nil, err
+	}
+	if sem != nil {
+		select {
+		case sem <- struct{}{}:
+		default:
+			return nil, nil
+		}
+		defer func() {
+			if h == nil {
+				<-sem
+			}
+		}()
+	}
+	from := b.cfg.clock.Now()
+	token := b.holderToken(from)
+	b.c.tokens.own(token)
+	defer func() {
+		if h == nil {
+			b.c.tokens.disown(token)
+		}
+	}()
+	args := wire.AttemptArgs{Token: token, Lease: b.cfg.leaseMillis(), Form: c.args, Permits: c.permits}
+	g, _, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
+	if err != nil {
+		b.logFailure(ctx, err)
+		return nil, b.gaveUp(ctx, err, "")
+	}
+	if !g.OK {
+		return nil, nil
+	}
+	return b.granted(ctx, c, token, g.Fence, from, observe.Acquired, o)
+}
+
+// enter takes sem, waiting while another goroutine of this process holds
+// the lock (the Mutex, or the RWMutex as a writer).
+func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}, o *observing) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	default:
+	}
+	o.waiting()
+	if obs != nil {
+		defer obs.Park(time.Time{}, "")() // no timer: only an Unlock wakes it
+	}
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return b.gaveUp(ctx, ctx.Err(), "busy: "+b.name+" held by another goroutine of this process")
+	case <-b.c.done:
+		return b.gaveUp(ctx, ErrClosed, "")
+	}
+}
+
+// open reports, as an acquisition's error, a closed Client or an ended
+// ctx: redigo may still send on an ended ctx.
+func (b *base) open(ctx context.Context) error {
+	if b.c.closed() {
+		return b.notObtained("client closed", ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return b.notObtained(err.Error(), err)
+	}
+	return nil
+}
+
 // wait acquires c's hold in Redis; this is the one wait loop.
 func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observing) (h *hold, err error) {
 	w := waiter{b: b, c: c, token: b.holderToken(b.cfg.clock.Now()), o: o}
@@ -257,6 +365,32 @@ func (w *waiter) drain() {
 func (w *waiter) nextEntry(expiry time.Duration) string {
 	w.entries++
 	return wire.QueueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
+}
+
+// entryExpiry is the expiry an attempt under ctx writes: the waiter's, or
+// what is left of ctx if less, less the time a hand-off takes to reach
+// the waiter (a round trip to Redis, as the Client has seen them lately, a
+// millisecond, and the Client's slack), and at least a millisecond: so
+// Redis forgets a waiter whose caller gives up at its deadline by itself,
+// and no release hands the lock to a waiter that could not take it in
+// time. cut says whether it is ctx's; queued, whether the attempt writes
+// an entry.
+func (b *base) entryExpiry(ctx context.Context, queued bool) (d time.Duration, cut bool) {
+	d = b.cfg.expiry()
+	left, ok := link.DeadlineLeft(ctx)
+	if !ok {
+		return d, false
+	}
+	left -= b.c.redis.RoundTrip() + time.Millisecond
+	slack := b.c.slack.get()
+	if queued && left > time.Millisecond && left-slack <= time.Millisecond {
+		b.c.slack.taken() // a slack that keeps waiters out of the queue shrinks too
+	}
+	left -= slack
+	if left < d {
+		return max(left.Truncate(time.Millisecond), time.Millisecond), true
+	}
+	return d, false
 }
 
 // queue tells the attempt what to do with the entry (see wire.AttemptArgs).
