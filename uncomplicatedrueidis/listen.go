@@ -98,47 +98,16 @@ func (s *subscription) receive(ctx context.Context, channel string, r *receive, 
 	if previous != nil {
 		<-previous // bounded: it was stopped, and its UNSUBSCRIBE has unsubscribeTimeout
 	}
-	cmd := s.c.B().Subscribe().Channel(channel).Build()
-	unsubscribe := s.c.B().Unsubscribe().Channel(channel).Build()
-	if s.sharded {
-		cmd = s.c.B().Ssubscribe().Channel(channel).Build()
-		unsubscribe = s.c.B().Sunsubscribe().Channel(channel).Build()
-	}
-	hooked := rueidis.WithOnSubscriptionHook(ctx, func(sub rueidis.PubSubSubscription) {
-		if sub.Channel == channel && (sub.Kind == "subscribe" || sub.Kind == "ssubscribe") {
-			s.confirm(channel, r)
-		}
-	})
-	left := make(chan struct{}) // closed once the channel is left on the server
-	leaving := false
-	hooked = rueidis.WithOnReceiveReturnHook(hooked, func(err error, cc rueidis.CommandClient) error {
-		switch {
-		case errors.Is(err, context.Canceled): // Unsubscribe or Close: leave the channel on this connection
-			if !leaving {
-				leaving = true
-				go func() { // not on rueidis's goroutine: messages may still be coming
-					defer close(left)
-					uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
-					defer cancel()
-					_ = cc.Do(shared(uctx), unsubscribe).Error()
-				}()
-			}
-		case err != nil:
-			// The connection failed: rueidis subscribes again on a new
-			// one, but what was published meanwhile is lost, so the
-			// Client must know (it opens another Subscription).
-			s.fail(err)
-		}
-		return err
-	})
+	cmd, unsubscribe := s.commands(channel)
+	hooked, l := s.hooked(ctx, channel, r, unsubscribe)
 	var err error
 	if ctx.Err() == nil {
 		err = s.c.Receive(hooked, cmd, func(m rueidis.PubSubMessage) {
 			s.emit(driver.Event{Kind: driver.EventMessage, Channel: m.Channel, Data: []byte(m.Message)})
 		})
 	}
-	if leaving {
-		<-left // the new receive of the channel, if any, subscribes after
+	if l.started {
+		<-l.done // the new receive of the channel, if any, subscribes after
 	}
 	s.mu.Lock()
 	stopped := r.stopped
@@ -250,4 +219,53 @@ func (s *subscription) fail(err error) {
 		s.err = err
 		close(s.failed)
 	}
+}
+
+// commands are the commands that subscribe to channel and leave it,
+// sharded or not.
+func (s *subscription) commands(channel string) (subscribe, unsubscribe rueidis.Completed) {
+	if s.sharded {
+		return s.c.B().Ssubscribe().Channel(channel).Build(), s.c.B().Sunsubscribe().Channel(channel).Build()
+	}
+	return s.c.B().Subscribe().Channel(channel).Build(), s.c.B().Unsubscribe().Channel(channel).Build()
+}
+
+// A leaving is the leave of a channel on its connection, once its receive
+// was cancelled: started by rueidis's goroutine, then read by receive.
+type leaving struct {
+	started bool
+	done    chan struct{} // closed once the channel is left on the server
+}
+
+// hooked returns ctx with the hooks of the receive r of channel: Redis's
+// confirmation confirms r; a cancel (Unsubscribe or Close) leaves the
+// channel on its connection with unsubscribe; a failed connection fails
+// the Subscription, as what was published meanwhile is lost.
+func (s *subscription) hooked(ctx context.Context, channel string, r *receive, unsubscribe rueidis.Completed) (context.Context, *leaving) {
+	ctx = rueidis.WithOnSubscriptionHook(ctx, func(sub rueidis.PubSubSubscription) {
+		if sub.Channel == channel && (sub.Kind == "subscribe" || sub.Kind == "ssubscribe") {
+			s.confirm(channel, r)
+		}
+	})
+	l := &leaving{done: make(chan struct{})}
+	ctx = rueidis.WithOnReceiveReturnHook(ctx, func(err error, cc rueidis.CommandClient) error {
+		switch {
+		case errors.Is(err, context.Canceled):
+			if !l.started {
+				l.started = true
+				go func() { // not on rueidis's goroutine: messages may still be coming
+					defer close(l.done)
+					uctx, cancel := context.WithTimeout(context.Background(), unsubscribeTimeout)
+					defer cancel()
+					_ = cc.Do(shared(uctx), unsubscribe).Error()
+				}()
+			}
+		case err != nil:
+			// rueidis subscribes again on a new connection, but the
+			// Client must know: it opens another Subscription.
+			s.fail(err)
+		}
+		return err
+	})
+	return ctx, l
 }

@@ -35,27 +35,20 @@ type ending struct {
 // COMMAND and, in its own process group, every process left in that group
 // have exited, or at the SIGKILL.
 func (c *child) run(ctx context.Context, sigs <-chan os.Signal, late os.Signal) ending {
-	cmd := exec.Command(c.argv[0], c.argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
-	cmd.Env = c.env
-	group := ownGroup()
-	cmd.SysProcAttr = sysProcAttr(group)
 	// Linux sends the Pdeathsig of sysProcAttr when the thread that started
 	// the child ends, not the process: keep this goroutine, and so its
 	// thread, until COMMAND exits.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	cmd, p, exited, err := c.start()
+	if err != nil {
 		return startFailure(err)
 	}
-	p := proc{cmd.Process, group}
 	var end ending
 	if late != nil {
 		p.signal(late)
 		end.passed = true
 	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }() // ProcessState tells how it ended
 	lost := ctx.Done()
 	var kill, poll <-chan time.Time
 	killed := false // ulock sent SIGKILL: it waits for nothing more
@@ -95,6 +88,23 @@ func (c *child) run(ctx context.Context, sigs <-chan os.Signal, late os.Signal) 
 // straggling is how often ulock run looks whether processes of COMMAND's
 // group still run after the lock was lost and COMMAND exited.
 const straggling = 50 * time.Millisecond
+
+// start starts COMMAND in a process group of its own, with the
+// attributes of sysProcAttr, and returns exited, closed once it exited
+// (then cmd.ProcessState tells how); the caller has locked its OS thread.
+func (c *child) start() (cmd *exec.Cmd, p proc, exited chan struct{}, err error) {
+	cmd = exec.Command(c.argv[0], c.argv[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, c.stdout, c.stderr
+	cmd.Env = c.env
+	group := ownGroup()
+	cmd.SysProcAttr = sysProcAttr(group)
+	if err := cmd.Start(); err != nil {
+		return nil, proc{}, nil, err
+	}
+	exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	return cmd, proc{cmd.Process, group}, exited, nil
+}
 
 // A proc is COMMAND's process as ulock signals it: alone, or with every
 // process of its group when it leads a process group of its own.
