@@ -72,7 +72,7 @@ func (b *base) open(ctx context.Context) error {
 // Client or an ended ctx.
 func (b *base) usable(ctx context.Context) error {
 	if b.c.closed() {
-		return NewError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
+		return b.c.newError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return b.redisError(ctx, err)

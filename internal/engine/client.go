@@ -10,7 +10,8 @@ import (
 
 // Client: see uncomplicated.Client.
 type Client struct {
-	redis *link // nil for a nil driver
+	redis *link  // nil for a nil driver
+	errs  Errors // makes the errors of its locks
 	opts  []Option
 	cfg   config // opts built, or the defaults when they are invalid
 	// cfgErr is why opts are invalid, which the constructors report.
@@ -37,11 +38,11 @@ type Client struct {
 	failures logLimit     // when each lock's failed attempts were last logged
 }
 
-func newClient(l *link, opts []Option) *Client {
+func newClient(l *link, errs Errors, opts []Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	cleanCtx, cleanCancel := context.WithCancel(context.Background())
 	c := &Client{
-		redis: l, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
+		redis: l, errs: errs, opts: slices.Clone(opts), id: newToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel, cleanCtx: cleanCtx, cleanCancel: cleanCancel,
 	}
 	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {

@@ -25,7 +25,7 @@ import (
 // Inspect reads the lock name for package inspect (inspect.Lock).
 func Inspect(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
 	in, err := readLock(ctx, c, name)
-	return in.info, OpError("inspect.Lock", name, err)
+	return in.info, c.opError("inspect.Lock", name, err)
 }
 
 // List lists the locks whose names match, for package inspect
@@ -38,7 +38,7 @@ func List(ctx context.Context, c *Client, match string, limit int) ([]inspection
 // (inspect.ForceRelease).
 func ForceRelease(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
 	info, err := forceRelease(ctx, c, name)
-	return info, OpError("inspect.ForceRelease", name, err)
+	return info, c.opError("inspect.ForceRelease", name, err)
 }
 
 // readLock checks its input and inspects the lock name.
@@ -73,7 +73,7 @@ func listLocks(ctx context.Context, c *Client, match string, limit int) (locks [
 	for _, name := range names {
 		in, err := inspect(ctx, c, cfg, name)
 		if err != nil {
-			return nil, false, OpError("inspect.List", name, err)
+			return nil, false, c.opError("inspect.List", name, err)
 		}
 		locks = append(locks, in.info)
 	}
@@ -98,11 +98,11 @@ func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock,
 	}
 	reply, _, err := c.redis.eval(ctx, d, s, keys)
 	if err != nil {
-		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in.info, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	gone, err := strs(reply)
 	if err != nil {
-		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in.info, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in.info.Holders = in.removed(gone)
 	return in.info, nil
@@ -138,11 +138,11 @@ func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot,
 	keys := slices.Concat(mutexKeysOf(cfg.prefix, name), rwKeysOf(cfg.prefix, name), semKeysOf(cfg.prefix, name))
 	reply, _, err := c.redis.eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
 	if err != nil {
-		return snapshot{info: inspection.Lock{Name: name}}, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return snapshot{info: inspection.Lock{Name: name}}, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in, err := parseInspection(name, reply)
 	if err != nil {
-		return in, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	return in, nil
 }

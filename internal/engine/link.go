@@ -27,13 +27,20 @@ import (
 // node. Subscriptions are per channel, and each channel carries its lock's
 // hash tag, so that sharded pub/sub fits.
 
-// NewClient: see uncomplicated.NewClient.
+// NewClient: see uncomplicated.NewClient. Its errors are the engine's own
+// (see Errors).
 func NewClient(d driver.Driver, opts ...Option) *Client {
+	return NewClientWith(d, lockErrors{}, opts...)
+}
+
+// NewClientWith is NewClient whose errors errs makes: package
+// uncomplicated's Client passes its own.
+func NewClientWith(d driver.Driver, errs Errors, opts ...Option) *Client {
 	if isNil(d) {
-		return newClient(nil, opts)
+		return newClient(nil, errs, opts)
 	}
 	_, keeps := d.(interface{ KeepsConnectionsOnCancel() })
-	return newClient(&link{d: d, keeps: keeps}, opts)
+	return newClient(&link{d: d, keeps: keeps, errs: errs}, errs, opts)
 }
 
 // A link is a Client's way to Redis: its driver, each call bounded by the
@@ -43,6 +50,7 @@ type link struct {
 	// keeps: the driver's calls keep their connection when their ctx ends
 	// (see package driver), so a caller need not leave them behind.
 	keeps  bool
+	errs   Errors // makes the error of a call that ran out of the command timeout
 	behind behind // the calls whose callers left before the reply came
 	// rtt is a moving average of how long a call takes, in ns (see took).
 	rtt atomic.Int64
@@ -125,7 +133,7 @@ func (r *link) call(ctx context.Context, d time.Duration, late func(reply), do f
 		l, lctx := newLimit(ctx, d)
 		defer l.stop()
 		rep := do(lctx)
-		rep.err = l.timedOut(replyError(rep.err))
+		rep.err = l.timedOut(r.errs, replyError(rep.err))
 		r.took(l, rep.err)
 		return rep
 	}
@@ -154,7 +162,7 @@ func (r *link) call(ctx context.Context, d time.Duration, late func(reply), do f
 			}
 		}()
 		rep = do(lctx)
-		rep.err = l.timedOut(replyError(rep.err))
+		rep.err = l.timedOut(r.errs, replyError(rep.err))
 		r.took(l, rep.err)
 	}()
 	select {
@@ -319,13 +327,13 @@ func (l limit) stop() {
 }
 
 // timedOut turns the error of a call (what did not come) that ran out of
-// the command timeout into one that says so and matches
+// the command timeout into one, made by errs, that says so and matches
 // os.ErrDeadlineExceeded, as a connection's own deadline does, and not
 // context.DeadlineExceeded, which is the caller's ctx's. A call ran out of
 // it when the call's deadline has passed, before any deadline of the
 // caller's ctx, which has not ended: whether the call's ctx or the socket's
 // deadline, set from it, noticed first.
-func (l limit) timedOut(err error) error {
+func (l limit) timedOut(errs Errors, err error) error {
 	if err == nil || l.d == 0 || l.caller.Err() != nil || time.Now().Before(l.deadline) {
 		return err
 	}
@@ -340,11 +348,10 @@ func (l limit) timedOut(err error) error {
 	if notSent || !ctxErr { // what kept it from leaving, or what came instead of the reply
 		msg += ": " + err.Error()
 	}
-	var cause error // os.ErrDeadlineExceeded's, and what came instead of the reply
-	if !ctxErr {
-		cause = err
+	if ctxErr {
+		return errs.New("", msg, os.ErrDeadlineExceeded)
 	}
-	return NewError("", msg, cause, os.ErrDeadlineExceeded)
+	return errs.New("", msg, err, os.ErrDeadlineExceeded) // what came instead of the reply
 }
 
 // behind counts the calls under way whose callers left them (see call).
