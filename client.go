@@ -45,5 +45,5 @@ func (c *Client) Close() error {
 // Close does not close what d uses. Options are checked,
 // and a nil d reported, by New, NewRW and NewSemaphore.
 func NewClient(d driver.Driver, opts ...Option) *Client {
-	return &Client{face: engine.NewFace(engine.NewClient(d, options(opts)...))}
+	return &Client{face: engine.NewFace(engine.NewClientWith(d, errorMaker{}, options(opts)...))}
 }

@@ -2,12 +2,26 @@ package uncomplicated
 
 import (
 	"context"
+	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 )
 
-// A Leader is the leader of an Election, as Redis shows it.
-type Leader = engine.Leader
+// A Leader is the leader of an Election, as Redis shows it: what
+// Election.Leader returns and Election.Observe receives.
+type Leader struct {
+	// Value is what the leader announced in Campaign.
+	Value string
+	// Fence is the fence of the leader's hold: it rises with every new
+	// leader, so it tells leaders apart and which came later.
+	Fence uint64
+	// Since is when the leader was elected, by Redis's clock.
+	Since time.Time
+}
+
+// leaderOf is the engine's Leader l, as users see it. The two have the
+// same fields, so a field added to one alone fails to build here.
+func leaderOf(l engine.Leader) Leader { return Leader(l) }
 
 // An Election elects one leader among the processes that campaign in it.
 // Make one with Client.Election. It is safe for concurrent use: it leads
@@ -69,7 +83,8 @@ func (e *Election) Resign(ctx context.Context) error {
 // Leader returns the current leader, or an error wrapping ErrNoLeader when
 // there is none. It costs Redis one GET.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	return e.inner().Leader(ctx)
+	l, err := e.inner().Leader(ctx)
+	return leaderOf(l), err
 }
 
 // Observe returns a channel that receives the current leader at once, if
@@ -80,7 +95,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // leader arrives within a second of its election, at once when its
 // announcement reaches this Client.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
-	return e.inner().Observe(ctx)
+	return engine.Observe(ctx, e.inner(), leaderOf)
 }
 
 // Lead campaigns with value, runs fn while leading and resigns when fn

@@ -84,6 +84,12 @@ func TestElection_invalid(t *testing.T) {
 	}
 }
 
+// go doc shows what Election.Leader and Observe give: Leader's fields and
+// what each means.
+func TestLeader_goDoc(t *testing.T) {
+	wantDocFields(t, "Leader", "Value", "Fence", "Since")
+}
+
 // One campaigner leads; Leader shows its value, fence and when it was
 // elected; a Resign elects the next campaigner at once, with a higher
 // fence; a Resign that does not lead is ErrNotHeld.

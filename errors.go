@@ -42,14 +42,52 @@ var (
 	ErrNoLeader = engine.ErrNoLeader
 )
 
-// An Error is the error of an operation on a lock: Op, the method that
-// failed ("Lock", "Unlock", "Refresh", "Acquire"...); Name, the lock's
-// full name, as Mutex.Name returns it; and Err, the cause. It is defined
-// in the package's engine.
+// An Error is the error of an operation on a lock: the method that
+// failed, the lock's name and the cause. Find it in an error with errors.As.
 //
 // Errors.Is matches it with its cause and with the sentinel errors above
 // that apply: an acquisition that gave up matches ErrNotObtained and what
 // ended it (ctx's error, ErrClosed, ErrStale, a Redis error). Its message
 // is complete on its own. Errors about arguments (ErrInvalidArgument) are
 // plain errors.
-type Error = engine.Error
+type Error struct {
+	// Op is the method that failed, such as "Lock", "Unlock", "Refresh",
+	// "Acquire" or "inspect.Lock". Some errors, such as Election.Leader's,
+	// leave it empty.
+	Op string
+	// Name is the lock's full name, as its Name method returns it
+	// (Mutex.Name, Election.Name...).
+	Name string
+	// Err is the cause: what ended an acquisition (ctx's error, ErrClosed,
+	// ErrStale), the error of a call to Redis, or else the sentinel error
+	// that says what happened (ErrNotHeld, ErrLost...).
+	Err error
+
+	msg string  // the message, complete on its own
+	is  []error // the sentinel errors it matches besides Err
+}
+
+// Error returns the error's message, which names the lock and the cause.
+func (e *Error) Error() string { return e.msg }
+
+// Unwrap returns the cause and the sentinel errors the error matches, for
+// errors.Is and errors.As.
+func (e *Error) Unwrap() []error { return append([]error{e.Err}, e.is...) }
+
+// errorMaker is the engine.Errors that NewClient gives the engine: the
+// errors of a Client's locks are *Error.
+type errorMaker struct{}
+
+var _ engine.Errors = errorMaker{}
+
+// New: see engine.Errors.New.
+func (errorMaker) New(name, msg string, cause error, is ...error) error {
+	return &Error{Name: name, Err: cause, msg: msg, is: is}
+}
+
+// SetOp: see engine.Errors.SetOp.
+func (errorMaker) SetOp(err error, op, name string) {
+	if e, ok := err.(*Error); ok && e.Op == "" && e.Name == name {
+		e.Op = op
+	}
+}

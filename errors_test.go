@@ -228,6 +228,12 @@ func briefly(t *testing.T) context.Context {
 	return ctx
 }
 
+// go doc shows what users match with errors.As: Error's fields and what
+// each means.
+func TestError_goDoc(t *testing.T) {
+	wantDocFields(t, "Error", "Op", "Name", "Err")
+}
+
 // The calls about a hold say in their *Error which call failed on which
 // lock; Do returns fn's own error as it is.
 func TestError_opAndName(t *testing.T) {

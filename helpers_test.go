@@ -3,7 +3,13 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
 	"log/slog"
+	"maps"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -196,4 +202,70 @@ func causeWithin(ctx context.Context, d time.Duration) error {
 	case <-time.After(d):
 		return errors.New("fn's ctx not cancelled")
 	}
+}
+
+// wantDocFields checks that go doc shows the root package's type typ as a
+// struct whose exported fields are fields, each with a doc comment. A type
+// that is an alias into an internal package shows none of them.
+func wantDocFields(t *testing.T, typ string, fields ...string) {
+	t.Helper()
+	spec := typeSpec(t, typ)
+	if spec.Assign.IsValid() {
+		t.Fatalf("go doc %s: type %s = ...; want a type defined in the root", typ, typ)
+	}
+	st, ok := spec.Type.(*ast.StructType)
+	if !ok {
+		t.Fatalf("go doc %s: type %s %T; want a struct", typ, typ, spec.Type)
+	}
+	docs := map[string]string{} // exported field: its doc comment
+	for _, f := range st.Fields.List {
+		for _, n := range f.Names {
+			if n.IsExported() {
+				docs[n.Name] = f.Doc.Text()
+			}
+		}
+	}
+	if got := slices.Sorted(maps.Keys(docs)); !slices.Equal(got, slices.Sorted(slices.Values(fields))) {
+		t.Errorf("go doc %s: fields %v; want %v", typ, got, fields)
+	}
+	for _, f := range fields {
+		if strings.TrimSpace(docs[f]) == "" {
+			t.Errorf("go doc %s: field %s has no doc comment; want what it means", typ, f)
+		}
+	}
+}
+
+// typeSpec returns the declaration of the root package's type typ, as
+// go/doc reads the package.
+func typeSpec(t *testing.T, typ string) *ast.TypeSpec {
+	t.Helper()
+	paths, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	pkg, err := doc.NewFromFiles(fset, files, "github.com/uncomplicated-mutex/uncomplicated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dt := range pkg.Types {
+		for _, s := range dt.Decl.Specs {
+			if s, ok := s.(*ast.TypeSpec); ok && s.Name.Name == typ {
+				return s
+			}
+		}
+	}
+	t.Fatalf("go doc %s: no such type in the package", typ)
+	return nil
 }

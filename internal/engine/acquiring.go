@@ -37,7 +37,7 @@ func (b *base) acquiring(ctx context.Context, op string, kind string, t taker, t
 	if h != nil && run != nil {
 		err = run(ctx, h)
 	}
-	err = OpError(op, b.name, err)
+	err = b.c.opError(op, b.name, err)
 	o.end(err)
 	return h != nil, err
 }

@@ -38,7 +38,7 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, er
 // Client or an ended ctx.
 func (b *base) usable(ctx context.Context) error {
 	if b.c.closed() {
-		return NewError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
+		return b.c.newError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return b.redisError(ctx, err)

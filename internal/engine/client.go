@@ -15,6 +15,7 @@ import (
 // Client: see uncomplicated.Client.
 type Client struct {
 	redis *link.Link // nil for a nil driver
+	errs  Errors     // makes the errors of its locks
 	opts  []Option
 	cfg   config // opts built, or the defaults when they are invalid
 	// cfgErr is why opts are invalid, which the constructors report.
@@ -41,11 +42,11 @@ type Client struct {
 	failures logLimit     // when each lock's failed attempts were last logged
 }
 
-func newClient(l *link.Link, opts []Option) *Client {
+func newClient(l *link.Link, errs Errors, opts []Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	cleanCtx, cleanCancel := context.WithCancel(context.Background())
 	c := &Client{
-		redis: l, opts: slices.Clone(opts), id: wire.NewToken()[:11], done: make(chan struct{}),
+		redis: l, errs: errs, opts: slices.Clone(opts), id: wire.NewToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel, cleanCtx: cleanCtx, cleanCancel: cleanCancel,
 	}
 	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {
@@ -180,10 +181,17 @@ type Faced interface{ engine() *Client }
 // Of returns the engine's Client of f.
 func Of(f Faced) *Client { return f.engine() }
 
-// NewClient: see uncomplicated.NewClient.
+// NewClient: see uncomplicated.NewClient. Its errors are the engine's own
+// (see Errors).
 func NewClient(d driver.Driver, opts ...Option) *Client {
+	return NewClientWith(d, lockErrors{}, opts...)
+}
+
+// NewClientWith is NewClient whose errors errs makes: package
+// uncomplicated's Client passes its own.
+func NewClientWith(d driver.Driver, errs Errors, opts ...Option) *Client {
 	if wire.IsNil(d) {
-		return newClient(nil, opts)
+		return newClient(nil, errs, opts)
 	}
-	return newClient(link.New(d), opts)
+	return newClient(link.New(d), errs, opts)
 }

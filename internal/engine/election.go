@@ -129,7 +129,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
 		_ = m.x.unlock(rctx, h)
-		return nil, OpError("Campaign", e.name, m.notObtained("client closed", ErrClosed))
+		return nil, e.c.opError("Campaign", e.name, m.notObtained("client closed", ErrClosed))
 	}
 	_ = h.Refresh(ctx) // its token tells when it was elected from now on
 	refreshing, stop := refreshWhile(e.c.ctx, h, e.every)
@@ -149,7 +149,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 // busy, when ctx ends first.
 func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) error {
 	if err := takeOp(ctx, sem); err != nil {
-		return NewError(e.name, ErrNotObtained.Error()+": "+e.name+": "+busy+": "+err.Error(), err, ErrNotObtained)
+		return e.c.newError(e.name, ErrNotObtained.Error()+": "+e.name+": "+busy+": "+err.Error(), err, ErrNotObtained)
 	}
 	return nil
 }
@@ -197,9 +197,9 @@ func (e *Election) Resign(ctx context.Context) error {
 	}
 	l := e.forget(nil)
 	if l == nil {
-		return NewError(e.name, ErrNotHeld.Error()+": "+e.name+": not leading", ErrNotHeld)
+		return e.c.newError(e.name, ErrNotHeld.Error()+": "+e.name+": not leading", ErrNotHeld)
 	}
-	return OpError("Resign", e.name, l.m.x.unlock(ctx, l.h))
+	return e.c.opError("Resign", e.name, l.m.x.unlock(ctx, l.h))
 }
 
 // forget ends the current leadership in this process, if it is want or
@@ -232,14 +232,14 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 func (e *Election) read(ctx context.Context) (Leader, error) {
 	reply, err := e.c.redis.Command(ctx, e.cfg.commandTimeout, []string{e.name}, "GET", e.name)
 	if err != nil {
-		return Leader{}, NewError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
+		return Leader{}, e.c.newError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
 	}
 	v, ok := reply.([]byte)
 	if reply != nil && !ok {
-		return Leader{}, NewError(e.name, fmt.Sprintf("uncomplicated: %s: leader reply %T", e.name, reply), driver.ErrUnexpectedReply)
+		return Leader{}, e.c.newError(e.name, fmt.Sprintf("uncomplicated: %s: leader reply %T", e.name, reply), driver.ErrUnexpectedReply)
 	}
 	if len(v) == 0 {
-		return Leader{}, NewError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
+		return Leader{}, e.c.newError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
 	}
 	token, fence := wire.CutFence(string(v))
 	t := wire.ParseToken(token)
@@ -250,20 +250,22 @@ func (e *Election) read(ctx context.Context) (Leader, error) {
 	return l, nil
 }
 
-// Observe: see uncomplicated.Election.Observe.
-func (e *Election) Observe(ctx context.Context) <-chan Leader {
-	out := make(chan Leader)
+// Observe is e's Observe (see uncomplicated.Election.Observe), whose
+// channel receives each Leader as as turns it into the caller's type.
+func Observe[L any](ctx context.Context, e *Election, as func(Leader) L) <-chan L {
+	out := make(chan L)
 	if e.check(ctx, "") != nil {
 		close(out)
 		return out
 	}
-	go e.observe(ctx, out)
+	go observeLeaders(ctx, e, out, as)
 	return out
 }
 
-// observe sends the leaders of e to out, read at each announcement and at
-// every tick, until ctx ends or the Client closes.
-func (e *Election) observe(ctx context.Context, out chan<- Leader) {
+// observeLeaders sends the leaders of e to out, as as turns them, read at
+// each announcement and at every tick, until ctx ends or the Client
+// closes.
+func observeLeaders[L any](ctx context.Context, e *Election, out chan<- L, as func(Leader) L) {
 	defer close(out)
 	var wake <-chan wire.WakeUp
 	if w := e.c.wakeups(false); w != nil {
@@ -276,7 +278,7 @@ func (e *Election) observe(ctx context.Context, out chan<- Leader) {
 		leader, err := e.read(ctx)
 		if err == nil && leader.Fence != last {
 			select {
-			case out <- leader:
+			case out <- as(leader):
 				last = leader.Fence
 			case <-ctx.Done():
 				return
@@ -321,7 +323,7 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 		stop()
 		if e.forget(l) != nil {
 			rerr := releaseAfter(ctx, isClosed(lost), func(rctx context.Context) error {
-				return OpError("Resign", e.name, l.m.x.unlock(rctx, l.h))
+				return e.c.opError("Resign", e.name, l.m.x.unlock(rctx, l.h))
 			})
 			if rerr != nil {
 				err = errors.Join(err, rerr)
@@ -350,7 +352,7 @@ func (e *Election) term(ctx context.Context, l *leadership, lost <-chan struct{}
 			if e.c.closed() {
 				closed = append(closed, ErrClosed)
 			}
-			cancel(NewError(e.name, ErrNotHeld.Error()+": "+e.name+": leadership ended", ErrNotHeld, closed...))
+			cancel(e.c.newError(e.name, ErrNotHeld.Error()+": "+e.name+": leadership ended", ErrNotHeld, closed...))
 		case <-done:
 		}
 	}()

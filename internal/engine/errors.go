@@ -17,46 +17,82 @@ var (
 	ErrNoLeader        = sentinel.ErrNoLeader
 )
 
-// An Error is the error of an operation on a lock: the method, the lock's
-// name and the cause; see uncomplicated.Error.
-type Error struct {
-	Op   string // the method that failed: "Lock", "Unlock", "Refresh", "Acquire"...
-	Name string // the lock's full name, as Mutex.Name returns it
-	Err  error  // the cause
-	msg  string
-	is   []error // the sentinels it matches besides Err
+// Errors makes the errors of operations on locks, of the type users match
+// with errors.As: package uncomplicated passes its own to NewClientWith. A
+// Client made by NewClient makes errors of the engine's own type.
+type Errors interface {
+	// New returns the error msg of the lock named name, for cause, that
+	// also matches is.
+	New(name, msg string, cause error, is ...error) error
+	// SetOp names op in err if err is one of New's, of the lock named
+	// name, that names no op yet; any other err it leaves alone.
+	SetOp(err error, op, name string)
 }
 
-func (e *Error) Error() string { return e.msg }
+// lockErrors are the Errors of a Client made by NewClient: *lockError.
+type lockErrors struct{}
+
+var _ Errors = lockErrors{}
+
+// A lockError is the error of an operation on a lock: the method, the
+// lock's name and the cause, as uncomplicated.Error has them.
+type lockError struct {
+	op   string // the method that failed: "Lock", "Unlock", "Refresh", "Acquire"...
+	name string // the lock's full name, as Mutex.Name returns it
+	err  error  // the cause
+	msg  string
+	is   []error // the sentinels it matches besides err
+}
+
+func (e *lockError) Error() string { return e.msg }
 
 // Unwrap returns the cause and the sentinels the error matches.
-func (e *Error) Unwrap() []error { return append([]error{e.Err}, e.is...) }
+func (e *lockError) Unwrap() []error { return append([]error{e.err}, e.is...) }
 
-// NewError is the error msg of the lock named name, for cause, that also
-// matches is. Without a cause, the first of is is the cause.
-func NewError(name, msg string, cause error, is ...error) *Error {
+// New: see Errors.New.
+func (lockErrors) New(name, msg string, cause error, is ...error) error {
+	return &lockError{name: name, err: cause, msg: msg, is: is}
+}
+
+// SetOp: see Errors.SetOp.
+func (lockErrors) SetOp(err error, op, name string) {
+	if e, ok := err.(*lockError); ok && e.op == "" && e.name == name {
+		e.op = op
+	}
+}
+
+// newError is the error msg of the lock named name, for cause, that also
+// matches is, made by c's Errors. Without a cause, the first of is is the
+// cause.
+func (c *Client) newError(name, msg string, cause error, is ...error) error {
 	if cause == nil && len(is) > 0 {
 		cause, is = is[0], is[1:]
 	}
-	return &Error{Name: name, Err: cause, msg: msg, is: is}
+	return c.errs.New(name, msg, cause, is...)
 }
 
-// OpError names op in the Errors of the lock named name within err that
-// name none yet, and returns err.
-func OpError(op, name string, err error) error {
-	switch e := err.(type) {
-	case nil:
-	case *Error:
-		if e.Op == "" && e.Name == name {
-			e.Op = op
-		}
-		OpError(op, name, e.Err)
-	case interface{ Unwrap() []error }:
-		for _, err := range e.Unwrap() {
-			OpError(op, name, err)
-		}
-	case interface{ Unwrap() error }:
-		OpError(op, name, e.Unwrap())
+// opError names op in the errors of the lock named name within err that
+// name none yet, and returns err. A nil Client's errors are plain: it
+// returns err as it is.
+func (c *Client) opError(op, name string, err error) error {
+	if c != nil {
+		nameOp(c.errs, op, name, err)
 	}
 	return err
+}
+
+// nameOp names op, by errs, in err and every error it wraps.
+func nameOp(errs Errors, op, name string, err error) {
+	if err == nil {
+		return
+	}
+	errs.SetOp(err, op, name)
+	switch e := err.(type) {
+	case interface{ Unwrap() []error }:
+		for _, err := range e.Unwrap() {
+			nameOp(errs, op, name, err)
+		}
+	case interface{ Unwrap() error }:
+		nameOp(errs, op, name, e.Unwrap())
+	}
 }

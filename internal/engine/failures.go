@@ -20,7 +20,7 @@ func (b *base) redisError(ctx context.Context, err error) error {
 	if cerr := b.ctxErr(ctx); cerr != nil {
 		err = cerr
 	}
-	return NewError(b.name, "uncomplicated: "+b.name+": "+err.Error(), err)
+	return b.c.newError(b.name, "uncomplicated: "+b.name+": "+err.Error(), err)
 }
 
 // gaveUp is the error of an acquisition that ended without the lock, for
@@ -37,7 +37,7 @@ func (b *base) gaveUp(ctx context.Context, err error, busy string) error {
 	case errors.Is(err, ErrClosed):
 		return b.notObtained("client closed", ErrClosed)
 	case cerr != nil && busy != "":
-		return NewError(b.name, ErrNotObtained.Error()+": "+busy+": "+cerr.Error(), cerr, ErrNotObtained)
+		return b.c.newError(b.name, ErrNotObtained.Error()+": "+busy+": "+cerr.Error(), cerr, ErrNotObtained)
 	case cerr != nil:
 		return b.notObtained("ctx ended waiting for Redis: "+cerr.Error(), cerr)
 	}
@@ -52,7 +52,7 @@ func (b *base) failing(ctx context.Context, err, last error) error {
 	if cerr == nil || errors.Is(err, ErrClosed) {
 		return b.gaveUp(ctx, err, "")
 	}
-	return NewError(b.name, ErrNotObtained.Error()+": "+b.name+": ctx ended while Redis failed ("+last.Error()+"): "+cerr.Error(),
+	return b.c.newError(b.name, ErrNotObtained.Error()+": "+b.name+": ctx ended while Redis failed ("+last.Error()+"): "+cerr.Error(),
 		cerr, ErrNotObtained, last)
 }
 
@@ -72,7 +72,7 @@ func (b *base) ctxErr(ctx context.Context) error {
 // notObtained is the error of a Lock that gave up; it matches
 // ErrNotObtained and cause.
 func (b *base) notObtained(why string, cause error) error {
-	return NewError(b.name, ErrNotObtained.Error()+": "+b.name+": "+why, cause, ErrNotObtained)
+	return b.c.newError(b.name, ErrNotObtained.Error()+": "+b.name+": "+why, cause, ErrNotObtained)
 }
 
 // Log records: Debug for the course of a lock (acquired, waiting,
@@ -143,20 +143,20 @@ func (b *base) logReleased(ctx context.Context, what string, fence uint64, attrs
 // lostError is the error of a hold found lost; it matches ErrLost and
 // ErrNotHeld.
 func (b *base) lostError(why string) error {
-	return NewError(b.name, ErrLost.Error()+": "+b.name+": "+why, ErrLost, ErrNotHeld)
+	return b.c.newError(b.name, ErrLost.Error()+": "+b.name+": "+why, ErrLost, ErrNotHeld)
 }
 
 // notHeld is the error of a call about a hold when there is none: why
 // says so.
 func (b *base) notHeld(why string) error {
-	return NewError(b.name, ErrNotHeld.Error()+": "+b.name+": "+why, ErrNotHeld)
+	return b.c.newError(b.name, ErrNotHeld.Error()+": "+b.name+": "+why, ErrNotHeld)
 }
 
 // afterClose adds ErrClosed to the error of a release after Client.Close,
 // which still releases.
 func (b *base) afterClose(err error) error {
 	if b.c.closed() {
-		err = errors.Join(NewError(b.name, ErrClosed.Error()+": "+b.name+": released after Close", ErrClosed), err)
+		err = errors.Join(b.c.newError(b.name, ErrClosed.Error()+": "+b.name+": released after Close", ErrClosed), err)
 	}
 	return err
 }

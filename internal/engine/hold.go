@@ -105,7 +105,7 @@ func (h *hold) replicate(ctx context.Context) error {
 	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
 		h.b.c.clean(ctx, cleanup{b: h.b, script: h.kind.release, keys: h.keys, args: args}) // give it back all the same
 	}
-	return NewError(h.b.name, ErrNotObtained.Error()+": "+h.b.name+": "+why, err, ErrNotObtained, ErrNotReplicated)
+	return h.b.c.newError(h.b.name, ErrNotObtained.Error()+": "+h.b.name+": "+why, err, ErrNotObtained, ErrNotReplicated)
 }
 
 // refresh is Refresh; with wait, it waits for replicas as replicate does.

@@ -26,7 +26,7 @@ import (
 // Inspect reads the lock name for package inspect (inspect.Lock).
 func Inspect(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
 	in, err := readLock(ctx, c, name)
-	return in.info, OpError("inspect.Lock", name, err)
+	return in.info, c.opError("inspect.Lock", name, err)
 }
 
 // List lists the locks whose names match, for package inspect
@@ -39,7 +39,7 @@ func List(ctx context.Context, c *Client, match string, limit int) ([]inspection
 // (inspect.ForceRelease).
 func ForceRelease(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
 	info, err := forceRelease(ctx, c, name)
-	return info, OpError("inspect.ForceRelease", name, err)
+	return info, c.opError("inspect.ForceRelease", name, err)
 }
 
 // readLock checks its input and inspects the lock name.
@@ -74,7 +74,7 @@ func listLocks(ctx context.Context, c *Client, match string, limit int) (locks [
 	for _, name := range names {
 		in, err := inspect(ctx, c, cfg, name)
 		if err != nil {
-			return nil, false, OpError("inspect.List", name, err)
+			return nil, false, c.opError("inspect.List", name, err)
 		}
 		locks = append(locks, in.info)
 	}
@@ -99,11 +99,11 @@ func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock,
 	}
 	reply, _, err := c.redis.Eval(ctx, d, s, keys)
 	if err != nil {
-		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in.info, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	gone, err := wire.Strs(reply)
 	if err != nil {
-		return in.info, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in.info, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in.info.Holders = in.removed(gone)
 	return in.info, nil
@@ -139,11 +139,11 @@ func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot,
 	keys := slices.Concat(wire.MutexKeys(cfg.prefix, name), wire.RWKeys(cfg.prefix, name), wire.SemaphoreKeys(cfg.prefix, name))
 	reply, _, err := c.redis.Eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
 	if err != nil {
-		return snapshot{info: inspection.Lock{Name: name}}, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return snapshot{info: inspection.Lock{Name: name}}, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in, err := parseInspection(name, reply)
 	if err != nil {
-		return in, NewError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	return in, nil
 }

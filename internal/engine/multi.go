@@ -100,7 +100,7 @@ func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err er
 		if ctx.Err() != nil || cause == nil {
 			return nil
 		}
-		return OpError(op, m.name, m.notObtained("a lock taken before it was lost: "+cause.Error(), cause))
+		return m.c.opError(op, m.name, m.notObtained("a lock taken before it was lost: "+cause.Error(), cause))
 	}
 	for _, m := range ms {
 		if _, err := m.acquiring(wctx, op, inspection.KindMutex, &m.x, false, nil); err != nil {
@@ -134,7 +134,7 @@ func unlockAll(ctx context.Context, op string, ms []*Mutex, holds []*hold) error
 		if holds != nil {
 			want = holds[i]
 		}
-		errs = append(errs, OpError(op, m.name, m.x.unlock(ctx, want)))
+		errs = append(errs, m.c.opError(op, m.name, m.x.unlock(ctx, want)))
 	}
 	return errors.Join(errs...)
 }

@@ -71,7 +71,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	return OpError("Unlock", m.name, m.x.unlock(ctx, nil))
+	return m.c.opError("Unlock", m.name, m.x.unlock(ctx, nil))
 }
 
 // Refresh: see uncomplicated.Mutex.Refresh.
@@ -79,7 +79,7 @@ func (m *Mutex) Refresh(ctx context.Context) error {
 	if err := m.check(ctx); err != nil {
 		return err
 	}
-	return OpError("Refresh", m.name, m.x.refresh(ctx))
+	return m.c.opError("Refresh", m.name, m.x.refresh(ctx))
 }
 
 // Held: see uncomplicated.Mutex.Held.
@@ -88,7 +88,7 @@ func (m *Mutex) Held(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	held, err := m.x.held(ctx)
-	return held, OpError("Held", m.name, err)
+	return held, m.c.opError("Held", m.name, err)
 }
 
 // Lost: see uncomplicated.Mutex.Lost.

@@ -73,7 +73,7 @@ func (rw *RWMutex) Unlock(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	return OpError("Unlock", rw.name, rw.x.unlock(ctx, nil))
+	return rw.c.opError("Unlock", rw.name, rw.x.unlock(ctx, nil))
 }
 
 // Do: see uncomplicated.RWMutex.Do.
@@ -98,7 +98,7 @@ func (rw *RWMutex) Refresh(ctx context.Context) error {
 	if err := rw.check(ctx); err != nil {
 		return err
 	}
-	return OpError("Refresh", rw.name, rw.x.refresh(ctx))
+	return rw.c.opError("Refresh", rw.name, rw.x.refresh(ctx))
 }
 
 // Held: see uncomplicated.RWMutex.Held.
@@ -107,7 +107,7 @@ func (rw *RWMutex) Held(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	held, err := rw.x.held(ctx)
-	return held, OpError("Held", rw.name, err)
+	return held, rw.c.opError("Held", rw.name, err)
 }
 
 // Lost: see uncomplicated.RWMutex.Lost.
@@ -150,13 +150,13 @@ func (rw *RWMutex) RUnlock(ctx context.Context) error {
 	n := len(rw.readers)
 	if n == 0 {
 		rw.mu.Unlock()
-		return OpError("RUnlock", rw.name, rw.afterClose(rw.notHeld("not read-locked")))
+		return rw.c.opError("RUnlock", rw.name, rw.afterClose(rw.notHeld("not read-locked")))
 	}
 	h := rw.readers[n-1]
 	rw.readers[n-1] = nil
 	rw.readers = rw.readers[:n-1]
 	rw.mu.Unlock()
-	return OpError("RUnlock", rw.name, h.release(ctx, false))
+	return rw.c.opError("RUnlock", rw.name, h.release(ctx, false))
 }
 
 // RDo: see uncomplicated.RWMutex.RDo.

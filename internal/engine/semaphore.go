@@ -128,7 +128,7 @@ func (p *Permit) Release(ctx context.Context) error {
 	if err := p.check(ctx); err != nil {
 		return err
 	}
-	return OpError("Release", p.h.b.name, p.h.release(ctx, false))
+	return p.h.b.c.opError("Release", p.h.b.name, p.h.release(ctx, false))
 }
 
 // Refresh: see uncomplicated.Permit.Refresh.
@@ -136,7 +136,7 @@ func (p *Permit) Refresh(ctx context.Context) error {
 	if err := p.check(ctx); err != nil {
 		return err
 	}
-	return OpError("Refresh", p.h.b.name, p.h.Refresh(ctx))
+	return p.h.b.c.opError("Refresh", p.h.b.name, p.h.Refresh(ctx))
 }
 
 // Held: see uncomplicated.Permit.Held.
@@ -145,7 +145,7 @@ func (p *Permit) Held(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	held, err := p.h.Held(ctx)
-	return held, OpError("Held", p.h.b.name, err)
+	return held, p.h.b.c.opError("Held", p.h.b.name, err)
 }
 
 // Fence: see uncomplicated.Permit.Fence.
