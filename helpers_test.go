@@ -239,6 +239,20 @@ func wantDocFields(t *testing.T, typ string, fields ...string) {
 // go/doc reads the package.
 func typeSpec(t *testing.T, typ string) *ast.TypeSpec {
 	t.Helper()
+	for _, dt := range rootDoc(t).Types {
+		for _, s := range dt.Decl.Specs {
+			if s, ok := s.(*ast.TypeSpec); ok && s.Name.Name == typ {
+				return s
+			}
+		}
+	}
+	t.Fatalf("go doc %s: no such type in the package", typ)
+	return nil
+}
+
+// rootDoc returns the root package as go doc reads it.
+func rootDoc(t *testing.T) *doc.Package {
+	t.Helper()
 	paths, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
@@ -259,13 +273,5 @@ func typeSpec(t *testing.T, typ string) *ast.TypeSpec {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dt := range pkg.Types {
-		for _, s := range dt.Decl.Specs {
-			if s, ok := s.(*ast.TypeSpec); ok && s.Name.Name == typ {
-				return s
-			}
-		}
-	}
-	t.Fatalf("go doc %s: no such type in the package", typ)
-	return nil
+	return pkg
 }

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 )
 
@@ -34,14 +33,14 @@ const (
 
 // The roles of a Holder.
 const (
-	RoleHolder = inspection.RoleHolder // of a Mutex
-	RoleWriter = inspection.RoleWriter // of an RWMutex
-	RoleReader = inspection.RoleReader // of an RWMutex
-	RolePermit = inspection.RolePermit // of a Semaphore
+	RoleHolder = "holder" // of a Mutex
+	RoleWriter = "writer" // of an RWMutex
+	RoleReader = "reader" // of an RWMutex
+	RolePermit = "permit" // of a Semaphore
 )
 
 // NoLease is the LeaseLeft of a hold without a lease (WithLease(0)).
-const NoLease = inspection.NoLease
+const NoLease time.Duration = -1
 
 // Info is what Redis had of one lock at one instant.
 type Info struct {
@@ -98,8 +97,12 @@ type Holder struct {
 // under the Client's prefix, or holds '{' or '}', gives an error wrapping
 // uncomplicated.ErrInvalidArgument; a failure, an *uncomplicated.Error.
 func Lock(ctx context.Context, c *uncomplicated.Client, name string) (Info, error) {
-	l, err := engine.Inspect(ctx, inner(c), name)
-	return info(l), err
+	a, err := access(ctx, c)
+	if err != nil {
+		return Info{Name: name}, a.OpError("inspect.Lock", name, err)
+	}
+	in, err := readLock(ctx, a, name)
+	return in.info, a.OpError("inspect.Lock", name, err)
 }
 
 // List returns the locks under the Client's prefix whose names match a
@@ -115,11 +118,11 @@ func Lock(ctx context.Context, c *uncomplicated.Client, name string) (Info, erro
 // and then one script per lock. A bad pattern or a negative limit gives an
 // error wrapping uncomplicated.ErrInvalidArgument.
 func List(ctx context.Context, c *uncomplicated.Client, match string, limit int) (locks []Info, more bool, err error) {
-	ls, more, err := engine.List(ctx, inner(c), match, limit)
-	for _, l := range ls {
-		locks = append(locks, info(l))
+	a, err := access(ctx, c)
+	if err != nil {
+		return nil, false, err
 	}
-	return locks, more, err
+	return listLocks(ctx, a, match, limit)
 }
 
 // ForceRelease breaks a lock, whoever holds it, and hands it to its
@@ -133,31 +136,10 @@ func List(ctx context.Context, c *uncomplicated.Client, match string, limit int)
 // holder that was only slow finds its hold lost at its next Refresh or
 // release. It costs two scripts: a Lock, and the removal.
 func ForceRelease(ctx context.Context, c *uncomplicated.Client, name string) (Info, error) {
-	l, err := engine.ForceRelease(ctx, inner(c), name)
-	return info(l), err
-}
-
-// inner is c's Client in the engine; nil for a nil c.
-func inner(c *uncomplicated.Client) *engine.Client {
-	if c == nil {
-		return nil
+	a, err := access(ctx, c)
+	if err != nil {
+		return Info{Name: name}, a.OpError("inspect.ForceRelease", name, err)
 	}
-	return engine.Of(c)
-}
-
-// info is l as package inspect shows it.
-func info(l inspection.Lock) Info {
-	return Info{
-		Name: l.Name, Kind: Kind(l.Kind), Fence: l.Fence,
-		Holders: holders(l.Holders), Waiters: holders(l.Waiters),
-		WaitingWriters: l.WaitingWriters, Permits: l.Permits, At: l.At,
-	}
-}
-
-func holders(hs []inspection.Holder) []Holder {
-	var out []Holder
-	for _, h := range hs {
-		out = append(out, Holder(h))
-	}
-	return out
+	in, err := forceRelease(ctx, a, name)
+	return in, a.OpError("inspect.ForceRelease", name, err)
 }

@@ -28,8 +28,8 @@ import (
 // Redis nothing more than one that was not handed over; until it is taken,
 // its lease is the claim.
 
-// A take is the pending take of a hold's claim.
-type take struct {
+// A claimTake is the pending take of a hold's claim.
+type claimTake struct {
 	timer *clock.Timer
 	done  func() // tells the clock the take is over (see settle.Observer)
 }
@@ -42,32 +42,32 @@ func (h *hold) takeAt(at time.Time) {
 	if obs, ok := clk.(settle.Observer); ok {
 		done = obs.Due(at)
 	}
-	t := &take{done: done}
+	t := &claimTake{done: done}
 	t.timer = clk.AfterFunc(max(clk.Until(at), 0), func() {
 		defer done()
 		h.takeClaim(t)
 	})
-	h.take = t
+	h.pendingTake = t
 }
 
 // stopTake ends the pending take, if any: the claim was taken or the hold
 // released. The caller holds h.mu.
 func (h *hold) stopTake() {
-	if h.take != nil && h.take.timer.Stop() {
-		h.take.done()
+	if h.pendingTake != nil && h.pendingTake.timer.Stop() {
+		h.pendingTake.done()
 	}
-	h.take = nil
+	h.pendingTake = nil
 }
 
 // takeClaim takes h's claim for the pending take t: it refreshes the hold,
 // which gives it its lease. When Redis fails it tries again half-way
 // through what surely remains of the claim; once the claim has surely
 // ended, the hold is lost. Close waits for it.
-func (h *hold) takeClaim(t *take) {
+func (h *hold) takeClaim(t *claimTake) {
 	h.mu.Lock()
-	pending := h.take == t && h.tokens != nil
-	if h.take == t {
-		h.take = nil
+	pending := h.pendingTake == t && h.tokens != nil
+	if h.pendingTake == t {
+		h.pendingTake = nil
 	}
 	h.mu.Unlock()
 	if !pending || !h.b.c.backgroundStarts() {
@@ -88,7 +88,7 @@ func (h *hold) takeClaim(t *take) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.claimed && h.tokens != nil && h.take == nil {
+	if h.claimed && h.tokens != nil && h.pendingTake == nil {
 		h.takeAt(h.b.cfg.clock.Now().Add(left / 2))
 	}
 }

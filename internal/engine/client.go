@@ -161,6 +161,38 @@ func (c *Client) config(opts []Option) (config, error) {
 	return build(append(slices.Clone(c.opts), opts...))
 }
 
+// An Access is how package inspect reads and breaks locks: the Client's
+// link, prefix and command timeout, and the errors of its locks.
+type Access struct {
+	Link           *link.Link
+	Prefix         string
+	CommandTimeout time.Duration
+	c              *Client
+}
+
+// Access returns c's Access, or the error of a nil, driverless or closed
+// Client, or of its invalid options; the Access returned with an error
+// still makes errors.
+func (c *Client) Access() (Access, error) {
+	cfg, err := c.config(nil)
+	if err != nil {
+		return Access{c: c}, err
+	}
+	return Access{Link: c.redis, Prefix: cfg.prefix, CommandTimeout: cfg.commandTimeout, c: c}, nil
+}
+
+// Error is the error msg of the lock named name, for cause.
+func (a Access) Error(name, msg string, cause error) error {
+	if a.c == nil {
+		return cause
+	}
+	return a.c.newError(name, msg, cause)
+}
+
+// OpError names op in the errors of the lock named name within err (see
+// Client.opError), and returns err.
+func (a Access) OpError(op, name string, err error) error { return a.c.opError(op, name, err) }
+
 // settings returns the Client's options, or the defaults when they are
 // invalid (New and the other constructors report that).
 func (c *Client) settings() config { return c.cfg }

@@ -366,13 +366,13 @@ func (e *Election) term(ctx context.Context, l *leadership, lost <-chan struct{}
 // Lost: see uncomplicated.Election.Lost.
 func (e *Election) Lost() <-chan struct{} {
 	if e == nil {
-		return closed
+		return closedChan
 	}
 	e.mu.Lock()
 	l := e.cur
 	e.mu.Unlock()
 	if l == nil {
-		return closed
+		return closedChan
 	}
 	return l.h.Lost()
 }

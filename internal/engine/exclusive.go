@@ -92,7 +92,7 @@ func (x *exclusive) lost() <-chan struct{} {
 	if h := x.current(); h != nil {
 		return h.Lost()
 	}
-	return closed
+	return closedChan
 }
 
 func (x *exclusive) fence() uint64 {

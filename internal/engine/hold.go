@@ -53,8 +53,8 @@ type hold struct {
 	// claimed is set while the hold's lease is a hand-off's claim, which
 	// its holder has not yet taken (see claim.go); take is then the pending
 	// take, if any.
-	claimed bool
-	take    *take
+	claimed     bool
+	pendingTake *claimTake
 	// obs hears of the hold's loss and release; nil without an Observer,
 	// and until the acquisition succeeds (see granted).
 	obs *observing
@@ -78,7 +78,8 @@ func (h *hold) inKey(tokens []string) []string {
 // maxTokens bounds the tokens kept for one hold after lost Refresh replies.
 const maxTokens = 4
 
-// Refresh: see uncomplicated.hold.Refresh.
+// Refresh restarts the lease under a new token (see uncomplicated.Mutex.Refresh,
+// and uncomplicated.Permit.Refresh).
 func (h *hold) Refresh(ctx context.Context) error {
 	if err := h.b.usable(ctx); err != nil {
 		return err
@@ -160,7 +161,7 @@ func (h *hold) refreshed(ctx context.Context, tokens []string, next string, sent
 		return err
 	case !ok:
 		if current {
-			found = h.signal().fire()
+			found = h.lostSignalLocked().fire()
 			h.b.c.restarts.unwatch(h)
 		}
 		return h.b.lostError(h.kind.what + " expired or taken over")
@@ -207,7 +208,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	}
 	// The Client repeats the release on a new master (see owned), unless
 	// the replicas of WithReplicas have it.
-	remember := release{kind: h.kind, keys: h.keys, tokens: args[1:], until: h.b.leaseEnd()}
+	remember := releaseRecord{kind: h.kind, keys: h.keys, tokens: args[1:], until: h.b.leaseEnd()}
 	if len(past) > 0 {
 		remember.tokens = append(slices.Clip(args[1:]), h.inKey(past)...)
 	}
@@ -215,6 +216,13 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		return h.releaseFailed(ctx, remember, args, later, opErr)
 	}
 	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
+	return h.released(ctx, remember, args, later, lost, reply, acked, err)
+}
+
+// released reads the reply of the release of h (see releaseNow): the
+// release to remember, its ARGV, whether a failure may go on later, and
+// the loss signal to fire if the release found the hold lost.
+func (h *hold) released(ctx context.Context, remember releaseRecord, args []string, later bool, lost *signal, reply any, acked int64, err error) error {
 	var ok bool
 	var next []string
 	if err == nil {
@@ -241,7 +249,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 // releaseFailed returns the error of a release r that failed with err,
 // which the Client's restart watch repeats; with again, it is also made
 // once more in the background.
-func (h *hold) releaseFailed(ctx context.Context, r release, args []string, again bool, err error) error {
+func (h *hold) releaseFailed(ctx context.Context, r releaseRecord, args []string, again bool, err error) error {
 	r.failed = true
 	h.b.c.tokens.remember(r)
 	if again {
@@ -263,7 +271,8 @@ func (h *hold) observer() *observing {
 	return h.obs
 }
 
-// Held: see uncomplicated.hold.Held.
+// Held asks Redis whether the hold is still ours (see
+// uncomplicated.Mutex.Held).
 func (h *hold) Held(ctx context.Context) (bool, error) {
 	if err := h.b.usable(ctx); err != nil {
 		return false, err
@@ -302,7 +311,7 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	}
 	h.mu.Lock()
 	current := h.tokens != nil
-	found := current && h.signal().fire()
+	found := current && h.lostSignalLocked().fire()
 	h.mu.Unlock()
 	if found {
 		h.logLost(ctx, "Redis no longer has it")
@@ -313,18 +322,19 @@ func (h *hold) verify(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// Lost: see uncomplicated.hold.Lost.
+// Lost returns a channel closed once the hold is found lost (see
+// uncomplicated.Mutex.Lost).
 func (h *hold) Lost() <-chan struct{} {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.tokens == nil {
-		return closed
+		return closedChan
 	}
-	return h.signal().ch
+	return h.lostSignalLocked().ch
 }
 
-// signal returns the hold's signal, making it; h.mu is held.
-func (h *hold) signal() *signal {
+// lostSignalLocked returns the hold's loss signal, making it; h.mu is held.
+func (h *hold) lostSignalLocked() *signal {
 	if h.lost == nil {
 		h.lost = &signal{ch: make(chan struct{})}
 	}
@@ -335,7 +345,7 @@ func (h *hold) signal() *signal {
 func (h *hold) lostSignal() *signal {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.signal()
+	return h.lostSignalLocked()
 }
 
 // leaseLeft is how long the holder may count on the current lease: until

@@ -94,7 +94,7 @@ func (m *Mutex) Held(ctx context.Context) (bool, error) {
 // Lost: see uncomplicated.Mutex.Lost.
 func (m *Mutex) Lost() <-chan struct{} {
 	if m == nil {
-		return closed
+		return closedChan
 	}
 	return m.x.lost()
 }

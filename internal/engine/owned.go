@@ -36,12 +36,12 @@ type owned struct {
 	tokens map[string]int
 	// released are the releases to repeat on a new master: a ring, whose
 	// oldest is at index oldest.
-	released []release
+	released []releaseRecord
 	oldest   int
 }
 
-// A release is a hold given back, as the restart watch may repeat it.
-type release struct {
+// A releaseRecord is a hold given back, as the restart watch may repeat it.
+type releaseRecord struct {
 	kind   *holdKind
 	keys   []string // the lock's keys, shared with its locks
 	tokens []string // the hold's tokens, and those its last Refreshes replaced, as its release passes them (see hold.inKey)
@@ -93,7 +93,7 @@ func (o *owned) orphan(id, token string) bool {
 // remember records a release, to repeat on a new master until the hold's
 // lease would have ended; at maxReleased, it takes the place of the
 // oldest.
-func (o *owned) remember(r release) {
+func (o *owned) remember(r releaseRecord) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.released) < maxReleased {
@@ -106,12 +106,12 @@ func (o *owned) remember(r release) {
 
 // releases returns the releases to repeat at now, oldest first, dropping
 // those whose lease has ended.
-func (o *owned) releases(now time.Time) []release {
-	return o.keep(func(r release) bool { return r.until.IsZero() || now.Before(r.until) })
+func (o *owned) releases(now time.Time) []releaseRecord {
+	return o.keep(func(r releaseRecord) bool { return r.until.IsZero() || now.Before(r.until) })
 }
 
 // forget drops the releases done.
-func (o *owned) forget(done []release) {
+func (o *owned) forget(done []releaseRecord) {
 	if len(done) == 0 {
 		return
 	}
@@ -119,20 +119,20 @@ func (o *owned) forget(done []release) {
 	for _, r := range done {
 		gone[r.tokens[0]] = true
 	}
-	o.keep(func(r release) bool { return !gone[r.tokens[0]] })
+	o.keep(func(r releaseRecord) bool { return !gone[r.tokens[0]] })
 }
 
 // keep keeps the releases that keep reports true of, oldest first, and
 // returns a copy of them.
-func (o *owned) keep(keep func(release) bool) []release {
+func (o *owned) keep(keep func(releaseRecord) bool) []releaseRecord {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	kept := make([]release, 0, len(o.released))
+	kept := make([]releaseRecord, 0, len(o.released))
 	for i := range o.released {
 		if r := o.released[(o.oldest+i)%len(o.released)]; keep(r) {
 			kept = append(kept, r)
 		}
 	}
 	o.released, o.oldest = kept, 0
-	return append([]release(nil), kept...)
+	return append([]releaseRecord(nil), kept...)
 }

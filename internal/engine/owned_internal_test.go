@@ -34,10 +34,10 @@ func TestOwned_releases(t *testing.T) {
 	var o owned
 	now := time.Unix(1_700_000_000, 0)
 	for i := range 4 {
-		o.remember(release{tokens: []string{strconv.Itoa(i)}, until: now.Add(time.Duration(i) * time.Second)})
+		o.remember(releaseRecord{tokens: []string{strconv.Itoa(i)}, until: now.Add(time.Duration(i) * time.Second)})
 	}
-	o.remember(release{tokens: []string{"no lease"}})
-	tokens := func(rs []release) (ts []string) {
+	o.remember(releaseRecord{tokens: []string{"no lease"}})
+	tokens := func(rs []releaseRecord) (ts []string) {
 		for _, r := range rs {
 			ts = append(ts, r.tokens[0])
 		}
@@ -49,7 +49,7 @@ func TestOwned_releases(t *testing.T) {
 	if got := tokens(o.releases(now.Add(2 * time.Second))); len(got) != 2 || got[0] != "3" {
 		t.Fatalf("releases() once 2's lease ended = %q; want 3, no lease", got)
 	}
-	o.forget([]release{{tokens: []string{"3"}}})
+	o.forget([]releaseRecord{{tokens: []string{"3"}}})
 	if got := tokens(o.releases(now.Add(time.Hour))); len(got) != 1 || got[0] != "no lease" {
 		t.Errorf("releases() after forgetting 3, an hour on = %q; want no lease", got)
 	}

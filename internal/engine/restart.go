@@ -228,7 +228,7 @@ func (w *restartWatch) run(clk clock.Clock, kick <-chan struct{}) {
 // reports whether every node answered. A node that is new, or whose
 // run_id changed, has the listening connection checked at once (see
 // wakeups.check): it may still listen on the node that was the master.
-func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
+func (w *restartWatch) check(hs []*hold, rs []releaseRecord) (answered bool) {
 	defer func() {
 		if recover() != nil {
 			answered = false
@@ -240,49 +240,56 @@ func (w *restartWatch) check(hs []*hold, rs []release) (answered bool) {
 	w.repin(nodes)
 	answered = true
 	for addr, on := range nodes {
-		id, silent := w.runID(ctx, addr, on.key)
-		if silent {
+		if !w.checkNode(ctx, addr, on) {
 			answered = false
 		}
-		if id == "" {
-			continue
-		}
-		w.mu.Lock()
-		seen := w.serverIDs[addr]
-		var redo []release
-		for _, r := range on.releases {
-			if r.failed || seen != "" && seen != id || w.moved(addr, r.keys[0]) {
-				redo = append(redo, r)
-			}
-		}
-		w.mu.Unlock()
-		// A new run_id: the node restarted, or took over from a master
-		// that failed, since the holds began or the releases were sent.
-		if seen != id {
-			if wk := w.c.wakeups(true); wk != nil {
-				wk.Recheck()
-			}
-		}
-		verified := seen == id || verify(ctx, on.holds) // first: a hold's loss is what its holder waits to hear
-		done := w.rerelease(ctx, redo)
-		w.c.tokens.forget(done)
-		if len(done) < len(redo) || !verified {
-			continue
-		}
-		w.mu.Lock()
-		if w.serverIDs == nil {
-			w.serverIDs, w.owners = map[string]string{}, map[int]string{}
-		}
-		w.serverIDs[addr] = id
-		for _, h := range on.holds {
-			w.owners[hashslot.Of(h.keys[0])] = addr
-		}
-		for _, r := range on.releases {
-			w.owners[hashslot.Of(r.keys[0])] = addr
-		}
-		w.mu.Unlock()
 	}
 	return answered
+}
+
+// checkNode checks the holds and repeats the releases that are on the node
+// at addr, as check says, and records the node's run_id once they are
+// done; it reports false when the node did not answer.
+func (w *restartWatch) checkNode(ctx context.Context, addr string, on *node) bool {
+	id, silent := w.runID(ctx, addr, on.key)
+	if id == "" {
+		return !silent
+	}
+	w.mu.Lock()
+	seen := w.serverIDs[addr]
+	var redo []releaseRecord
+	for _, r := range on.releases {
+		if r.failed || seen != "" && seen != id || w.moved(addr, r.keys[0]) {
+			redo = append(redo, r)
+		}
+	}
+	w.mu.Unlock()
+	// A new run_id: the node restarted, or took over from a master
+	// that failed, since the holds began or the releases were sent.
+	if seen != id {
+		if wk := w.c.wakeups(true); wk != nil {
+			wk.Recheck()
+		}
+	}
+	verified := seen == id || verify(ctx, on.holds) // first: a hold's loss is what its holder waits to hear
+	done := w.rerelease(ctx, redo)
+	w.c.tokens.forget(done)
+	if len(done) < len(redo) || !verified {
+		return true
+	}
+	w.mu.Lock()
+	if w.serverIDs == nil {
+		w.serverIDs, w.owners = map[string]string{}, map[int]string{}
+	}
+	w.serverIDs[addr] = id
+	for _, h := range on.holds {
+		w.owners[hashslot.Of(h.keys[0])] = addr
+	}
+	for _, r := range on.releases {
+		w.owners[hashslot.Of(r.keys[0])] = addr
+	}
+	w.mu.Unlock()
+	return true
 }
 
 // repin keeps a pin (see pin) on each node of nodes that has a hold older
@@ -311,7 +318,7 @@ func (w *restartWatch) repin(nodes map[string]*node) {
 // compares and deletes the exact token, handing the lock on, so it frees
 // what a failover brought back and touches nothing else. It returns the
 // releases that Redis answered, which need not be repeated again.
-func (w *restartWatch) rerelease(ctx context.Context, rs []release) (done []release) {
+func (w *restartWatch) rerelease(ctx context.Context, rs []releaseRecord) (done []releaseRecord) {
 	d := w.c.settings().commandTimeout
 	for _, r := range rs {
 		args := append([]any{""}, wire.Anys(r.tokens)...)
@@ -345,13 +352,13 @@ func verify(ctx context.Context, hs []*hold) bool {
 type node struct {
 	key      string
 	holds    []*hold
-	releases []release
+	releases []releaseRecord
 }
 
 // nodes groups hs and rs by the address of the Cluster node that owns
 // their keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or
 // when the map cannot be read, all are on one node, "".
-func (w *restartWatch) nodes(ctx context.Context, hs []*hold, rs []release) map[string]*node {
+func (w *restartWatch) nodes(ctx context.Context, hs []*hold, rs []releaseRecord) map[string]*node {
 	slots, _ := w.c.redis.SlotMap(ctx, w.c.settings().commandTimeout)
 	nodes := map[string]*node{}
 	on := func(key string) *node {

@@ -113,7 +113,7 @@ func (rw *RWMutex) Held(ctx context.Context) (bool, error) {
 // Lost: see uncomplicated.RWMutex.Lost.
 func (rw *RWMutex) Lost() <-chan struct{} {
 	if rw == nil {
-		return closed
+		return closedChan
 	}
 	return rw.x.lost()
 }

@@ -159,7 +159,7 @@ func (p *Permit) Fence() uint64 {
 // Lost: see uncomplicated.Permit.Lost.
 func (p *Permit) Lost() <-chan struct{} {
 	if p == nil || p.h == nil {
-		return closed
+		return closedChan
 	}
 	return p.h.Lost()
 }

@@ -65,8 +65,8 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-// closed is the channel Lost returns when nothing is held.
-var closed = func() chan struct{} {
+// closedChan is the channel Lost returns when nothing is held.
+var closedChan = func() chan struct{} {
 	ch := make(chan struct{})
 	close(ch)
 	return ch

@@ -214,7 +214,8 @@ type ServerError struct {
 func (e *ServerError) Error() string { return e.Msg }
 func (e *ServerError) Unwrap() error { return e.err }
 
-// RedisError: see uncomplicated.serverError.RedisError.
+// RedisError marks e as an error reply of Redis, as package driver says
+// of its own.
 func (e *ServerError) RedisError() {}
 
 // ReplyError turns a driver's error reply into a *serverError.

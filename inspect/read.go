@@ -1,4 +1,4 @@
-package engine
+package inspect
 
 import (
 	"cmp"
@@ -10,9 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
-	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
@@ -23,58 +24,34 @@ import (
 // keys of the three kinds of lock, so it works on any lock whatever made
 // it.
 
-// Inspect reads the lock name for package inspect (inspect.Lock).
-func Inspect(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
-	in, err := readLock(ctx, c, name)
-	return in.info, c.opError("inspect.Lock", name, err)
-}
-
-// List lists the locks whose names match, for package inspect
-// (inspect.List).
-func List(ctx context.Context, c *Client, match string, limit int) ([]inspection.Lock, bool, error) {
-	return listLocks(ctx, c, match, limit)
-}
-
-// ForceRelease breaks the lock name, for package inspect
-// (inspect.ForceRelease).
-func ForceRelease(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
-	info, err := forceRelease(ctx, c, name)
-	return info, c.opError("inspect.ForceRelease", name, err)
-}
-
-// readLock checks its input and inspects the lock name.
-func readLock(ctx context.Context, c *Client, name string) (snapshot, error) {
-	cfg, err := inspecting(ctx, c, name)
-	if err != nil {
-		return snapshot{info: inspection.Lock{Name: name}}, err
+// readLock inspects the lock name through a.
+func readLock(ctx context.Context, a engine.Access, name string) (snapshot, error) {
+	if err := checkNames(a, name); err != nil {
+		return snapshot{info: Info{Name: name}}, err
 	}
-	return inspect(ctx, c, cfg, name)
+	return inspect(ctx, a, name)
 }
 
-// listLocks returns the locks under c's prefix whose names match, up to
+// listLocks returns the locks under a's prefix whose names match, up to
 // limit (limits.ListLimit when 0), and whether there were more.
-func listLocks(ctx context.Context, c *Client, match string, limit int) (locks []inspection.Lock, more bool, err error) {
-	cfg, err := inspecting(ctx, c)
-	if err == nil && limit < 0 {
-		err = fmt.Errorf("%w: limit must not be negative, got %d", ErrInvalidArgument, limit)
+func listLocks(ctx context.Context, a engine.Access, match string, limit int) (locks []Info, more bool, err error) {
+	if limit < 0 {
+		return nil, false, fmt.Errorf("%w: limit must not be negative, got %d", uncomplicated.ErrInvalidArgument, limit)
 	}
-	if _, perr := path.Match(match, ""); err == nil && perr != nil {
-		err = fmt.Errorf("%w: pattern %q: %v", ErrInvalidArgument, match, perr)
-	}
-	if err != nil {
-		return nil, false, err
+	if _, err := path.Match(match, ""); err != nil {
+		return nil, false, fmt.Errorf("%w: pattern %q: %v", uncomplicated.ErrInvalidArgument, match, err)
 	}
 	if limit == 0 {
 		limit = limits.ListLimit
 	}
-	names, more, err := scanNames(ctx, c, cfg, match, limit)
+	names, more, err := scanNames(ctx, a, match, limit)
 	if err != nil {
 		return nil, false, err
 	}
 	for _, name := range names {
-		in, err := inspect(ctx, c, cfg, name)
+		in, err := inspect(ctx, a, name)
 		if err != nil {
-			return nil, false, c.opError("inspect.List", name, err)
+			return nil, false, a.OpError("inspect.List", name, err)
 		}
 		locks = append(locks, in.info)
 	}
@@ -82,68 +59,71 @@ func listLocks(ctx context.Context, c *Client, match string, limit int) (locks [
 }
 
 // forceRelease removes the holders of the lock name and hands it on, as
-// inspect.ForceRelease says; it returns the lock as it was just before,
-// with the holders it removed.
-func forceRelease(ctx context.Context, c *Client, name string) (inspection.Lock, error) {
-	in, err := readLock(ctx, c, name)
+// ForceRelease says; it returns the lock as it was just before, with the
+// holders it removed.
+func forceRelease(ctx context.Context, a engine.Access, name string) (Info, error) {
+	in, err := readLock(ctx, a, name)
 	if err != nil || in.info.Kind == "" {
 		return in.info, err
 	}
-	prefix, d := c.settings().prefix, c.settings().commandTimeout
-	s, keys := lua.ForceMutex, wire.MutexKeys(prefix, name)
+	s, keys := lua.ForceMutex, wire.MutexKeys(a.Prefix, name)
 	switch in.info.Kind {
-	case inspection.KindRWMutex:
-		s, keys = lua.ForceRW, wire.RWKeys(prefix, name)
-	case inspection.KindSemaphore:
-		s, keys = lua.ForceSem, wire.SemaphoreKeys(prefix, name)
+	case KindRWMutex:
+		s, keys = lua.ForceRW, wire.RWKeys(a.Prefix, name)
+	case KindSemaphore:
+		s, keys = lua.ForceSem, wire.SemaphoreKeys(a.Prefix, name)
 	}
-	reply, _, err := c.redis.Eval(ctx, d, s, keys)
-	if err != nil {
-		return in.info, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
-	}
-	gone, err := wire.Strs(reply)
-	if err != nil {
-		return in.info, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
-	}
-	in.info.Holders = in.removed(gone)
-	return in.info, nil
-}
-
-// inspecting checks the Client, ctx and the names of the locks to
-// inspect, and returns the Client's options.
-func inspecting(ctx context.Context, c *Client, names ...string) (config, error) {
-	cfg, err := c.config(nil)
-	if err != nil {
-		return cfg, err
-	}
-	if ctx == nil {
-		return cfg, fmt.Errorf("%w: nil context", ErrInvalidArgument)
-	}
-	for _, name := range names {
-		if !strings.HasPrefix(name, cfg.prefix+":") || len(name) == len(cfg.prefix)+1 || strings.ContainsAny(name, "{}") {
-			return cfg, fmt.Errorf("%w: %q is not the full name of a lock under the prefix %q", ErrInvalidArgument, name, cfg.prefix)
+	reply, _, err := a.Link.Eval(ctx, a.CommandTimeout, s, keys)
+	if err == nil {
+		var gone []string
+		if gone, err = wire.Strs(reply); err == nil {
+			in.info.Holders = in.removed(gone)
+			return in.info, nil
 		}
 	}
-	return cfg, nil
+	return in.info, a.Error(name, "uncomplicated: "+name+": "+err.Error(), err)
 }
 
-// An snapshot is an inspection.Lock and the tokens behind its holders, which
+// access checks the Client and ctx, and returns the Client's Access.
+func access(ctx context.Context, c *uncomplicated.Client) (engine.Access, error) {
+	var inner *engine.Client
+	if c != nil {
+		inner = engine.Of(c)
+	}
+	a, err := inner.Access()
+	if err == nil && ctx == nil {
+		err = fmt.Errorf("%w: nil context", uncomplicated.ErrInvalidArgument)
+	}
+	return a, err
+}
+
+// checkNames checks that names are full names of locks under a's prefix.
+func checkNames(a engine.Access, names ...string) error {
+	for _, name := range names {
+		if !strings.HasPrefix(name, a.Prefix+":") || len(name) == len(a.Prefix)+1 || strings.ContainsAny(name, "{}") {
+			return fmt.Errorf("%w: %q is not the full name of a lock under the prefix %q", uncomplicated.ErrInvalidArgument, name, a.Prefix)
+		}
+	}
+	return nil
+}
+
+// An snapshot is an Info and the tokens behind its holders, which
 // never leave the package.
 type snapshot struct {
-	info   inspection.Lock
+	info   Info
 	tokens []string // of info.Holders, in order
 }
 
 // inspect runs lua.Inspect on the lock name.
-func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot, error) {
-	keys := slices.Concat(wire.MutexKeys(cfg.prefix, name), wire.RWKeys(cfg.prefix, name), wire.SemaphoreKeys(cfg.prefix, name))
-	reply, _, err := c.redis.Eval(ctx, cfg.commandTimeout, lua.Inspect, keys, limits.Inspected)
+func inspect(ctx context.Context, a engine.Access, name string) (snapshot, error) {
+	keys := slices.Concat(wire.MutexKeys(a.Prefix, name), wire.RWKeys(a.Prefix, name), wire.SemaphoreKeys(a.Prefix, name))
+	reply, _, err := a.Link.Eval(ctx, a.CommandTimeout, lua.Inspect, keys, limits.Inspected)
 	if err != nil {
-		return snapshot{info: inspection.Lock{Name: name}}, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return snapshot{info: Info{Name: name}}, a.Error(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	in, err := parseInspection(name, reply)
 	if err != nil {
-		return in, c.newError(name, "uncomplicated: "+name+": "+err.Error(), err)
+		return in, a.Error(name, "uncomplicated: "+name+": "+err.Error(), err)
 	}
 	return in, nil
 }
@@ -151,8 +131,8 @@ func inspect(ctx context.Context, c *Client, cfg config, name string) (snapshot,
 // removed returns the holders whose tokens a force script replied, as the
 // snapshot saw them, or as their tokens tell when it did not see them.
 // An RWMutex's reply starts with its writer's token, "" for none.
-func (in *snapshot) removed(gone []string) []inspection.Holder {
-	var hs []inspection.Holder
+func (in *snapshot) removed(gone []string) []Holder {
+	var hs []Holder
 	for i, tok := range gone {
 		if tok == "" {
 			continue
@@ -163,11 +143,11 @@ func (in *snapshot) removed(gone []string) []inspection.Holder {
 			continue
 		}
 		role := roleOf(in.info.Kind, wire.EntryExclusive)
-		if in.info.Kind == inspection.KindRWMutex && i > 0 {
-			role = inspection.RoleReader
+		if in.info.Kind == KindRWMutex && i > 0 {
+			role = RoleReader
 		}
 		t := wire.ParseToken(tok)
-		hs = append(hs, inspection.Holder{Role: role, Label: t.Label, Since: t.Since, Timeout: t.Timeout, LeaseLeft: inspection.NoLease})
+		hs = append(hs, Holder{Role: role, Label: t.Label, Since: t.Since, Timeout: t.Timeout, LeaseLeft: NoLease})
 	}
 	return hs
 }
@@ -175,16 +155,16 @@ func (in *snapshot) removed(gone []string) []inspection.Holder {
 // scanNames returns the names of the locks under cfg's prefix that match,
 // up to limit, scanning every master of a Cluster; more reports that it
 // stopped at limit.
-func scanNames(ctx context.Context, c *Client, cfg config, match string, limit int) (names []string, more bool, err error) {
+func scanNames(ctx context.Context, a engine.Access, match string, limit int) (names []string, more bool, err error) {
 	seen := map[string]bool{}
-	routes, err := scanRoutes(ctx, c)
+	routes, err := scanRoutes(ctx, a)
 	if err != nil {
 		return nil, false, err
 	}
 	for _, route := range routes {
 		cursor := "0"
 		for {
-			reply, err := c.redis.Command(ctx, cfg.commandTimeout, route, "SCAN", cursor, "MATCH", globQuote(cfg.prefix)+":*", "COUNT", 1000)
+			reply, err := a.Link.Command(ctx, a.CommandTimeout, route, "SCAN", cursor, "MATCH", globQuote(a.Prefix)+":*", "COUNT", 1000)
 			if err != nil {
 				return nil, false, fmt.Errorf("uncomplicated: SCAN: %w", err)
 			}
@@ -193,7 +173,7 @@ func scanNames(ctx context.Context, c *Client, cfg config, match string, limit i
 				return nil, false, fmt.Errorf("uncomplicated: SCAN: %w", err)
 			}
 			for _, key := range keys {
-				name, ok := lockOfKey(cfg.prefix, key)
+				name, ok := lockOfKey(a.Prefix, key)
 				if !ok || seen[name] {
 					continue
 				}
@@ -218,8 +198,8 @@ func scanNames(ctx context.Context, c *Client, cfg config, match string, limit i
 // routes to it; for one Redis, one nil route. It fails when Redis cannot
 // say whether it is a Cluster (CLUSTER SLOTS), rather than scan one node
 // of many.
-func scanRoutes(ctx context.Context, c *Client) ([][]string, error) {
-	slots, err := c.redis.SlotMap(ctx, c.settings().commandTimeout)
+func scanRoutes(ctx context.Context, a engine.Access) ([][]string, error) {
+	slots, err := a.Link.SlotMap(ctx, a.CommandTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("uncomplicated: reading the Cluster's slots (CLUSTER SLOTS): %w", err)
 	}
@@ -278,15 +258,15 @@ func lockOfKey(prefix, key string) (string, bool) {
 func parseInspection(name string, reply any) (snapshot, error) {
 	r, ok := reply.([]any)
 	if !ok || len(r) != 4 {
-		return snapshot{info: inspection.Lock{Name: name}}, fmt.Errorf("%w: snapshot %T", driver.ErrUnexpectedReply, reply)
+		return snapshot{info: Info{Name: name}}, fmt.Errorf("%w: snapshot %T", driver.ErrUnexpectedReply, reply)
 	}
 	now, _ := r[0].(int64)
 	var found []snapshot
 	sizes := [...]int{3, 5, 4} // of each kind's part (see lua.Inspect)
-	for i, kind := range []string{inspection.KindMutex, inspection.KindRWMutex, inspection.KindSemaphore} {
+	for i, kind := range []Kind{KindMutex, KindRWMutex, KindSemaphore} {
 		part, _ := r[i+1].([]any)
 		if len(part) != sizes[i] {
-			return snapshot{info: inspection.Lock{Name: name}}, fmt.Errorf("%w: snapshot of a %s: %T", driver.ErrUnexpectedReply, kind, r[i+1])
+			return snapshot{info: Info{Name: name}}, fmt.Errorf("%w: snapshot of a %s: %T", driver.ErrUnexpectedReply, kind, r[i+1])
 		}
 		if n, _ := part[0].(int64); n == 0 {
 			continue
@@ -306,26 +286,26 @@ func parseInspection(name string, reply any) (snapshot, error) {
 			return found[i], nil
 		}
 	}
-	return snapshot{info: inspection.Lock{Name: name, At: time.UnixMilli(now)}}, nil
+	return snapshot{info: Info{Name: name, At: time.UnixMilli(now)}}, nil
 }
 
 // parseKind reads the part of lua.Inspect's reply about the lock's keys
 // of kind.
-func parseKind(name string, kind string, now int64, part []any) (snapshot, error) {
-	in := snapshot{info: inspection.Lock{Name: name, Kind: kind, At: time.UnixMilli(now)}}
+func parseKind(name string, kind Kind, now int64, part []any) (snapshot, error) {
+	in := snapshot{info: Info{Name: name, Kind: kind, At: time.UnixMilli(now)}}
 	p := inspectParser{in: &in, now: now}
 	switch kind {
-	case inspection.KindMutex:
-		p.token(part[1], inspection.RoleHolder)
+	case KindMutex:
+		p.token(part[1], RoleHolder)
 		p.queue(part[2])
-	case inspection.KindRWMutex:
-		p.token(part[1], inspection.RoleWriter)
-		p.holders(part[2], nil, inspection.RoleReader)
+	case KindRWMutex:
+		p.token(part[1], RoleWriter)
+		p.holders(part[2], nil, RoleReader)
 		waiting, _ := part[3].(int64)
 		in.info.WaitingWriters = int(waiting)
 		p.queue(part[4])
-	case inspection.KindSemaphore:
-		p.holders(part[1], part[2], inspection.RolePermit)
+	case KindSemaphore:
+		p.holders(part[1], part[2], RolePermit)
 		p.queue(part[3])
 	}
 	for _, h := range in.info.Holders {
@@ -349,7 +329,7 @@ func (in *snapshot) sort() {
 		}
 		return hs[a].Since.Compare(hs[b].Since)
 	})
-	in.info.Holders, in.tokens = make([]inspection.Holder, len(hs)), make([]string, len(hs))
+	in.info.Holders, in.tokens = make([]Holder, len(hs)), make([]string, len(hs))
 	for i, j := range idx {
 		in.info.Holders[i], in.tokens[i] = hs[j], toks[j]
 	}
@@ -373,11 +353,11 @@ func (p *inspectParser) fail(what string, v any) {
 // fence.
 func (p *inspectParser) add(token, role string, left int64, fence uint64) {
 	t := wire.ParseToken(token)
-	lease := inspection.NoLease
+	lease := NoLease
 	if left >= 0 {
 		lease = time.Duration(left) * time.Millisecond
 	}
-	p.in.info.Holders = append(p.in.info.Holders, inspection.Holder{Role: role, Label: t.Label, Since: t.Since, Timeout: t.Timeout, LeaseLeft: lease, Fence: fence})
+	p.in.info.Holders = append(p.in.info.Holders, Holder{Role: role, Label: t.Label, Since: t.Since, Timeout: t.Timeout, LeaseLeft: lease, Fence: fence})
 	p.in.tokens = append(p.in.tokens, token)
 }
 
@@ -428,24 +408,24 @@ func (p *inspectParser) queue(v any) {
 	}
 	for i := 0; i < len(r); i += 2 {
 		kind, _, _ := strings.Cut(r[i+1], " ")
-		if n, err := strconv.Atoi(kind); err == nil && p.in.info.Kind == inspection.KindSemaphore {
+		if n, err := strconv.Atoi(kind); err == nil && p.in.info.Kind == KindSemaphore {
 			p.in.info.Permits = n
 		}
 		t := wire.ParseToken(r[i])
-		p.in.info.Waiters = append(p.in.info.Waiters, inspection.Holder{Role: roleOf(p.in.info.Kind, kind), Label: t.Label, Since: t.Since, Timeout: t.Timeout})
+		p.in.info.Waiters = append(p.in.info.Waiters, Holder{Role: roleOf(p.in.info.Kind, kind), Label: t.Label, Since: t.Since, Timeout: t.Timeout})
 	}
 }
 
 // roleOf names the role of a queue entry of kind (see wire.QueueEntry) in a lock
 // of k.
-func roleOf(k string, kind string) string {
+func roleOf(k Kind, kind string) string {
 	switch {
-	case k == inspection.KindMutex:
-		return inspection.RoleHolder
-	case k == inspection.KindSemaphore:
-		return inspection.RolePermit
+	case k == KindMutex:
+		return RoleHolder
+	case k == KindSemaphore:
+		return RolePermit
 	case kind == wire.EntryShared:
-		return inspection.RoleReader
+		return RoleReader
 	}
-	return inspection.RoleWriter
+	return RoleWriter
 }
