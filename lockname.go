@@ -18,7 +18,7 @@ import "github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 // as it hashes the name itself, so every key of one lock lives in one slot,
 // and no lock name can be one of them.
 
-// The engine names the locks by this rule (its lockname.go).
+// The engine names the locks by this rule (internal/wire/lockname.go).
 
 // Named returns an object whose lock has a plain name: New(client,
 // Named("nightly-report")) makes the Mutex of lock:nightly-report, and

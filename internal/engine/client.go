@@ -227,3 +227,23 @@ func NewClientWith(d driver.Driver, errs Errors, opts ...Option) *Client {
 	}
 	return newClient(link.New(d), errs, opts)
 }
+
+// newError is the error msg of the lock named name, for cause, that also
+// matches is, made by c's Errors. Without a cause, the first of is is the
+// cause.
+func (c *Client) newError(name, msg string, cause error, is ...error) error {
+	if cause == nil && len(is) > 0 {
+		cause, is = is[0], is[1:]
+	}
+	return c.errs.New(name, msg, cause, is...)
+}
+
+// opError names op in the errors of the lock named name within err that
+// name none yet, and returns err. A nil Client's errors are plain: it
+// returns err as it is.
+func (c *Client) opError(op, name string, err error) error {
+	if c != nil {
+		nameOp(c.errs, op, name, err)
+	}
+	return err
+}

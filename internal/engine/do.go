@@ -11,18 +11,6 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 )
 
-// timerSlack is what a holder's margin allows for a timer that fires late
-// on a busy machine, and for the goroutine it wakes: 10 to 15ms were seen
-// under load, up to 35ms with every CPU busy under the race detector.
-const timerSlack = 40 * time.Millisecond
-
-// margin is how long before a lease of length lease can end in Redis its
-// holder counts the hold as lost: 1% of the lease, for clocks that drift
-// apart, plus timerSlack; at most half the lease.
-func margin(lease time.Duration) time.Duration {
-	return min(lease/100+timerSlack, lease/2)
-}
-
 // run is Do for a hold acquired for it: fn, with auto-refresh if
 // configured, then release, also when fn panics (the panic then goes on).
 // fn's ctx carries the hold's fence for FenceOf. See runHolds.

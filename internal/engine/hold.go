@@ -10,7 +10,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
@@ -51,8 +54,8 @@ type hold struct {
 	// for a hold that a release handed over, until it is taken, its claim.
 	lease time.Duration
 	// claimed is set while the hold's lease is a hand-off's claim, which
-	// its holder has not yet taken (see claim.go); take is then the pending
-	// take, if any.
+	// its holder has not yet taken (see Claims, below); pendingTake is
+	// then the pending take, if any.
 	claimed     bool
 	pendingTake *claimTake
 	// obs hears of the hold's loss and release; nil without an Observer,
@@ -422,7 +425,7 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 // newHold records a hold that Redis granted to token, for a call sent at
 // or after from, and lets the Client's restart watch check it. With
 // claimed, a release handed it over with a claim, which the hold takes
-// half-way through (see claim.go). Its Observation, o, may be nil, and set
+// half-way through (see Claims, in hold.go). Its Observation, o, may be nil, and set
 // later with observe. The token is already the Client's own (see owned).
 func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
 	h := &hold{
@@ -437,4 +440,98 @@ func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64
 	}
 	b.c.restarts.watch(h)
 	return h
+}
+
+// timerSlack is what a holder's margin allows for a timer that fires late
+// on a busy machine, and for the goroutine it wakes: 10 to 15ms were seen
+// under load, up to 35ms with every CPU busy under the race detector.
+const timerSlack = 40 * time.Millisecond
+
+// margin is how long before a lease of length lease can end in Redis its
+// holder counts the hold as lost: 1% of the lease, for clocks that drift
+// apart, plus timerSlack; at most half the lease.
+func margin(lease time.Duration) time.Duration {
+	return min(lease/100+timerSlack, lease/2)
+}
+
+// Claims. A release that hands the lock to a queued waiter gives it a
+// claim, not its lease: the lock is the waiter's for a short time only
+// (see config.claim), so that a waiter that was paused while it waited (a
+// stopped process, a long GC pause) holds the lock up for that long and
+// no longer; the next waiter then gets it by its own attempt. A waiter
+// that hears the hand-off while at least half the claim surely remains
+// returns from Lock at once (see waiter.handedOver); one that hears it
+// later tries again at once, and that attempt restarts the lease if the
+// lock is still its own.
+//
+// The holder takes the lock, turning the claim into its lease, with its
+// first Refresh (auto-refresh makes them) or, at the latest, half-way
+// through the claim, when the Client refreshes the hold itself, with half
+// a claim to spare. So a hold released before then, as most are, costs
+// Redis nothing more than one that was not handed over; until it is taken,
+// its lease is the claim.
+
+// A claimTake is the pending take of a hold's claim.
+type claimTake struct {
+	timer *clock.Timer
+	done  func() // tells the clock the take is over (see settle.Observer)
+}
+
+// takeAt makes the Client take h's claim at at, unless a Refresh takes it
+// first. The caller holds h.mu.
+func (h *hold) takeAt(at time.Time) {
+	clk := h.b.cfg.clock
+	done := func() {}
+	if obs, ok := clk.(settle.Observer); ok {
+		done = obs.Due(at)
+	}
+	t := &claimTake{done: done}
+	t.timer = clk.AfterFunc(max(clk.Until(at), 0), func() {
+		defer done()
+		h.takeClaim(t)
+	})
+	h.pendingTake = t
+}
+
+// stopTake ends the pending take, if any: the claim was taken or the hold
+// released. The caller holds h.mu.
+func (h *hold) stopTake() {
+	if h.pendingTake != nil && h.pendingTake.timer.Stop() {
+		h.pendingTake.done()
+	}
+	h.pendingTake = nil
+}
+
+// takeClaim takes h's claim for the pending take t: it refreshes the hold,
+// which gives it its lease. When Redis fails it tries again half-way
+// through what surely remains of the claim; once the claim has surely
+// ended, the hold is lost. Close waits for it.
+func (h *hold) takeClaim(t *claimTake) {
+	h.mu.Lock()
+	pending := h.pendingTake == t && h.tokens != nil
+	if h.pendingTake == t {
+		h.pendingTake = nil
+	}
+	h.mu.Unlock()
+	if !pending || !h.b.c.backgroundStarts() {
+		return
+	}
+	defer h.b.c.cleanups.Done()
+	defer func() { _ = recover() }() // a driver's panic ends the take, not the process
+	ctx, cancel := context.WithTimeout(h.b.c.ctx, link.DetachedTimeout)
+	defer cancel()
+	_, err := h.refresh(ctx, false)
+	if err == nil || errors.Is(err, ErrNotHeld) { // taken, or found lost or released
+		return
+	}
+	left := h.leaseLeft()
+	if left <= 0 {
+		h.lose(ctx, h.lostSignal(), "its claim ended before it was taken")
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.claimed && h.tokens != nil && h.pendingTake == nil {
+		h.takeAt(h.b.cfg.clock.Now().Add(left / 2))
+	}
 }

@@ -184,3 +184,11 @@ func (c *config) leaseMillis() int64 {
 	}
 	return ms
 }
+
+// The bound of the random sleep between two attempts is timeout/ticks, but
+// at most maxTick, so that a waiter never sleeps a second or more at a time,
+// and at least minTick, so that no waiter spins on Redis.
+const (
+	maxTick = time.Second
+	minTick = time.Millisecond
+)

@@ -13,14 +13,6 @@ import (
 // sub-second, so a stuck or dead waiter costs the others little, and
 // random, so waiters of many processes do not try in step.
 
-// The bound of the random sleep between two attempts is timeout/ticks, but
-// at most maxTick, so that a waiter never sleeps a second or more at a time,
-// and at least minTick, so that no waiter spins on Redis.
-const (
-	maxTick = time.Second
-	minTick = time.Millisecond
-)
-
 // tick is the bound of the random sleep between two attempts.
 func (c *config) tick() time.Duration {
 	return max(min(c.timeout/time.Duration(c.ticks), maxTick), minTick)
@@ -81,7 +73,7 @@ func (s *slack) taken() {
 	}
 }
 
-// maxClaim bounds a claim (see claim.go).
+// maxClaim bounds a claim (see Claims, in hold.go).
 const maxClaim = time.Second
 
 // claim is how long a hand-off holds the lock for the waiter until the

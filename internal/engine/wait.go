@@ -17,7 +17,7 @@ import (
 // follows the blockers: a new token restarts it, and blockers seen for
 // their patience are stale (see patience). Once the Client listens for the
 // lock, the waiter joins its queue, and a release hands it the lock, for a
-// claim (see claim.go), and wakes it; the ticks go on all the same, so
+// claim (see Claims, in hold.go), and wakes it; the ticks go on all the same, so
 // that a waiter never depends on wake-ups.
 
 // acquire acquires c's hold: in this process first, taking sem, if not
@@ -283,7 +283,7 @@ func (w *waiter) blocked(g wire.Grant) {
 // unheard (the process paused, or the listening connection lagged). One
 // that came after the last attempt ran has a claim that ends no sooner
 // than from + claim. The waiter trusts it only until from + claim/2, so
-// that half a claim remains for its Client to take it (see claim.go);
+// that half a claim remains for its Client to take it (see Claims, in hold.go);
 // later (the waiter was paused, or its last attempt was long ago, or the
 // attempt's reply was held up, and the message with it), the next attempt,
 // made at once, tells whether the lock is ours, and restarts the lease if

@@ -49,7 +49,7 @@ import (
 // queue once its Client listens on channel. A release hands the lock to
 // the oldest waiter whose key is still there: it makes that waiter a
 // holder for its claim (a short lease, which the waiter restarts as its
-// whole lease: see claim.go), under a new fence, and publishes "<token>
+// whole lease: see the claims in internal/engine/hold.go), under a new fence, and publishes "<token>
 // <fence> <attempt>" on its channel (see parseWakeUp), with SPUBLISH
 // (sharded pub/sub), which on Redis Cluster reaches the subscribers of the
 // lock's slot. It offers the lock only to a waiter whose Client listens on

@@ -66,7 +66,7 @@ var SemRelease = newScript(4, "sem_release")
 // SemRefresh is sem_refresh.lua.
 var SemRefresh = newScript(2, "sem_refresh")
 
-// The scripts of inspection (see inspect.go).
+// The scripts of inspection (see package inspect).
 
 // Inspect is inspect.lua.
 var Inspect = newScript(12, "inspect")
