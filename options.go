@@ -6,7 +6,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
@@ -15,13 +15,13 @@ import (
 // constructors (New, NewRW, NewSemaphore),
 // which return an error wrapping ErrInvalidArgument for a value out of
 // range.
-type Option func(*engine.Config)
+type Option func(*config.Config)
 
 // options are opts as the engine takes them.
-func options(opts []Option) []engine.Option {
-	out := make([]engine.Option, len(opts))
+func options(opts []Option) []config.Option {
+	out := make([]config.Option, len(opts))
 	for i, o := range opts {
-		out[i] = engine.Option(o)
+		out[i] = config.Option(o)
 	}
 	return out
 }
@@ -38,7 +38,7 @@ func options(opts []Option) []engine.Option {
 // timeout, so that a holder that hangs is found stale before its lease
 // ends. Default 5 minutes; must be positive.
 func WithTimeout(d time.Duration) Option {
-	return Option(engine.WithTimeout(d))
+	return Option(config.WithTimeout(d))
 }
 
 // WithTakeOver sets what a waiter does about a stuck holder. When false,
@@ -48,7 +48,7 @@ func WithTimeout(d time.Duration) Option {
 // still the token it watched, under a higher fence, which lets a protected
 // store refuse the old holder's late writes.
 func WithTakeOver(on bool) Option {
-	return Option(engine.WithTakeOver(on))
+	return Option(config.WithTakeOver(on))
 }
 
 // WithLease sets how long a hold lasts in Redis, counted from acquisition
@@ -60,14 +60,14 @@ func WithTakeOver(on bool) Option {
 // release or a take-over ends the hold. Must not be negative; a positive
 // lease is rounded up to whole milliseconds.
 func WithLease(d time.Duration) Option {
-	return Option(engine.WithLease(d))
+	return Option(config.WithLease(d))
 }
 
 // WithClock sets the clock used for every sleep, deadline and age, so that
 // tests can drive time with clock.NewMock (see package uncomplicatedtest).
 // Default, or nil: the real clock.
 func WithClock(clk clock.Clock) Option {
-	return Option(engine.WithClock(clk))
+	return Option(config.WithClock(clk))
 }
 
 // WithLogger sets where the locks' records go. Debug: "acquired", "busy,
@@ -79,7 +79,7 @@ func WithClock(clk clock.Clock) Option {
 // slog.Default() thus shows what needs attention and nothing more.
 // Default, or nil: nowhere.
 func WithLogger(l *slog.Logger) Option {
-	return Option(engine.WithLogger(l))
+	return Option(config.WithLogger(l))
 }
 
 // WithPrefix replaces "lock", the first part of every lock name. Use it to
@@ -87,7 +87,7 @@ func WithLogger(l *slog.Logger) Option {
 // name and type name. It must not be empty nor hold '{' or '}', which would
 // move the lock's keys to different Redis Cluster slots.
 func WithPrefix(s string) Option {
-	return Option(engine.WithPrefix(s))
+	return Option(config.WithPrefix(s))
 }
 
 // WithGemNames names locks exactly as the Ruby gem uncomplicated_mutex
@@ -102,7 +102,7 @@ func WithPrefix(s string) Option {
 // error wrapping ErrInvalidArgument. Default off: names are escaped (see
 // New).
 func WithGemNames() Option {
-	return Option(engine.WithGemNames())
+	return Option(config.WithGemNames())
 }
 
 // WithAutoRefresh makes Do call Refresh every d while fn runs. A long fn
@@ -116,7 +116,7 @@ func WithGemNames() Option {
 // another process can take the lock. Default 0: off. It needs a lease: d
 // must be at least 1ms and below the lease less that margin.
 func WithAutoRefresh(d time.Duration) Option {
-	return Option(engine.WithAutoRefresh(d))
+	return Option(config.WithAutoRefresh(d))
 }
 
 // WithCommandTimeout bounds each call the library makes to Redis to d,
@@ -131,7 +131,7 @@ func WithAutoRefresh(d time.Duration) Option {
 // command. Default 10 seconds; 0 means no bound other than ctx; must not be
 // negative.
 func WithCommandTimeout(d time.Duration) Option {
-	return Option(engine.WithCommandTimeout(d))
+	return Option(config.WithCommandTimeout(d))
 }
 
 // WithReplicas makes each acquisition and each release wait until n
@@ -151,13 +151,13 @@ func WithCommandTimeout(d time.Duration) Option {
 // off; n must not be negative, and timeout must be positive when n is not
 // 0.
 func WithReplicas(n int, timeout time.Duration) Option {
-	return Option(engine.WithReplicas(n, timeout))
+	return Option(config.WithReplicas(n, timeout))
 }
 
 // WithObserver sets the Observer of the locks' calls (see package
 // observe). Default, or nil: none, which costs nothing.
 func WithObserver(o observe.Observer) Option {
-	return Option(engine.WithObserver(o))
+	return Option(config.WithObserver(o))
 }
 
 // WithHolderLabel sets the label that inspect.Lock and ulock status show
@@ -167,5 +167,5 @@ func WithObserver(o observe.Observer) Option {
 // Redis: put no secret in it. At most 64 bytes. Default: the host
 // name and the process ID, "web-3:4127".
 func WithHolderLabel(s string) Option {
-	return Option(engine.WithHolderLabel(s))
+	return Option(config.WithHolderLabel(s))
 }

@@ -1,6 +1,6 @@
 package uncomplicated
 
-import "github.com/uncomplicated-mutex/uncomplicated/internal/engine"
+import "github.com/uncomplicated-mutex/uncomplicated/internal/config"
 
 // The tick. A waiter tries again after a random sleep below a tick,
 // whether or not a hand-off wakes it; its place in the queue counts it
@@ -14,5 +14,5 @@ import "github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 // it sleeps a random time below min(timeout/ticks, 1s), a bound raised to
 // 1ms if smaller. Default 100; must be positive.
 func WithTicks(n int) Option {
-	return Option(engine.WithTicks(n))
+	return Option(config.WithTicks(n))
 }

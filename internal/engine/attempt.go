@@ -84,7 +84,7 @@ func (b *base) giveBack(kind *holdKind, keys []string, token string) cleanup {
 // left (see link.call), which late gets. Its error is the call's (see
 // gaveUp).
 func (b *base) grantOf(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args []any, late func(any, error)) (g wire.Grant, unknown, left bool, err error) {
-	reply, sent, left, err := b.c.redis.EvalLate(ctx, b.cfg.commandTimeout, s, keys, late, args...)
+	reply, sent, left, err := b.c.redis.EvalLate(ctx, b.cfg.CommandTimeout, s, keys, late, args...)
 	if left {
 		return wire.Grant{}, true, true, err
 	}

@@ -13,18 +13,6 @@ import (
 // refreshed every period, and fn's ctx is cancelled when the hold is
 // lost.
 
-// keepAlive is how often LockAll refreshes the locks it holds while it
-// waits, and an Election its leader's hold: every third of the timeout,
-// so that no waiter finds the holder stuck, or of the lease if shorter,
-// so that a Refresh or two may fail before it ends.
-func (c *config) keepAlive() time.Duration {
-	d := c.timeout
-	if c.lease > 0 {
-		d = min(d, c.lease)
-	}
-	return max(d/3, minTick)
-}
-
 // refreshWhile starts refreshing h every period: Do's auto-refresh, and
 // LockAll's for the locks it holds while it waits for the next. It returns
 // a ctx of ctx that is cancelled with an ErrLost cause when the hold is
@@ -40,8 +28,8 @@ func refreshWhile(ctx context.Context, h *hold, every time.Duration) (context.Co
 	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
 	done, stopped := make(chan struct{}), make(chan struct{})
 	// Made here, so that they count from Lock.
-	tick := b.cfg.clock.Ticker(every)
-	expiry := b.cfg.clock.Timer(h.leaseLeft())
+	tick := b.cfg.Clock.Ticker(every)
+	expiry := b.cfg.Clock.Timer(h.leaseLeft())
 	var panicked any
 	go func() {
 		defer close(stopped)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
@@ -19,7 +20,7 @@ import (
 // and its name; and how it reports errors and logs.
 type base struct {
 	c    *Client
-	cfg  config
+	cfg  config.Config
 	name string
 	typ  string // the type part of the name, as it is written there; "" for a plain name
 	// tail ends every token of the lock: its timeout and escaped holder
@@ -28,16 +29,16 @@ type base struct {
 }
 
 // newBase checks opts and names obj's lock, for c.
-func newBase[K any](c *Client, obj interface{ ID() K }, opts []Option) (base, error) {
-	cfg, err := c.config(opts)
+func newBase[K any](c *Client, obj interface{ ID() K }, opts []config.Option) (base, error) {
+	cfg, err := c.lockConfig(opts)
 	if err != nil {
 		return base{}, err
 	}
-	key, typ, err := wire.ObjectName(cfg.prefix, cfg.gemNames, obj)
+	key, typ, err := wire.ObjectName(cfg.Prefix, cfg.GemNames, obj)
 	if err != nil {
 		return base{}, err
 	}
-	return base{c: c, cfg: cfg, name: key, typ: typ, tail: wire.TokenTail(cfg.timeout, cfg.label)}, nil
+	return base{c: c, cfg: cfg, name: key, typ: typ, tail: wire.TokenTail(cfg.Timeout, cfg.Label)}, nil
 }
 
 // usable reports, for a call about a hold (Refresh, Held), a closed
@@ -69,10 +70,10 @@ func (b *base) check(typ string, ctx context.Context, fn ...func(context.Context
 // leaseEnd is the latest a lease restarted now would end, by the Client's
 // clock; zero without a lease.
 func (b *base) leaseEnd() time.Time {
-	if b.cfg.lease == 0 {
+	if b.cfg.Lease == 0 {
 		return time.Time{}
 	}
-	return b.cfg.clock.Now().Add(b.cfg.lease)
+	return b.cfg.Clock.Now().Add(b.cfg.Lease)
 }
 
 // holderToken returns a new token for a hold, or a waiter, that began at
@@ -104,7 +105,7 @@ func (b *base) flag(ctx context.Context, wait bool, s *driver.Script, keys []str
 // eval runs s with keys and args for the lock, bounded by the lock's
 // command timeout (see driver).
 func (b *base) eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (reply any, sent bool, err error) {
-	reply, sent, err = b.c.redis.Eval(ctx, b.cfg.commandTimeout, s, keys, args...)
+	reply, sent, err = b.c.redis.Eval(ctx, b.cfg.CommandTimeout, s, keys, args...)
 	if err != nil {
 		b.logFailure(ctx, err)
 	}
@@ -114,15 +115,15 @@ func (b *base) eval(ctx context.Context, s *driver.Script, keys []string, args .
 // evalReplicated runs s as eval does and then, under WithReplicas, waits
 // for the replicas (WAIT) and reports how many acknowledged.
 func (b *base) evalReplicated(ctx context.Context, s *driver.Script, keys []string, args ...any) (reply any, acked int64, err error) {
-	if b.cfg.replicas == 0 {
+	if b.cfg.Replicas == 0 {
 		reply, _, err = b.eval(ctx, s, keys, args...)
 		return reply, 0, err
 	}
-	d := b.cfg.commandTimeout
+	d := b.cfg.CommandTimeout
 	if d > 0 {
-		d += b.cfg.replicaWait
+		d += b.cfg.ReplicaWait
 	}
-	if reply, acked, err = b.c.redis.EvalWait(ctx, d, s, keys, args, b.cfg.replicas, b.cfg.replicaWait); err != nil {
+	if reply, acked, err = b.c.redis.EvalWait(ctx, d, s, keys, args, b.cfg.Replicas, b.cfg.ReplicaWait); err != nil {
 		b.logFailure(ctx, err)
 	}
 	return reply, acked, err
@@ -130,7 +131,7 @@ func (b *base) evalReplicated(ctx context.Context, s *driver.Script, keys []stri
 
 // get reads a string key of the lock; "" when it does not exist.
 func (b *base) get(ctx context.Context, key string) (string, error) {
-	reply, err := b.c.redis.Command(ctx, b.cfg.commandTimeout, []string{key}, "GET", key)
+	reply, err := b.c.redis.Command(ctx, b.cfg.CommandTimeout, []string{key}, "GET", key)
 	if err != nil {
 		b.logFailure(ctx, err)
 		return "", err
@@ -153,7 +154,7 @@ func (b *base) get(ctx context.Context, key string) (string, error) {
 // claim only, and until it has told the clock whom it handed the lock to,
 // the waiter it woke looks asleep.
 func (b *base) releasing() (done func()) {
-	obs, ok := b.cfg.clock.(settle.Observer)
+	obs, ok := b.cfg.Clock.(settle.Observer)
 	if !ok {
 		return func() {}
 	}
@@ -165,7 +166,7 @@ func (b *base) releasing() (done func()) {
 // release handed the lock to the waiters of tokens, which are about to
 // wake.
 func (b *base) handedOff(tokens []string) {
-	if obs, ok := b.cfg.clock.(settle.Observer); ok {
+	if obs, ok := b.cfg.Clock.(settle.Observer); ok {
 		for _, token := range tokens {
 			obs.HandOff(token)
 		}
@@ -224,7 +225,7 @@ func (b *base) ctxErr(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if dl, ok := ctx.Deadline(); ok && !b.cfg.clock.Now().Before(dl) {
+	if dl, ok := ctx.Deadline(); ok && !b.cfg.Clock.Now().Before(dl) {
 		return context.DeadlineExceeded
 	}
 	return nil
@@ -245,19 +246,19 @@ func (b *base) notObtained(why string, cause error) error {
 // logs reports whether records at level go anywhere, so that a silent
 // logger costs nothing.
 func (b *base) logs(ctx context.Context, level slog.Level) bool {
-	return b.cfg.logger.Enabled(ctx, level)
+	return b.cfg.Logger.Enabled(ctx, level)
 }
 
 // log logs msg at level with the lock name; callers check logs first.
 func (b *base) log(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
-	b.cfg.logger.LogAttrs(ctx, level, msg, append([]slog.Attr{slog.String("lock", b.name)}, attrs...)...)
+	b.cfg.Logger.LogAttrs(ctx, level, msg, append([]slog.Attr{slog.String("lock", b.name)}, attrs...)...)
 }
 
 // logWaiting records that an acquisition of what ("lock", "permit", ...)
 // found it taken by a holder it had not seen.
 func (b *base) logWaiting(ctx context.Context, what string) {
 	if b.logs(ctx, slog.LevelDebug) {
-		b.log(ctx, slog.LevelDebug, what+" busy, waiting", slog.Duration("timeout", b.cfg.timeout))
+		b.log(ctx, slog.LevelDebug, what+" busy, waiting", slog.Duration("timeout", b.cfg.Timeout))
 	}
 }
 
@@ -341,7 +342,7 @@ func (b *base) logFailure(ctx context.Context, err error) {
 // logFailed logs a failed attempt of a wait as logFailure does, at most
 // once a second for the lock in its Client, however many wait for it.
 func (b *base) logFailed(ctx context.Context, err error) {
-	if b.c.failures.allow(b.name, b.cfg.clock.Now()) {
+	if b.c.failures.allow(b.name, b.cfg.Clock.Now()) {
 		b.logFailure(ctx, err)
 	}
 }

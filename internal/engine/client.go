@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
@@ -16,8 +17,8 @@ import (
 type Client struct {
 	redis *link.Link // nil for a nil driver
 	errs  Errors     // makes the errors of its locks
-	opts  []Option
-	cfg   config // opts built, or the defaults when they are invalid
+	opts  []config.Option
+	cfg   config.Config // opts built, or the defaults when they are invalid
 	// cfgErr is why opts are invalid, which the constructors report.
 	cfgErr error
 	id     string        // names the Client's wake-up channels
@@ -42,15 +43,15 @@ type Client struct {
 	failures logLimit     // when each lock's failed attempts were last logged
 }
 
-func newClient(l *link.Link, errs Errors, opts []Option) *Client {
+func newClient(l *link.Link, errs Errors, opts []config.Option) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	cleanCtx, cleanCancel := context.WithCancel(context.Background())
 	c := &Client{
 		redis: l, errs: errs, opts: slices.Clone(opts), id: wire.NewToken()[:11], done: make(chan struct{}),
 		ctx: ctx, cancel: cancel, cleanCtx: cleanCtx, cleanCancel: cleanCancel,
 	}
-	if c.cfg, c.cfgErr = build(c.opts); c.cfgErr != nil {
-		c.cfg = defaults() // New and the other constructors report cfgErr
+	if c.cfg, c.cfgErr = config.Build(c.opts); c.cfgErr != nil {
+		c.cfg = config.Defaults() // New and the other constructors report cfgErr
 	}
 	c.restarts.c = c
 	return c
@@ -126,7 +127,7 @@ func (c *Client) wakeups(started bool) *link.Wakeups {
 		return c.wake
 	}
 	cfg := c.settings()
-	c.wake = link.NewWakeups(c.redis, cfg.clock, cfg.commandTimeout, cfg.prefix)
+	c.wake = link.NewWakeups(c.redis, cfg.Clock, cfg.CommandTimeout, cfg.Prefix)
 	c.wake.Broke = c.restarts.broke
 	c.cleanups.Add(1)
 	go func() {
@@ -146,19 +147,19 @@ func (c *Client) closed() bool {
 }
 
 // config merges the Client's options with opts and checks the result.
-func (c *Client) config(opts []Option) (config, error) {
+func (c *Client) lockConfig(opts []config.Option) (config.Config, error) {
 	switch {
 	case c == nil || c.done == nil:
-		return config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+		return config.Config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
 	case c.redis == nil:
-		return config{}, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
+		return config.Config{}, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
 	case c.closed():
-		return config{}, ErrClosed
+		return config.Config{}, ErrClosed
 	}
 	if len(opts) == 0 { // a lock with the Client's options, as most are
 		return c.cfg, c.cfgErr
 	}
-	return build(append(slices.Clone(c.opts), opts...))
+	return config.Build(append(slices.Clone(c.opts), opts...))
 }
 
 // An Access is how package inspect reads and breaks locks: the Client's
@@ -174,11 +175,11 @@ type Access struct {
 // Client, or of its invalid options; the Access returned with an error
 // still makes errors.
 func (c *Client) Access() (Access, error) {
-	cfg, err := c.config(nil)
+	cfg, err := c.lockConfig(nil)
 	if err != nil {
 		return Access{c: c}, err
 	}
-	return Access{Link: c.redis, Prefix: cfg.prefix, CommandTimeout: cfg.commandTimeout, c: c}, nil
+	return Access{Link: c.redis, Prefix: cfg.Prefix, CommandTimeout: cfg.CommandTimeout, c: c}, nil
 }
 
 // Error is the error msg of the lock named name, for cause.
@@ -195,7 +196,7 @@ func (a Access) OpError(op, name string, err error) error { return a.c.opError(o
 
 // settings returns the Client's options, or the defaults when they are
 // invalid (New and the other constructors report that).
-func (c *Client) settings() config { return c.cfg }
+func (c *Client) settings() config.Config { return c.cfg }
 
 // A Face is what package uncomplicated's Client embeds: the engine's
 // Client, which Of gives back to the packages of the module (inspect,
@@ -215,13 +216,13 @@ func Of(f Faced) *Client { return f.engine() }
 
 // NewClient: see uncomplicated.NewClient. Its errors are the engine's own
 // (see Errors).
-func NewClient(d driver.Driver, opts ...Option) *Client {
+func NewClient(d driver.Driver, opts ...config.Option) *Client {
 	return NewClientWith(d, lockErrors{}, opts...)
 }
 
 // NewClientWith is NewClient whose errors errs makes: package
 // uncomplicated's Client passes its own.
-func NewClientWith(d driver.Driver, errs Errors, opts ...Option) *Client {
+func NewClientWith(d driver.Driver, errs Errors, opts ...config.Option) *Client {
 	if wire.IsNil(d) {
 		return newClient(nil, errs, opts)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -42,7 +43,7 @@ func (silentDriver) Listen(ctx context.Context, _ bool) (driver.Subscription, er
 // A Driver's call is bounded by the command timeout, and says so as the
 // redigo driver does; the caller's own deadline says its own.
 func TestNewDriverClient_commandTimeout(t *testing.T) {
-	c := NewClient(silentDriver{}, WithCommandTimeout(20*time.Millisecond))
+	c := NewClient(silentDriver{}, config.WithCommandTimeout(20*time.Millisecond))
 	defer c.Close()
 	m, err := New(c, wire.Named("x"))
 	if err != nil {
@@ -65,7 +66,7 @@ func TestNewDriverClient_commandTimeout(t *testing.T) {
 		t.Errorf("Lock under a longer ctx = %v; want the ctx's DeadlineExceeded, ErrNotObtained and what Redis last did", err)
 	}
 	if _, err := New(NewClient(nil), wire.Named("x")); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("wire.Named on a nil Driver = %v; want ErrInvalidArgument", err)
+		t.Errorf("Named on a nil Driver = %v; want ErrInvalidArgument", err)
 	}
 }
 

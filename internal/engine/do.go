@@ -28,7 +28,7 @@ func (h *hold) run(ctx context.Context, fn func(context.Context) error, release 
 func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, release func(context.Context) error) (err error) {
 	fctx, stops := ctx, make([]func() any, 0, len(hs))
 	for _, h := range hs {
-		if every := h.b.cfg.every; every > 0 {
+		if every := h.b.cfg.Every; every > 0 {
 			var stop func() any
 			fctx, stop = refreshWhile(fctx, h, every)
 			stops = append(stops, stop)
@@ -39,7 +39,7 @@ func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, r
 		fctx, cancel = context.WithCancelCause(fctx)
 		defer cancel(nil)
 		for _, h := range hs {
-			if h.b.cfg.every == 0 {
+			if h.b.cfg.Every == 0 {
 				stop := h.lostSignal().whenFired(func() { cancel(h.b.lostError(h.kind.what + " found lost")) })
 				defer stop()
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
@@ -36,7 +37,7 @@ type Leader struct {
 // Election: see uncomplicated.Election.
 type Election struct {
 	c       *Client
-	cfg     config
+	cfg     config.Config
 	name    string        // its lock's key
 	channel string        // where a new leader announces itself
 	every   time.Duration // how often the leader refreshes its hold
@@ -56,12 +57,12 @@ type leadership struct {
 }
 
 // Election: see uncomplicated.Client.Election.
-func (c *Client) Election(name string, opts ...Option) (*Election, error) {
-	cfg, err := c.config(opts)
-	if err == nil && !cfg.leaseSet {
-		cfg.lease = min(cfg.lease, limits.ElectionLease)
-		if cfg.every >= cfg.lease-margin(cfg.lease) {
-			cfg.every = 0 // too slow for this lease: a third of it, as below
+func (c *Client) Election(name string, opts ...config.Option) (*Election, error) {
+	cfg, err := c.lockConfig(opts)
+	if err == nil && !cfg.LeaseSet {
+		cfg.Lease = min(cfg.Lease, limits.ElectionLease)
+		if cfg.Every >= cfg.Lease-config.Margin(cfg.Lease) {
+			cfg.Every = 0 // too slow for this lease: a third of it, as below
 		}
 	}
 	switch {
@@ -69,19 +70,19 @@ func (c *Client) Election(name string, opts ...Option) (*Election, error) {
 		return nil, err
 	case name == "":
 		return nil, fmt.Errorf("%w: empty election name", ErrInvalidArgument)
-	case cfg.lease == 0:
+	case cfg.Lease == 0:
 		return nil, fmt.Errorf("%w: an election needs a lease, so that a dead leader makes way", ErrInvalidArgument)
 	}
-	if !cfg.takeOverSet {
-		cfg.takeOver = true
+	if !cfg.TakeOverSet {
+		cfg.TakeOver = true
 	}
-	every := cfg.every
+	every := cfg.Every
 	if every == 0 {
-		every = cfg.keepAlive()
+		every = cfg.KeepAlive()
 	}
-	key := cfg.prefix + wire.ElectionPart + wire.Escape(name)
+	key := cfg.Prefix + wire.ElectionPart + wire.Escape(name)
 	return &Election{
-		c: c, cfg: cfg, name: key, every: every, channel: cfg.prefix + ":elected:{" + key + "}",
+		c: c, cfg: cfg, name: key, every: every, channel: cfg.Prefix + ":elected:{" + key + "}",
 		sem: make(chan struct{}, 1), lead: make(chan struct{}, 1),
 	}, nil
 }
@@ -119,8 +120,8 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 		_ = old.m.x.unlock(ctx, old.h)
 	}
 	cfg := e.cfg
-	cfg.label = value
-	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: wire.TokenTail(cfg.timeout, cfg.label)})
+	cfg.Label = value
+	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: wire.TokenTail(cfg.Timeout, cfg.Label)})
 	if _, err := m.acquiring(ctx, "Campaign", inspection.KindMutex, &m.x, false, nil); err != nil {
 		return nil, err
 	}
@@ -230,7 +231,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 
 // read returns the current leader, as its lock's holder tells.
 func (e *Election) read(ctx context.Context) (Leader, error) {
-	reply, err := e.c.redis.Command(ctx, e.cfg.commandTimeout, []string{e.name}, "GET", e.name)
+	reply, err := e.c.redis.Command(ctx, e.cfg.CommandTimeout, []string{e.name}, "GET", e.name)
 	if err != nil {
 		return Leader{}, e.c.newError(e.name, "uncomplicated: "+e.name+": "+err.Error(), err)
 	}
@@ -287,7 +288,7 @@ func observeLeaders[L any](ctx context.Context, e *Election, out chan<- L, as fu
 			}
 			continue // read again: a newer leader may have come meanwhile
 		}
-		t := e.cfg.clock.Timer(e.cfg.sleep())
+		t := e.cfg.Clock.Timer(e.cfg.Sleep())
 		select {
 		case <-t.C:
 		case <-wake:

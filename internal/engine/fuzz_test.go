@@ -8,6 +8,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
@@ -31,7 +32,7 @@ func FuzzLockKeys(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, prefix, a, b string) {
-		c := NewClient(redigo.New(&redis.Pool{}), WithPrefix(prefix))
+		c := NewClient(redigo.New(&redis.Pool{}), config.WithPrefix(prefix))
 		badPrefix := prefix == "" || strings.ContainsAny(prefix, "{}")
 		var locks []*Mutex
 		for _, name := range []string{a, b} {
@@ -54,7 +55,7 @@ func FuzzLockKeys(f *testing.F) {
 				checkKeys(t, m)
 			}
 			if named.name == obj.name {
-				t.Fatalf("wire.Named(%q) and New(strID(%q)) share the lock %q", name, name, named.name)
+				t.Fatalf("Named(%q) and New(strID(%q)) share the lock %q", name, name, named.name)
 			}
 			locks = append(locks, named, obj)
 		}
@@ -100,8 +101,8 @@ func checkKeys(t *testing.T, m *Mutex) {
 		}
 	}
 	for i, k := range keys[1:] {
-		if slices.Contains(keys[i+2:], k) || !strings.HasPrefix(k, m.cfg.prefix+":") {
-			t.Errorf("keys %q; want distinct keys under the prefix %q", keys, m.cfg.prefix)
+		if slices.Contains(keys[i+2:], k) || !strings.HasPrefix(k, m.cfg.Prefix+":") {
+			t.Errorf("keys %q; want distinct keys under the prefix %q", keys, m.cfg.Prefix)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
@@ -96,10 +97,10 @@ func (h *hold) Refresh(ctx context.Context) error {
 // back.
 func (h *hold) replicate(ctx context.Context) error {
 	acked, err := h.refresh(ctx, true)
-	if err == nil && acked >= int64(h.b.cfg.replicas) {
+	if err == nil && acked >= int64(h.b.cfg.Replicas) {
 		return nil
 	}
-	why := fmt.Sprintf("%d of %d replicas acknowledged it within %v", acked, h.b.cfg.replicas, h.b.cfg.replicaWait)
+	why := fmt.Sprintf("%d of %d replicas acknowledged it within %v", acked, h.b.cfg.Replicas, h.b.cfg.ReplicaWait)
 	if err != nil {
 		why = "waiting for replicas: " + err.Error()
 	}
@@ -126,8 +127,8 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 	}
 	next := h.b.holderToken(h.since)
 	h.b.c.tokens.own(next) // before Redis may have it
-	sent := h.b.cfg.clock.Now()
-	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.leaseMillis(), next}, wire.Anys(tokens)...)...)
+	sent := h.b.cfg.Clock.Now()
+	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.LeaseMillis(), next}, wire.Anys(tokens)...)...)
 	if err = h.refreshed(ctx, tokens, next, sent, ok, err); err != nil {
 		return 0, err
 	}
@@ -173,7 +174,7 @@ func (h *hold) refreshed(ctx context.Context, tokens []string, next string, sent
 		h.tokens, h.from, gone = []string{next}, sent, tokens
 		h.past = append(slices.Clone(tokens), h.past[:min(len(h.past), maxTokens-len(tokens))]...)
 		if h.claimed {
-			h.claimed, h.lease = false, h.b.cfg.lease
+			h.claimed, h.lease = false, h.b.cfg.Lease
 			h.stopTake()
 		}
 	}
@@ -241,7 +242,7 @@ func (h *hold) released(ctx context.Context, remember releaseRecord, args []stri
 		h.b.c.tokens.remember(remember)
 		h.lose(ctx, lost, "expired or taken over")
 		return h.b.lostError(h.kind.what + " expired or taken over")
-	case acked < int64(h.b.cfg.replicas) || h.b.cfg.replicas == 0:
+	case acked < int64(h.b.cfg.Replicas) || h.b.cfg.Replicas == 0:
 		h.b.c.tokens.remember(remember)
 	}
 	h.b.handedOff(next)
@@ -362,7 +363,7 @@ func (h *hold) leaseLeft() time.Duration {
 	if lease == 0 {
 		return math.MaxInt64
 	}
-	return from.Add(lease - margin(lease)).Sub(h.b.cfg.clock.Now())
+	return from.Add(lease - config.Margin(lease)).Sub(h.b.cfg.Clock.Now())
 }
 
 // takeOp waits for op, or for ctx to end.
@@ -407,7 +408,7 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 	if !c.kind.fenced {
 		fence = 0
 	}
-	if b.cfg.replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
+	if b.cfg.Replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
 		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
 		o.acquired(how, fence)
 		return b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, o), nil
@@ -429,29 +430,17 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 // later with observe. The token is already the Client's own (see owned).
 func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
 	h := &hold{
-		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.clock.Now(),
-		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.lease, obs: o,
+		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.Clock.Now(),
+		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.Lease, obs: o,
 	}
-	if claimed && b.cfg.claims() {
+	if claimed && b.cfg.Claims() {
 		h.mu.Lock()
-		h.claimed, h.lease = true, b.cfg.claim()
+		h.claimed, h.lease = true, b.cfg.Claim()
 		h.takeAt(from.Add(h.lease / 2))
 		h.mu.Unlock()
 	}
 	b.c.restarts.watch(h)
 	return h
-}
-
-// timerSlack is what a holder's margin allows for a timer that fires late
-// on a busy machine, and for the goroutine it wakes: 10 to 15ms were seen
-// under load, up to 35ms with every CPU busy under the race detector.
-const timerSlack = 40 * time.Millisecond
-
-// margin is how long before a lease of length lease can end in Redis its
-// holder counts the hold as lost: 1% of the lease, for clocks that drift
-// apart, plus timerSlack; at most half the lease.
-func margin(lease time.Duration) time.Duration {
-	return min(lease/100+timerSlack, lease/2)
 }
 
 // Claims. A release that hands the lock to a queued waiter gives it a
@@ -480,7 +469,7 @@ type claimTake struct {
 // takeAt makes the Client take h's claim at at, unless a Refresh takes it
 // first. The caller holds h.mu.
 func (h *hold) takeAt(at time.Time) {
-	clk := h.b.cfg.clock
+	clk := h.b.cfg.Clock
 	done := func() {}
 	if obs, ok := clk.(settle.Observer); ok {
 		done = obs.Due(at)
@@ -532,6 +521,6 @@ func (h *hold) takeClaim(t *claimTake) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.claimed && h.tokens != nil && h.pendingTake == nil {
-		h.takeAt(h.b.cfg.clock.Now().Add(left / 2))
+		h.takeAt(h.b.cfg.Clock.Now().Add(left / 2))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -15,25 +16,25 @@ import (
 func TestConfig_claim(t *testing.T) {
 	cases := []struct {
 		name   string
-		opts   []Option
+		opts   []config.Option
 		claim  time.Duration
 		claims bool
 	}{
 		{"defaults", nil, time.Second, true},
-		{"short ticks: the same", []Option{WithTimeout(time.Second)}, time.Second, true},
-		{"a lease of a second", []Option{WithTimeout(time.Second), WithLease(time.Second)}, time.Second, false},
-		{"a short lease", []Option{WithLease(500 * time.Millisecond)}, 500 * time.Millisecond, false},
-		{"no lease", []Option{WithLease(0)}, time.Second, true},
-		{"a lease below a millisecond", []Option{WithLease(time.Microsecond)}, time.Millisecond, false},
-		{"a lease of a millisecond and a half", []Option{WithLease(1500 * time.Microsecond)}, time.Millisecond, true},
+		{"short ticks: the same", []config.Option{config.WithTimeout(time.Second)}, time.Second, true},
+		{"a lease of a second", []config.Option{config.WithTimeout(time.Second), config.WithLease(time.Second)}, time.Second, false},
+		{"a short lease", []config.Option{config.WithLease(500 * time.Millisecond)}, 500 * time.Millisecond, false},
+		{"no lease", []config.Option{config.WithLease(0)}, time.Second, true},
+		{"a lease below a millisecond", []config.Option{config.WithLease(time.Microsecond)}, time.Millisecond, false},
+		{"a lease of a millisecond and a half", []config.Option{config.WithLease(1500 * time.Microsecond)}, time.Millisecond, true},
 	}
 	for _, tc := range cases {
-		cfg, err := build(tc.opts)
+		cfg, err := config.Build(tc.opts)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := cfg.claim(); got != tc.claim || cfg.claims() != tc.claims {
-			t.Errorf("%s: claim() = %v, claims() = %v; want %v, %v", tc.name, got, cfg.claims(), tc.claim, tc.claims)
+		if got := cfg.Claim(); got != tc.claim || cfg.Claims() != tc.claims {
+			t.Errorf("%s: claim() = %v, claims() = %v; want %v, %v", tc.name, got, cfg.Claims(), tc.claim, tc.claims)
 		}
 	}
 }
@@ -42,12 +43,12 @@ func TestConfig_claim(t *testing.T) {
 // gives it until it takes the lock; and the number of the attempt that
 // writes it.
 func TestWaiter_entryStatesTheClaim(t *testing.T) {
-	cfg, _ := build([]Option{WithLease(time.Hour)})
+	cfg, _ := config.Build([]config.Option{config.WithLease(time.Hour)})
 	w := waiter{b: &base{cfg: cfg}, c: &spec{entry: wire.EntryExclusive, channel: "ch"}, entries: 6}
-	entry := w.nextEntry(cfg.expiry())
+	entry := w.nextEntry(cfg.Expiry())
 	fields := strings.Fields(entry)
-	if len(fields) != 5 || fields[1] != strconv.FormatInt(cfg.claim().Milliseconds(), 10) || fields[3] != "7" {
-		t.Errorf("entry = %q; want the claim, %v, after the kind, and attempt 7 before the channel", entry, cfg.claim())
+	if len(fields) != 5 || fields[1] != strconv.FormatInt(cfg.Claim().Milliseconds(), 10) || fields[3] != "7" {
+		t.Errorf("entry = %q; want the claim, %v, after the kind, and attempt 7 before the channel", entry, cfg.Claim())
 	}
 }
 
@@ -57,8 +58,8 @@ func TestWaiter_entryStatesTheClaim(t *testing.T) {
 // trying.
 func TestWaiter_handedOverWithinTheClaim(t *testing.T) {
 	mock := clock.NewMock()
-	cfg, _ := build([]Option{WithClock(mock)})
-	claim := cfg.claim()
+	cfg, _ := config.Build([]config.Option{config.WithClock(mock)})
+	claim := cfg.Claim()
 	now := mock.Now()
 	cases := []struct {
 		name string

@@ -11,6 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 	shop "github.com/uncomplicated-mutex/uncomplicated/internal/shop/orders"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
@@ -30,7 +31,7 @@ type ptrID struct{ n int64 }
 func (p ptrID) ID() *int64 { return &p.n }
 
 // nameOf is the lock name of obj under the default prefix.
-func nameOf[K any](t testing.TB, obj wire.Identifier[K], opts ...Option) string {
+func nameOf[K any](t testing.TB, obj wire.Identifier[K], opts ...config.Option) string {
 	t.Helper()
 	m, err := New(NewClient(redigo.New(&redis.Pool{}), opts...), obj)
 	if err != nil {
@@ -48,7 +49,7 @@ func TestLockName(t *testing.T) {
 	}{
 		{"object", nameOf(t, orders.Order{N: 42}), "lock:orders.Order:42"},
 		{"pointer", nameOf(t, &orders.Order{N: 42}), "lock:orders.Order:42"},
-		{"prefix", nameOf(t, orders.Order{N: 42}, WithPrefix("app")), "app:orders.Order:42"},
+		{"prefix", nameOf(t, orders.Order{N: 42}, config.WithPrefix("app")), "app:orders.Order:42"},
 		{"negative", nameOf(t, orders.Order{N: -7}), "lock:orders.Order:-7"},
 		{"uuid", nameOf(t, strID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")), "lock:engine.strID:6ba7b810-9dad-11d1-80b4-00c04fd430c8"},
 		{"simple", nameOf(t, strID("Az09-_.")), "lock:engine.strID:Az09-_."},
@@ -73,7 +74,7 @@ func namedOf(t *testing.T, name string) string {
 	t.Helper()
 	m, err := New(NewClient(redigo.New(&redis.Pool{})), wire.Named(name))
 	if err != nil {
-		t.Fatalf("wire.Named(%q) = %v", name, err)
+		t.Fatalf("Named(%q) = %v", name, err)
 	}
 	return m.Name()
 }
@@ -86,7 +87,7 @@ func TestLockName_samePackageName(t *testing.T) {
 	if a != b {
 		t.Errorf("names = %q, %q; want them equal, as the README warns", a, b)
 	}
-	if c := nameOf(t, shop.Order{Code: "1"}, WithPrefix("shop")); c == a {
+	if c := nameOf(t, shop.Order{Code: "1"}, config.WithPrefix("shop")); c == a {
 		t.Errorf("name with WithPrefix = %q; want it to differ from %q", c, a)
 	}
 }
@@ -289,7 +290,7 @@ func (rubyBilling) LockType() string { return "Billing::Order" }
 // WithGemNames names locks as the Ruby gem does: type and ID unescaped,
 // the Go type without its package, runs of ':' squeezed.
 func TestLockName_gem(t *testing.T) {
-	gem := WithGemNames()
+	gem := config.WithGemNames()
 	cases := []struct {
 		name string
 		got  string
@@ -299,11 +300,11 @@ func TestLockName_gem(t *testing.T) {
 		{"module", nameOf(t, rubyBilling{42}, gem), "lock:Billing:Order:42"},
 		{"Go type", nameOf(t, orders.Order{N: 42}, gem), "lock:Order:42"},
 		{"pointer", nameOf(t, &orders.Order{N: 42}, gem), "lock:Order:42"},
-		{"prefix", nameOf(t, rubyOrder{42}, gem, WithPrefix("app")), "app:Order:42"},
+		{"prefix", nameOf(t, rubyOrder{42}, gem, config.WithPrefix("app")), "app:Order:42"},
 		{"ID unescaped", nameOf(t, strID("a b/é%"), gem), "lock:strID:a b/é%"},
 		{"ID with colons", nameOf(t, strID("a::b:::c"), gem), "lock:strID:a:b:c"},
 		{"colon at the seam", nameOf(t, strID(":x"), gem), "lock:strID:x"},
-		{"wire.Named", nameOf(t, wire.Named("reports::nightly"), gem), "lock:reports:nightly"},
+		{"Named", nameOf(t, wire.Named("reports::nightly"), gem), "lock:reports:nightly"},
 		{"not injective", nameOf(t, strID("a::b"), gem), nameOf(t, strID("a:b"), gem)},
 	}
 	for _, tc := range cases {
@@ -330,7 +331,7 @@ func TestLockName_gemSharesTheGemsKey(t *testing.T) {
 		return redis.DialContext(ctx, "tcp", mr.Addr())
 	}}
 	t.Cleanup(func() { _ = pool.Close() })
-	c := NewClient(redigo.New(pool), WithGemNames())
+	c := NewClient(redigo.New(pool), config.WithGemNames())
 	t.Cleanup(func() { _ = c.Close() })
 	m, err := New(c, rubyBilling{42})
 	if err != nil {

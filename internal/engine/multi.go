@@ -113,7 +113,7 @@ func lockAll(ctx context.Context, op string, ms []*Mutex) (holds []*hold, err er
 		holds = append(holds, h)
 		if len(holds) < len(ms) {
 			var stop func() any
-			wctx, stop = refreshWhile(wctx, h, m.cfg.keepAlive())
+			wctx, stop = refreshWhile(wctx, h, m.cfg.KeepAlive())
 			stops = append(stops, stop)
 		}
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 )
 
@@ -13,12 +14,12 @@ type Mutex struct {
 }
 
 // New: see uncomplicated.New.
-func New[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*Mutex, error) {
+func New[K any](c *Client, obj interface{ ID() K }, opts ...config.Option) (*Mutex, error) {
 	return newMutex(c, obj, opts)
 }
 
 // newMutex checks opts, names obj's lock and makes its Mutex.
-func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex, error) {
+func newMutex[K any](c *Client, obj interface{ ID() K }, opts []config.Option) (*Mutex, error) {
 	b, err := newBase(c, obj, opts)
 	if err != nil {
 		return nil, err
@@ -29,7 +30,7 @@ func newMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*Mutex,
 // mutexOf makes the Mutex of the lock b names.
 func mutexOf(b base) *Mutex {
 	m := &Mutex{base: b}
-	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: mutexSpec(b.cfg.prefix, b.name, b.c.id)}
+	m.x = exclusive{b: &m.base, sem: make(chan struct{}, 1), spec: mutexSpec(b.cfg.Prefix, b.name, b.c.id)}
 	return m
 }
 

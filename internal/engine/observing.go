@@ -10,14 +10,14 @@ import (
 
 // observe begins a call op of kind on the lock.
 func (b *base) observe(ctx context.Context, op string, kind string) (context.Context, *observing) {
-	if b.cfg.observer == nil {
+	if b.cfg.Observer == nil {
 		return ctx, nil
 	}
-	ctx, o := b.cfg.observer.Begin(ctx, observe.Call{Op: op, Kind: kind, Type: b.typ, Name: b.name})
+	ctx, o := b.cfg.Observer.Begin(ctx, observe.Call{Op: op, Kind: kind, Type: b.typ, Name: b.name})
 	if o == nil {
 		return ctx, nil
 	}
-	return ctx, &observing{o: o, clock: b.cfg.clock, start: b.cfg.clock.Now()}
+	return ctx, &observing{o: o, clock: b.cfg.Clock, start: b.cfg.Clock.Now()}
 }
 
 // An observing is one call's Observation, with what the lock adds to it;

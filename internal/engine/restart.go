@@ -88,14 +88,14 @@ func (w *restartWatch) watch(h *hold) {
 		if w.kick == nil {
 			w.kick = make(chan struct{}, 1)
 		}
-		go w.run(w.c.settings().clock, w.kick)
+		go w.run(w.c.settings().Clock, w.kick)
 	}
 	if w.holding == nil {
 		w.holding = map[*hold]struct{}{}
 	}
 	w.holding[h] = struct{}{}
 	if len(w.pins) == 0 && w.pinning == nil {
-		w.pinning = w.c.settings().clock.AfterFunc(time.Duration(pinAfter.Load()), w.pinOld)
+		w.pinning = w.c.settings().Clock.AfterFunc(time.Duration(pinAfter.Load()), w.pinOld)
 	}
 }
 
@@ -113,12 +113,12 @@ func (w *restartWatch) pinOld() {
 		w.pin("", h)
 		return
 	}
-	w.pinning = w.c.settings().clock.AfterFunc(time.Duration(pinAfter.Load()), w.pinOld)
+	w.pinning = w.c.settings().Clock.AfterFunc(time.Duration(pinAfter.Load()), w.pinOld)
 }
 
 // oldHold returns a hold of hs older than pinAfter, or nil.
 func (w *restartWatch) oldHold(hs []*hold) *hold {
-	now := w.c.settings().clock.Now()
+	now := w.c.settings().Clock.Now()
 	for _, h := range hs {
 		if now.Sub(h.since) >= time.Duration(pinAfter.Load()) {
 			return h
@@ -139,7 +139,7 @@ func (w *restartWatch) pin(addr string, h *hold) {
 	if w.pins == nil {
 		w.pins = map[string]*link.Listener{}
 	}
-	w.pins[addr] = wk.Listen(wire.WakeChannel(h.b.cfg.prefix, h.b.name, w.c.id), pinToken, false)
+	w.pins[addr] = wk.Listen(wire.WakeChannel(h.b.cfg.Prefix, h.b.name, w.c.id), pinToken, false)
 }
 
 // unpin ends the pins of the nodes not in keep. The caller holds w.mu.
@@ -319,7 +319,7 @@ func (w *restartWatch) repin(nodes map[string]*node) {
 // what a failover brought back and touches nothing else. It returns the
 // releases that Redis answered, which need not be repeated again.
 func (w *restartWatch) rerelease(ctx context.Context, rs []releaseRecord) (done []releaseRecord) {
-	d := w.c.settings().commandTimeout
+	d := w.c.settings().CommandTimeout
 	for _, r := range rs {
 		args := append([]any{""}, wire.Anys(r.tokens)...)
 		if _, _, err := w.c.redis.Eval(ctx, d, r.kind.release, r.keys, args...); err == nil {
@@ -359,7 +359,7 @@ type node struct {
 // their keys' slot (CLUSTER SLOTS); on a Redis that is not a Cluster, or
 // when the map cannot be read, all are on one node, "".
 func (w *restartWatch) nodes(ctx context.Context, hs []*hold, rs []releaseRecord) map[string]*node {
-	slots, _ := w.c.redis.SlotMap(ctx, w.c.settings().commandTimeout)
+	slots, _ := w.c.redis.SlotMap(ctx, w.c.settings().CommandTimeout)
 	nodes := map[string]*node{}
 	on := func(key string) *node {
 		addr := ""
@@ -389,9 +389,9 @@ func (w *restartWatch) nodes(ctx context.Context, hs []*hold, rs []releaseRecord
 // link.Link.ServerInfo). It also compares the node's clock with the
 // Client's (see clockStep).
 func (w *restartWatch) runID(ctx context.Context, addr, key string) (id string, silent bool) {
-	clk := w.c.settings().clock
+	clk := w.c.settings().Clock
 	sent := clk.Now()
-	id, usec, silent := w.c.redis.ServerInfo(ctx, w.c.settings().commandTimeout, key)
+	id, usec, silent := w.c.redis.ServerInfo(ctx, w.c.settings().CommandTimeout, key)
 	if id != "" && usec > 0 {
 		came := clk.Now()
 		mid := sent.Add(came.Sub(sent) / 2)
@@ -433,7 +433,7 @@ func (w *restartWatch) clockStep(ctx context.Context, addr, id string, skew time
 	if node == "" {
 		node = "run_id " + id
 	}
-	logger := w.c.settings().logger
+	logger := w.c.settings().Logger
 	if logger.Enabled(ctx, slog.LevelWarn) {
 		logger.LogAttrs(ctx, slog.LevelWarn, "Redis clock stepped: leases end early on a clock ahead, fences repeat on one behind",
 			slog.String("node", node), slog.Duration("step", step), slog.Duration("ahead", skew))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 )
 
@@ -18,18 +19,18 @@ type RWMutex struct {
 }
 
 // NewRW: see uncomplicated.NewRW.
-func NewRW[K any](c *Client, obj interface{ ID() K }, opts ...Option) (*RWMutex, error) {
+func NewRW[K any](c *Client, obj interface{ ID() K }, opts ...config.Option) (*RWMutex, error) {
 	return newRWMutex(c, obj, opts)
 }
 
 // newRWMutex checks opts, names obj's lock and makes its RWMutex.
-func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []Option) (*RWMutex, error) {
+func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []config.Option) (*RWMutex, error) {
 	b, err := newBase(c, obj, opts)
 	if err != nil {
 		return nil, err
 	}
 	rw := &RWMutex{base: b}
-	writer, reader := rwSpecs(b.cfg.prefix, b.name, c.id)
+	writer, reader := rwSpecs(b.cfg.Prefix, b.name, c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: writer}
 	rw.reader = reader
 	return rw, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 )
@@ -16,13 +17,13 @@ type Semaphore struct {
 }
 
 // NewSemaphore: see uncomplicated.NewSemaphore.
-func NewSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts ...Option) (*Semaphore, error) {
+func NewSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts ...config.Option) (*Semaphore, error) {
 	return newSemaphore(c, obj, permits, opts)
 }
 
 // newSemaphore checks opts and permits, names obj's lock and makes its
 // Semaphore.
-func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts []Option) (*Semaphore, error) {
+func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts []config.Option) (*Semaphore, error) {
 	b, err := newBase(c, obj, opts)
 	if err != nil {
 		return nil, err
@@ -31,7 +32,7 @@ func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts [
 		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, limits.Permits, permits)
 	}
 	s := &Semaphore{base: b, permits: permits}
-	s.spec = permitSpec(b.cfg.prefix, b.name, c.id, permits)
+	s.spec = permitSpec(b.cfg.Prefix, b.name, c.id, permits)
 	return s, nil
 }
 

@@ -32,7 +32,7 @@ func (b *base) acquire(ctx context.Context, c *spec, sem chan struct{}, o *obser
 	if err := b.open(ctx); err != nil {
 		return nil, err
 	}
-	obs, _ := b.cfg.clock.(settle.Observer)
+	obs, _ := b.cfg.Clock.(settle.Observer)
 	if obs != nil {
 		obs.Waiting(1)
 		defer obs.Waiting(-1)
@@ -74,7 +74,7 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 			}
 		}()
 	}
-	from := b.cfg.clock.Now()
+	from := b.cfg.Clock.Now()
 	token := b.holderToken(from)
 	b.c.tokens.own(token)
 	defer func() {
@@ -82,7 +82,7 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 			b.c.tokens.disown(token)
 		}
 	}()
-	args := wire.AttemptArgs{Token: token, Lease: b.cfg.leaseMillis(), Form: c.args, Permits: c.permits}
+	args := wire.AttemptArgs{Token: token, Lease: b.cfg.LeaseMillis(), Form: c.args, Permits: c.permits}
 	g, _, err := b.attempt(ctx, c.acquire, c.keys, c.kind, args)
 	if err != nil {
 		b.logFailure(ctx, err)
@@ -130,22 +130,22 @@ func (b *base) open(ctx context.Context) error {
 
 // wait acquires c's hold in Redis; this is the one wait loop.
 func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observing) (h *hold, err error) {
-	w := waiter{b: b, c: c, token: b.holderToken(b.cfg.clock.Now()), o: o}
+	w := waiter{b: b, c: c, token: b.holderToken(b.cfg.Clock.Now()), o: o}
 	b.c.tokens.own(w.token)
 	w.listenIfReady()
 	defer func() { w.end(ctx, err == nil) }()
-	p := patience{each: c.each, own: b.cfg.timeout}
+	p := patience{each: c.each, own: b.cfg.Timeout}
 	var failing error // what Redis last answered, while it fails
 	for {
 		w.drain()
-		from := b.cfg.clock.Now()
+		from := b.cfg.Clock.Now()
 		g, err := w.attempt(ctx, nil)
 		if err != nil && b.ctxErr(ctx) == nil && link.Transient(err) {
 			// Redis restarting, failing over or out of reach: try again on
 			// the next tick.
 			b.logFailed(ctx, err)
 			failing = err
-			if _, err := w.sleep(ctx, obs, b.cfg.tick()); err != nil {
+			if _, err := w.sleep(ctx, obs, b.cfg.Tick()); err != nil {
 				return nil, b.failing(ctx, err, failing)
 			}
 			continue
@@ -165,16 +165,16 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 		if w.releaseOrphans(ctx, g) { // try again at once
 			continue
 		}
-		now := b.cfg.clock.Now()
+		now := b.cfg.Clock.Now()
 		if p.watch(g.Blockers(), now) {
 			b.logWaiting(ctx, c.kind.what)
 		}
 		stale, age, left := p.stale(now)
 		if stale != nil {
-			if !b.cfg.takeOver {
+			if !b.cfg.TakeOver {
 				return nil, b.staleError(ctx, c.kind.what, c.who, age)
 			}
-			from = b.cfg.clock.Now()
+			from = b.cfg.Clock.Now()
 			if g, err = w.attempt(ctx, stale); err != nil {
 				b.logFailed(ctx, err)
 				return nil, b.gaveUp(ctx, err, "")
@@ -185,7 +185,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			}
 			// Another waiter took over first, or the blockers changed.
 			w.blocked(g)
-			left = p.overtaken(g.Blockers(), now, b.cfg.tick())
+			left = p.overtaken(g.Blockers(), now, b.cfg.Tick())
 		}
 		wu, err := w.sleep(ctx, obs, left)
 		if err != nil {
@@ -238,7 +238,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (wire.Grant, error
 	if op != "" {
 		entry = w.nextEntry(expiry)
 	}
-	args := wire.AttemptArgs{Token: w.token, Lease: w.b.cfg.leaseMillis(), Entry: entry, Op: op,
+	args := wire.AttemptArgs{Token: w.token, Lease: w.b.cfg.LeaseMillis(), Entry: entry, Op: op,
 		Expiry: expiry.Milliseconds(), Form: w.c.args, Stale: stale, Permits: w.c.permits}
 	g, released, err := w.b.attempt(ctx, s, w.c.keys, w.c.kind, args)
 	if released {
@@ -255,7 +255,7 @@ func (w *waiter) attempt(ctx context.Context, stale []string) (wire.Grant, error
 // gives up does.
 func (w *waiter) again(ctx context.Context) {
 	w.end(ctx, false)
-	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.clock.Now()), o: w.o, orphans: w.orphans}
+	*w = waiter{b: w.b, c: w.c, token: w.b.holderToken(w.b.cfg.Clock.Now()), o: w.o, orphans: w.orphans}
 	w.b.c.tokens.own(w.token)
 	w.listenIfReady()
 }
@@ -289,7 +289,7 @@ func (w *waiter) blocked(g wire.Grant) {
 // made at once, tells whether the lock is ours, and restarts the lease if
 // it is.
 func (w *waiter) handedOver(wu wire.WakeUp, from time.Time) bool {
-	if wu.Fence == 0 || wu.Attempt != w.entries || !w.b.cfg.clock.Now().Before(from.Add(w.b.cfg.claim()/2)) {
+	if wu.Fence == 0 || wu.Attempt != w.entries || !w.b.cfg.Clock.Now().Before(from.Add(w.b.cfg.Claim()/2)) {
 		return false
 	}
 	w.inQueue = false
@@ -312,7 +312,7 @@ func (w *waiter) busy(p *patience) string {
 	if !ok {
 		token = first
 	}
-	t, now := wire.ParseToken(token), w.b.cfg.clock.Now()
+	t, now := wire.ParseToken(token), w.b.cfg.Clock.Now()
 	if t.Label != "" {
 		what += " held by " + t.Label
 	} else {
@@ -364,7 +364,7 @@ func (w *waiter) drain() {
 // attempt's number.
 func (w *waiter) nextEntry(expiry time.Duration) string {
 	w.entries++
-	return wire.QueueEntry(w.c.entry, w.b.cfg.claim(), expiry, w.entries, w.c.channel)
+	return wire.QueueEntry(w.c.entry, w.b.cfg.Claim(), expiry, w.entries, w.c.channel)
 }
 
 // entryExpiry is the expiry an attempt under ctx writes: the waiter's, or
@@ -376,7 +376,7 @@ func (w *waiter) nextEntry(expiry time.Duration) string {
 // time. cut says whether it is ctx's; queued, whether the attempt writes
 // an entry.
 func (b *base) entryExpiry(ctx context.Context, queued bool) (d time.Duration, cut bool) {
-	d = b.cfg.expiry()
+	d = b.cfg.Expiry()
 	left, ok := link.DeadlineLeft(ctx)
 	if !ok {
 		return d, false
@@ -479,8 +479,8 @@ func (w *waiter) sleep(ctx context.Context, obs settle.Observer, left time.Durat
 // releases now run rather than on its next tick. It returns with ctx's
 // error when ctx ends, and ErrClosed when the Client closes.
 func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *link.Listener, token string, ready bool, left time.Duration) (wire.WakeUp, error) {
-	d := min(b.cfg.sleep(), left)
-	t := b.cfg.clock.Timer(d)
+	d := min(b.cfg.Sleep(), left)
+	t := b.cfg.Clock.Timer(d)
 	defer t.Stop()
 	var wake <-chan wire.WakeUp
 	var confirmed, changed <-chan struct{}
@@ -498,7 +498,7 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *link.Listen
 		}
 	}
 	if obs != nil && !coming { // a confirmation on its way keeps the waiter active
-		defer obs.Park(b.cfg.clock.Now().Add(d), token)()
+		defer obs.Park(b.cfg.Clock.Now().Add(d), token)()
 	}
 	for {
 		select {

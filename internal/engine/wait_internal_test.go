@@ -50,7 +50,7 @@ func TestWaiter_takeOverWritesTheEntry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.holder()
 			w := waiter{b: tc.b, c: tc.c, token: "waiter", inQueue: true, entries: 1}
-			first := wire.QueueEntry(tc.c.entry, w.b.cfg.claim(), w.b.cfg.expiry(), 1, tc.c.channel)
+			first := wire.QueueEntry(tc.c.entry, w.b.cfg.Claim(), w.b.cfg.Expiry(), 1, tc.c.channel)
 			mr.Set(tc.queue+":waiter", first)
 			g, err := w.attempt(context.Background(), tc.stale)
 			if err != nil || g.OK {
@@ -60,7 +60,7 @@ func TestWaiter_takeOverWritesTheEntry(t *testing.T) {
 			if fields := strings.Fields(entry); w.entries != 2 || len(fields) != 5 || fields[3] != "2" {
 				t.Errorf("after the take-over: entries %d, entry %q; want 2, and the entry of attempt 2", w.entries, entry)
 			}
-			if w.handedOver(wire.WakeUp{Fence: 9, Attempt: 1}, c.settings().clock.Now()) {
+			if w.handedOver(wire.WakeUp{Fence: 9, Attempt: 1}, c.settings().Clock.Now()) {
 				t.Error("a hand-off of the entry before the take-over was trusted")
 			}
 		})
