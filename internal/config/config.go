@@ -190,6 +190,13 @@ const (
 	MinTick = time.Millisecond
 )
 
+// The tick schedule. A waiter tries again after a random sleep below a
+// tick, whether or not a hand-off wakes it; its queue entry counts it
+// alive for a few ticks after each attempt; its patience with a holder
+// (see patience) counts in the same clock's time. The ticks are
+// sub-second, so a stuck or dead waiter costs the others little, and
+// random, so waiters of many processes do not try in step.
+
 // Tick is the bound of the random sleep between two attempts.
 func (c *Config) Tick() time.Duration {
 	return max(min(c.Timeout/time.Duration(c.Ticks), MaxTick), MinTick)

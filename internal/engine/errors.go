@@ -1,6 +1,8 @@
-// Package engine is the engine of package uncomplicated: what its locks
-// do, below the names users read. Package uncomplicated re-exports what
-// users see of it.
+// Package engine is what the locks of package uncomplicated do, below the
+// names users read: holds, the wait loop, patience, claims, the
+// primitives, elections, LockAll and the restart watch. It reaches Redis
+// through package link, writes and reads it in package wire's formats,
+// and takes its options from package config.
 package engine
 
 import "github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"

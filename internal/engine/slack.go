@@ -5,13 +5,6 @@ import (
 	"time"
 )
 
-// The tick schedule. A waiter tries again after a random sleep below a
-// tick, whether or not a hand-off wakes it; its queue entry counts it
-// alive for a few ticks after each attempt; its patience with a holder
-// (see patience) counts in the same clock's time. The ticks are
-// sub-second, so a stuck or dead waiter costs the others little, and
-// random, so waiters of many processes do not try in step.
-
 // A slack is how much sooner than its caller's deadline, beyond a round
 // trip and a millisecond, a waiter stops counting as queued (see
 // entryExpiry): on a busy machine a hand-off can take longer to reach a
