@@ -1,3 +1,7 @@
+// Package config holds the options of a lock (package uncomplicated's
+// With… options), their defaults and checks, and the bounds the engine
+// derives from them: the tick a waiter sleeps, its queue entry's expiry,
+// a hand-off's claim and the margin of a lease.
 package config
 
 import (
