@@ -1,4 +1,4 @@
--- Acquire makes one attempt (see attemptArgs for ARGV[1..5]): a waiter
+-- Acquire makes one attempt (see wire.AttemptArgs for ARGV[1..5]): a waiter
 -- in the queue (op "r" or "x") has found the lock taken, so it looks first
 -- and spares the clock while it still is; a first attempt ("" or "q") sets
 -- the lock at once if free (see set_if_free.lua). Replies the fence when it

@@ -23,8 +23,8 @@ import (
 // before, if the clock is not past them: so it is unique and rises with
 // every grant of the lock as long as Redis's clock does not go back, even
 // when Redis has lost the lock's keys. The holder of a Mutex, or of an
-// RWMutex as its writer, is stored as "<token> <fence>" (see fenced and
-// cutFence), so that its fence lives and dies with it; a Semaphore keeps
+// RWMutex as its writer, is stored as "<token> <fence>" (see wire.Fenced and
+// wire.CutFence), so that its fence lives and dies with it; a Semaphore keeps
 // the fence of each holder beside it, and the highest in a counter that
 // lives as long as its holders, in the same hash.
 //
@@ -39,7 +39,7 @@ import (
 // Every lock has a queue of waiters: a list of their tokens, oldest first.
 // Beside it, each queued waiter has a key of its own, the queue's name and
 // ":<token>" (so it shares the lock's hash tag), holding its entry
-// "<kind> <claim> <expiry> <attempt> <channel>" (see queueEntry), where
+// "<kind> <claim> <expiry> <attempt> <channel>" (see wire.QueueEntry), where
 // kind is "x" for a waiter of the lock itself (a Mutex's, an RWMutex's
 // writer), "s" for an RWMutex's reader and, for a Semaphore, its number
 // of permits, and attempt numbers the attempt that wrote it. The key lives
@@ -50,7 +50,7 @@ import (
 // the oldest waiter whose key is still there: it makes that waiter a
 // holder for its claim (a short lease, which the waiter restarts as its
 // whole lease: see the claims in internal/engine/hold.go), under a new fence, and publishes "<token>
-// <fence> <attempt>" on its channel (see parseWakeUp), with SPUBLISH
+// <fence> <attempt>" on its channel (see wire.ParseWakeUp), with SPUBLISH
 // (sharded pub/sub), which on Redis Cluster reaches the subscribers of the
 // lock's slot. It offers the lock only to a waiter whose Client listens on
 // this very node (PUBSUB SHARDNUMSUB): a waiter whose Client lost its

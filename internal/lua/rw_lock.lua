@@ -1,4 +1,4 @@
--- RWLock makes one writer's attempt (see attemptArgs for ARGV[1..5]; its
+-- RWLock makes one writer's attempt (see wire.AttemptArgs for ARGV[1..5]; its
 -- expiry is ARGV[3] in the lean form of an attempt with no op). With
 -- ARGV[6] = "x" (a take-over) it first evicts the blockers the caller saw,
 -- writer ARGV[7] ("" none) and readers ARGV[8..], but only if they are

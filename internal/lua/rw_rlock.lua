@@ -1,4 +1,4 @@
--- RWRLock makes one reader's attempt (see attemptArgs for ARGV[1..5]).
+-- RWRLock makes one reader's attempt (see wire.AttemptArgs for ARGV[1..5]).
 -- With a stale writer's token ARGV[6] (a take-over), it first evicts that
 -- writer if it still holds the lock. A reader waits behind a writer and
 -- behind waiting writers. Replies {1, 0} when the reader is in, also when

@@ -7,7 +7,7 @@ package lua
 // atomic, and reads user data only from KEYS and ARGV. KEYS[1] is the lock,
 // holding its holder's token and fence (see new_fence.lua) with the lease as
 // TTL; KEYS[2] the fence counter that earlier versions kept, which a
-// release that frees the lock deletes; KEYS[3] its queue (see attemptArgs).
+// release that frees the lock deletes; KEYS[3] its queue (see wire.AttemptArgs).
 
 // Acquire is acquire.lua.
 var Acquire = newScript(3, "acquire")
@@ -26,7 +26,7 @@ var Refresh = newScript(1, "refresh")
 // KEYS[3] the waiting writers, each with the expiry that its attempts push
 // back, the set living until the latest expiry written to it (see
 // rw_lock.lua); KEYS[4] the fence counter that earlier versions kept,
-// deleted when the lock is freed; KEYS[5] the queue (see attemptArgs).
+// deleted when the lock is freed; KEYS[5] the queue (see wire.AttemptArgs).
 //
 // Readers may enter only while there is no writer and no waiting writer:
 // that makes the lock write-preferring. So that a stream of writers cannot
@@ -53,7 +53,7 @@ var RWRRefresh = newScript(2, "rw_rrefresh")
 // each holder's fence and of the fence counter, the highest fence granted
 // to a holder still there (see sem_only.lua and new_fence.lua); KEYS[3] the
 // fence counter that earlier versions kept apart, which a release that
-// frees the semaphore deletes; KEYS[4] the queue (see attemptArgs). The
+// frees the semaphore deletes; KEYS[4] the queue (see wire.AttemptArgs). The
 // first two expire with the latest holder's lease (see expireWith). An
 // entry's kind is the number of permits of the semaphore its waiter asks.
 

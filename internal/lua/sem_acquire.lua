@@ -1,4 +1,4 @@
--- SemAcquire makes one attempt (see attemptArgs for ARGV[1..5]) on a
+-- SemAcquire makes one attempt (see wire.AttemptArgs for ARGV[1..5]) on a
 -- semaphore of ARGV[6] permits (ARGV[3] in the lean form of an attempt
 -- with no op). With a stale holder's token ARGV[7] (a take-over), it first
 -- evicts that holder, but only if that leaves a permit for the caller. An
