@@ -223,7 +223,7 @@ func TestWait_contextEnds(t *testing.T) {
 // 1s): in every window of that length it tries Redis at least once, and on
 // average about twice (a mean sleep of half the bound), never like a busy
 // loop. The 5m/100 case fails if the 1s cap is missing, the 1m/1000 one if
-// ticks is ignored; a jitter test in ticker_test.go checks the randomness.
+// ticks is ignored; a jitter test in internal/config/config_test.go checks the randomness.
 func TestWait_tickBounds(t *testing.T) {
 	cases := []struct {
 		timeout time.Duration

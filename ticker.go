@@ -8,7 +8,7 @@ import "github.com/uncomplicated-mutex/uncomplicated/internal/config"
 // counts in the same clock's time (WithClock). The ticks are sub-second,
 // so a stuck or dead waiter costs the others little, and random, so that
 // the waiters of many processes do not try in step. The engine keeps the
-// schedule (internal/engine/ticker.go).
+// schedule (internal/config).
 
 // WithTicks sets how finely a waiter divides the timeout. Between attempts
 // it sleeps a random time below min(timeout/ticks, 1s), a bound raised to

@@ -445,7 +445,7 @@ func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64
 
 // Claims. A release that hands the lock to a queued waiter gives it a
 // claim, not its lease: the lock is the waiter's for a short time only
-// (see config.claim), so that a waiter that was paused while it waited (a
+// (see config.Config.Claim), so that a waiter that was paused while it waited (a
 // stopped process, a long GC pause) holds the lock up for that long and
 // no longer; the next waiter then gets it by its own attempt. A waiter
 // that hears the hand-off while at least half the claim surely remains
