@@ -16,7 +16,7 @@ import (
 )
 
 // The API's rules on miniredis, which needs no server. Rules that depend on
-// real Redis are in uncomplicated_test.go as well.
+// real Redis are in the _redis_test.go files.
 
 func TestNew_invalid(t *testing.T) {
 	env := uncomplicatedtest.New(t)

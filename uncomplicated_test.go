@@ -17,10 +17,10 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
-// Integration tests on a real redis-server that the tests start on a free
-// loopback port: TTLs, scripts and concurrency as Redis really has them.
-// They skip when redis-server is not on PATH, and fail instead when
-// UNCOMPLICATED_REQUIRE_REDIS=1.
+// Integration tests, in the _redis_test.go files, run on a real
+// redis-server that the tests start on a free loopback port: TTLs, scripts
+// and concurrency as Redis really has them. They skip when redis-server is
+// not on PATH, and fail instead when UNCOMPLICATED_REQUIRE_REDIS=1.
 
 var prefixes atomic.Int64
 
