@@ -21,7 +21,7 @@ import (
 // Option: see uncomplicated.Option.
 type Option func(*Config)
 
-// Config is what the options fill, starting from defaults().
+// Config is what the options fill, starting from Defaults().
 type Config struct {
 	Timeout  time.Duration
 	Ticks    int
@@ -44,6 +44,7 @@ type Config struct {
 	GemNames       bool             // locks are named as the Ruby gem names them (WithGemNames)
 }
 
+// Defaults is a Config before any Option: the limits package's defaults.
 func Defaults() Config {
 	return Config{
 		Timeout: limits.Timeout,
@@ -155,6 +156,8 @@ func DefaultLease(timeout time.Duration) time.Duration {
 	return 2 * timeout
 }
 
+// Validate reports, as an error wrapping ErrInvalidArgument, the first
+// value out of its range.
 func (c *Config) Validate() error {
 	switch {
 	case c.Timeout <= 0:
@@ -197,7 +200,7 @@ const (
 // The tick schedule. A waiter tries again after a random sleep below a
 // tick, whether or not a hand-off wakes it; its queue entry counts it
 // alive for a few ticks after each attempt; its patience with a holder
-// (see patience) counts in the same clock's time. The ticks are
+// (see the engine's patience) counts in the same clock's time. The ticks are
 // sub-second, so a stuck or dead waiter costs the others little, and
 // random, so waiters of many processes do not try in step.
 

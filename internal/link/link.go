@@ -17,7 +17,7 @@ import (
 
 // Every call the package makes to Redis goes through its Client's link:
 // scripts, plain commands and the pub/sub connection that hears of
-// hand-offs. The link bounds each call by the command timeout (see limit)
+// hand-offs. The link bounds each call by the command timeout (see Limit)
 // and reads Redis's error replies; behind it, a driver.Driver knows the
 // client library: redigo's in package redigo, go-redis's in the goredis
 // module, rueidis's in the rueidis module, any other that implements
@@ -39,7 +39,7 @@ type Link struct {
 	behind behind // the calls whose callers left before the reply came
 	// single: Redis said it is not a Cluster (see SlotMap).
 	single atomic.Bool
-	// rtt is a moving average of how long a call takes, in ns (see took).
+	// rtt is a moving average of how long a call takes, in ns (see Took).
 	rtt atomic.Int64
 }
 
@@ -60,7 +60,7 @@ type Reply struct {
 	Acked    int64 // WAIT's, for evalWait
 	Err      error
 	Panicked any  // what the driver panicked with, if it did
-	Left     bool // the caller left before the reply came (see call)
+	Left     bool // the caller left before the reply came (see Call)
 }
 
 // Got returns rep to the caller, or panics as the driver did, in the
@@ -81,7 +81,7 @@ func (r *Link) Eval(ctx context.Context, d time.Duration, s *driver.Script, keys
 }
 
 // EvalLate runs s as eval does; when its caller leaves before the reply
-// comes (see call), left says so, and late, if not nil, gets the reply
+// comes (see Call), left says so, and late, if not nil, gets the reply
 // once it has come, or the error that came instead.
 func (r *Link) EvalLate(ctx context.Context, d time.Duration, s *driver.Script, keys []string, late func(any, error), args ...any) (v any, sent, left bool, err error) {
 	var onLate func(Reply)
@@ -367,12 +367,12 @@ func (e *deadlineError) Error() string { return e.msg }
 // Unwrap returns os.ErrDeadlineExceeded and the cause.
 func (e *deadlineError) Unwrap() []error { return []error{os.ErrDeadlineExceeded, e.cause} }
 
-// behind counts the calls under way whose callers left them (see call).
+// behind counts the calls under way whose callers left them (see Call).
 type behind struct {
 	n atomic.Int32
 }
 
-// A leftCall is a call whose caller may leave it (see link.call).
+// A leftCall is a call whose caller may leave it (see Link.Call).
 type leftCall struct {
 	reply chan Reply   // its reply, for the caller
 	state atomic.Int32 // running, then finished or left, whichever comes first

@@ -54,8 +54,8 @@ type Wakeups struct {
 	ctx     context.Context // cancelled by Client.Close
 	Cancel  context.CancelFunc
 	sharded atomic.Int32 // sharded pub/sub: 0 not known yet, 1 yes, -1 no
-	// Broke, if not nil, hears that the listening connection failed (the
-	// restart watch: see restartWatch.Broke).
+	// Broke, if not nil, hears that the listening connection failed: the
+	// engine's restart watch sets it.
 	Broke func()
 	// checkNow asks keepAlive to check at once that the connection listens
 	// on the node that runs the scripts (see check).
@@ -86,6 +86,9 @@ type channel struct {
 	idle       *list.Element               // its place in wakeups.idle when it has no waiters
 }
 
+// NewWakeups returns the listening connection of a Client on l, not yet
+// open (see Run): clk times its backoff, timeout bounds its checks, and its
+// probe channel is under prefix.
 func NewWakeups(l *Link, clk clock.Clock, timeout time.Duration, prefix string) *Wakeups {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Wakeups{
@@ -151,7 +154,7 @@ func (w *Wakeups) signal() {
 
 // A LeftWaiter is a waiter that left the queue without the lock: release
 // releases what a hand-off that reaches it after all gave it, and late,
-// if not nil, hears that one did (see slack).
+// if not nil, hears that one did (see the engine's slack).
 type LeftWaiter struct {
 	Release func(context.Context)
 	Late    func()
@@ -329,7 +332,7 @@ func (w *Wakeups) serve(conn driver.Subscription) {
 // keepAlive PINGs the listening connection every pingEvery until stop is
 // closed, so that a pool's read timeout longer than that never passes on a
 // quiet connection, and checks each time, or at once when asked (see
-// recheck), that it listens where the scripts run (see check); when it does
+// Recheck), that it listens where the scripts run (see check); when it does
 // not, keepAlive calls leave, which ends serve's Receive, and returns.
 func (w *Wakeups) keepAlive(conn driver.Subscription, stop <-chan struct{}, leave func()) {
 	t := w.clock.Ticker(pingEvery)

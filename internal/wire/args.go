@@ -12,12 +12,12 @@ package wire
 // without rejoining ("x": in the queue but not listening), or nothing
 // (""). A blocked attempt restarts the waiter's key, writing its entry,
 // whose attempt number tells the waiter whether a hand-off came after it
-// (see waiter.handedOver); a successful one takes the waiter out of the
+// (see the engine's waiter.handedOver); a successful one takes the waiter out of the
 // queue.
 //
 // A release takes ARGV[1], then the tokens of the hold. ARGV[1] is "" for
 // a holder's release; a clean-up of waiters that gave up passes "q"
-// (OpLeave, see cleanup.go) and their tokens, so that each leaves the
+// (OpLeave, see the engine's cleanup.go) and their tokens, so that each leaves the
 // queue and stops counting as waiting (a waiting writer holds readers
 // back), and releases what a hand-off may have just given it. The scripts
 // still take "-", which earlier versions passed for a waiter not queued.
@@ -25,7 +25,7 @@ package wire
 // AttemptArgs are the ARGV of an acquiring script, as internal/lua/queue_wait.lua reads them:
 // the five of an attempt, then the primitive's own, which say what a
 // take-over evicts (see the scripts of each primitive); or the lean form
-// (see argv).
+// (see Argv).
 type AttemptArgs struct {
 	Token  string
 	Lease  int64  // ms; 0: none

@@ -73,12 +73,13 @@ func simple(c byte) bool {
 		c == '-' || c == '_' || c == '.'
 }
 
-// MutexKeys, rwKeysOf and semKeysOf name the keys of a lock of each kind, in
+// MutexKeys, RWKeys and SemaphoreKeys name the keys of a lock of each kind, in
 // the order its scripts take them.
 func MutexKeys(prefix, name string) []string {
 	return []string{name, FenceKey(prefix, name), QueueKey(prefix, name)}
 }
 
+// RWKeys names an RWMutex's keys (see MutexKeys).
 func RWKeys(prefix, name string) []string {
 	return []string{
 		SharedKey(prefix, "writer", name), SharedKey(prefix, "readers", name),
@@ -87,6 +88,7 @@ func RWKeys(prefix, name string) []string {
 	}
 }
 
+// SemaphoreKeys names a Semaphore's keys (see MutexKeys).
 func SemaphoreKeys(prefix, name string) []string {
 	return []string{
 		SharedKey(prefix, "permits", name), SharedKey(prefix, "fences", name),
