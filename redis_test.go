@@ -269,7 +269,9 @@ func TestCommandTimeout_waitingForAConnection(t *testing.T) {
 	t.Cleanup(func() { _ = pool.Close() })
 	busy := pool.Get() // the pool's only connection, taken
 	defer busy.Close()
-	m := mustNew(t, uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithCommandTimeout(d)), Order{1})
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithCommandTimeout(d))
+	t.Cleanup(func() { _ = c.Close() }) // before the pool closes: its clean-ups may still wait for a connection
+	m := mustNew(t, c, Order{1})
 	for _, ctx := range []context.Context{context.Background(), t.Context()} {
 		start := time.Now()
 		ok, err := m.TryLock(ctx)
