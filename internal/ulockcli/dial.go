@@ -78,6 +78,7 @@ const callTimeout = 10 * time.Second
 // of its scheme, with its locks under prefix, each call bounded by
 // callTimeout, and opts, and the function that closes it.
 func (s *session) connect(rawURL, prefix string, opts ...uncomplicated.Option) (*uncomplicated.Client, func(), error) {
+	rawURL = withScheme(rawURL)
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		return nil, nil, usagef("--redis: %v", errors.Unwrap(err)) // the url.Error would show the password
@@ -96,6 +97,15 @@ func (s *session) connect(rawURL, prefix string, opts ...uncomplicated.Option) (
 		return nil, nil, usagef("--redis %s: %v", u.Redacted(), err)
 	}
 	return c, stop, nil
+}
+
+// withScheme reads an address without a scheme ("127.0.0.1:6379",
+// "localhost") as a redis:// URL, as redis-cli's -h and -p would name it.
+func withScheme(rawURL string) string {
+	if strings.Contains(rawURL, "://") {
+		return rawURL
+	}
+	return "redis://" + rawURL
 }
 
 // schemes lists the URL schemes of the session's Dialers: "redis://, rediss://".

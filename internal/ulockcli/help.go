@@ -42,7 +42,8 @@ usage:
 
 Flags of run, elect, status, list and release; they may come before or after NAME:
   --redis URL    the Redis: redis://[[user]:password@]host[:port][/db], or
-                 rediss:// for TLS. Default: $REDIS_URL, else
+                 rediss:// for TLS; host:port alone means redis://host:port.
+                 Default: $REDIS_URL, else
                  redis://localhost:6379/0. The go-redis build of ulock also
                  speaks redis+cluster:// (Redis Cluster; more nodes as
                  ?addr=host:port&addr=...) and redis+sentinel:// (the
