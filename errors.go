@@ -1,6 +1,9 @@
 package uncomplicated
 
-import "github.com/uncomplicated-mutex/uncomplicated/internal/engine"
+import (
+	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
+)
 
 // Errors returned by this package, matched with errors.Is. Returned errors
 // add the lock name and the cause.
@@ -11,18 +14,18 @@ var (
 	// Redis failed or ran out of the command timeout. The error matches
 	// that cause too: ctx.Err(), ErrClosed, ErrStale, the Redis error or
 	// os.ErrDeadlineExceeded.
-	ErrNotObtained = engine.ErrNotObtained
+	ErrNotObtained = sentinel.ErrNotObtained
 	// ErrStale: the holder kept one token for its timeout, or the waiter's
 	// if longer.
-	ErrStale = engine.ErrStale
+	ErrStale = sentinel.ErrStale
 	// ErrNotHeld: Unlock or Refresh found that the lock is not ours: never
 	// locked, already unlocked, expired, taken over or overwritten.
-	ErrNotHeld = engine.ErrNotHeld
+	ErrNotHeld = sentinel.ErrNotHeld
 	// ErrLost: a hold ended without Unlock: Refresh, Held or Unlock found
 	// another token or no key, or the lease ran out while auto-refresh could
 	// not reach Redis. The errors of Refresh and Unlock that find it match
 	// ErrNotHeld too.
-	ErrLost = engine.ErrLost
+	ErrLost = sentinel.ErrLost
 	// ErrInvalidArgument: bad input, which changes nothing in Redis: an
 	// option out of range; permits outside 1 to 10,000; a nil Client,
 	// driver, lock, context or function; an object that is nil, whose ID or
@@ -31,15 +34,15 @@ var (
 	// have (<prefix>:election:...); under WithGemNames, a '{' or '}' in a
 	// name; a name to package inspect that is not under the Client's
 	// prefix; a LockAll list that is empty or names a lock twice.
-	ErrInvalidArgument = engine.ErrInvalidArgument
+	ErrInvalidArgument = sentinel.ErrInvalidArgument
 	// ErrClosed: the Client was closed.
-	ErrClosed = engine.ErrClosed
+	ErrClosed = sentinel.ErrClosed
 	// ErrNotReplicated: under WithReplicas, fewer replicas than asked for
 	// acknowledged an acquisition in time; the lock was given back. The
 	// error matches ErrNotObtained too.
-	ErrNotReplicated = engine.ErrNotReplicated
+	ErrNotReplicated = sentinel.ErrNotReplicated
 	// ErrNoLeader: Election.Leader found no leader.
-	ErrNoLeader = engine.ErrNoLeader
+	ErrNoLeader = sentinel.ErrNoLeader
 )
 
 // An Error is the error of an operation on a lock: the method that

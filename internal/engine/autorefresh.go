@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 )
 
 // Auto-refresh (WithAutoRefresh): while Do's fn runs, its hold is
@@ -90,9 +91,9 @@ func refreshUntil(ctx context.Context, h *hold, tick <-chan time.Time, expiry *c
 		err := h.Refresh(cctx)
 		cancel()
 		switch {
-		case errors.Is(err, ErrLost):
+		case errors.Is(err, sentinel.ErrLost):
 			return err
-		case errors.Is(err, ErrNotHeld): // fn called Unlock
+		case errors.Is(err, sentinel.ErrNotHeld): // fn called Unlock
 			return nil
 		}
 	}

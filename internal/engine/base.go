@@ -12,6 +12,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
@@ -45,7 +46,7 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []config.Option) (b
 // Client or an ended ctx.
 func (b *base) usable(ctx context.Context) error {
 	if b.c.closed() {
-		return b.c.newError(b.name, ErrClosed.Error()+": "+b.name, ErrClosed)
+		return b.c.newError(b.name, sentinel.ErrClosed.Error()+": "+b.name, sentinel.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return b.redisError(ctx, err)
@@ -58,11 +59,11 @@ func (b *base) usable(ctx context.Context) error {
 func (b *base) check(typ string, ctx context.Context, fn ...func(context.Context) error) error {
 	switch {
 	case b == nil || b.c == nil:
-		return fmt.Errorf("%w: nil or zero %s", ErrInvalidArgument, typ)
+		return fmt.Errorf("%w: nil or zero %s", sentinel.ErrInvalidArgument, typ)
 	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", sentinel.ErrInvalidArgument)
 	case len(fn) > 0 && fn[0] == nil:
-		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil function", sentinel.ErrInvalidArgument)
 	}
 	return nil
 }
@@ -196,10 +197,10 @@ func (b *base) gaveUp(ctx context.Context, err error, busy string) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, ErrClosed):
-		return b.notObtained("client closed", ErrClosed)
+	case errors.Is(err, sentinel.ErrClosed):
+		return b.notObtained("client closed", sentinel.ErrClosed)
 	case cerr != nil && busy != "":
-		return b.c.newError(b.name, ErrNotObtained.Error()+": "+busy+": "+cerr.Error(), cerr, ErrNotObtained)
+		return b.c.newError(b.name, sentinel.ErrNotObtained.Error()+": "+busy+": "+cerr.Error(), cerr, sentinel.ErrNotObtained)
 	case cerr != nil:
 		return b.notObtained("ctx ended waiting for Redis: "+cerr.Error(), cerr)
 	}
@@ -211,11 +212,11 @@ func (b *base) gaveUp(ctx context.Context, err error, busy string) error {
 // ErrNotObtained, ctx's error and last.
 func (b *base) failing(ctx context.Context, err, last error) error {
 	cerr := b.ctxErr(ctx)
-	if cerr == nil || errors.Is(err, ErrClosed) {
+	if cerr == nil || errors.Is(err, sentinel.ErrClosed) {
 		return b.gaveUp(ctx, err, "")
 	}
-	return b.c.newError(b.name, ErrNotObtained.Error()+": "+b.name+": ctx ended while Redis failed ("+last.Error()+"): "+cerr.Error(),
-		cerr, ErrNotObtained, last)
+	return b.c.newError(b.name, sentinel.ErrNotObtained.Error()+": "+b.name+": ctx ended while Redis failed ("+last.Error()+"): "+cerr.Error(),
+		cerr, sentinel.ErrNotObtained, last)
 }
 
 // ctxErr is ctx.Err(), or DeadlineExceeded once ctx's deadline has passed:
@@ -234,7 +235,7 @@ func (b *base) ctxErr(ctx context.Context) error {
 // notObtained is the error of a Lock that gave up; it matches
 // ErrNotObtained and cause.
 func (b *base) notObtained(why string, cause error) error {
-	return b.c.newError(b.name, ErrNotObtained.Error()+": "+b.name+": "+why, cause, ErrNotObtained)
+	return b.c.newError(b.name, sentinel.ErrNotObtained.Error()+": "+b.name+": "+why, cause, sentinel.ErrNotObtained)
 }
 
 // Log records: Debug for the course of a lock (acquired, waiting,
@@ -269,7 +270,7 @@ func (b *base) staleError(ctx context.Context, what, who string, age time.Durati
 	if b.logs(ctx, slog.LevelWarn) {
 		b.log(ctx, slog.LevelWarn, what+" stale", slog.Duration("age", age))
 	}
-	return b.notObtained(fmt.Sprintf("stale: %s for %v", who, age.Round(time.Millisecond)), ErrStale)
+	return b.notObtained(fmt.Sprintf("stale: %s for %v", who, age.Round(time.Millisecond)), sentinel.ErrStale)
 }
 
 // logTakeOver records a take-over of what, under fence, that evicted
@@ -305,20 +306,20 @@ func (b *base) logReleased(ctx context.Context, what string, fence uint64, attrs
 // lostError is the error of a hold found lost; it matches ErrLost and
 // ErrNotHeld.
 func (b *base) lostError(why string) error {
-	return b.c.newError(b.name, ErrLost.Error()+": "+b.name+": "+why, ErrLost, ErrNotHeld)
+	return b.c.newError(b.name, sentinel.ErrLost.Error()+": "+b.name+": "+why, sentinel.ErrLost, sentinel.ErrNotHeld)
 }
 
 // notHeld is the error of a call about a hold when there is none: why
 // says so.
 func (b *base) notHeld(why string) error {
-	return b.c.newError(b.name, ErrNotHeld.Error()+": "+b.name+": "+why, ErrNotHeld)
+	return b.c.newError(b.name, sentinel.ErrNotHeld.Error()+": "+b.name+": "+why, sentinel.ErrNotHeld)
 }
 
 // afterClose adds ErrClosed to the error of a release after Client.Close,
 // which still releases.
 func (b *base) afterClose(err error) error {
 	if b.c.closed() {
-		err = errors.Join(b.c.newError(b.name, ErrClosed.Error()+": "+b.name+": released after Close", ErrClosed), err)
+		err = errors.Join(b.c.newError(b.name, sentinel.ErrClosed.Error()+": "+b.name+": released after Close", sentinel.ErrClosed), err)
 	}
 	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -60,7 +61,7 @@ func newClient(l *link.Link, errs Errors, opts []config.Option) *Client {
 // Close: see uncomplicated.Client.Close.
 func (c *Client) Close() error {
 	if c == nil || c.done == nil {
-		return fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil *Client", sentinel.ErrInvalidArgument)
 	}
 	c.mu.Lock()
 	if !c.closing {
@@ -150,11 +151,11 @@ func (c *Client) closed() bool {
 func (c *Client) lockConfig(opts []config.Option) (config.Config, error) {
 	switch {
 	case c == nil || c.done == nil:
-		return config.Config{}, fmt.Errorf("%w: nil *Client", ErrInvalidArgument)
+		return config.Config{}, fmt.Errorf("%w: nil *Client", sentinel.ErrInvalidArgument)
 	case c.redis == nil:
-		return config.Config{}, fmt.Errorf("%w: nil driver", ErrInvalidArgument)
+		return config.Config{}, fmt.Errorf("%w: nil driver", sentinel.ErrInvalidArgument)
 	case c.closed():
-		return config.Config{}, ErrClosed
+		return config.Config{}, sentinel.ErrClosed
 	}
 	if len(opts) == 0 { // a lock with the Client's options, as most are
 		return c.cfg, c.cfgErr

@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -54,18 +55,18 @@ func TestNewDriverClient_commandTimeout(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotObtained) {
+	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, sentinel.ErrNotObtained) {
 		t.Errorf("Lock under a shorter ctx = %v; want the ctx's DeadlineExceeded and ErrNotObtained", err)
 	}
 	// Lock tries again on its ticks while Redis does not answer, and says
 	// so when its ctx ends.
 	ctx, cancel = context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrNotObtained) ||
+	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, sentinel.ErrNotObtained) ||
 		!errors.Is(err, os.ErrDeadlineExceeded) || !strings.Contains(err.Error(), "Redis failed") {
 		t.Errorf("Lock under a longer ctx = %v; want the ctx's DeadlineExceeded, ErrNotObtained and what Redis last did", err)
 	}
-	if _, err := New(NewClient(nil), wire.Named("x")); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := New(NewClient(nil), wire.Named("x")); !errors.Is(err, sentinel.ErrInvalidArgument) {
 		t.Errorf("Named on a nil Driver = %v; want ErrInvalidArgument", err)
 	}
 }
@@ -103,7 +104,7 @@ func TestNewDriverClient_notSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.TryLock(context.Background()); !errors.Is(err, ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) {
+	if _, err := m.TryLock(context.Background()); !errors.Is(err, sentinel.ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) {
 		t.Errorf("TryLock = %v; want ErrNotObtained and the driver's not-sent error", err)
 	}
 	if n := d.calls.Load(); n != 1 {
@@ -111,7 +112,7 @@ func TestNewDriverClient_notSent(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if err := m.Lock(ctx); !errors.Is(err, ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded) {
+	if err := m.Lock(ctx); !errors.Is(err, sentinel.ErrNotObtained) || !errors.Is(err, driver.ErrNotSent) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Lock = %v; want ErrNotObtained, the driver's not-sent error and the ctx's", err)
 	}
 	if err := c.Close(); err != nil {

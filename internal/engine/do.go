@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 )
 
 // run is Do for a hold acquired for it: fn, with auto-refresh if
@@ -65,7 +66,7 @@ func runHolds(ctx context.Context, hs []*hold, fn func(context.Context) error, r
 			err = errors.Join(err, rerr)
 		}
 		for i, h := range hs {
-			if lost[i] && !errors.Is(err, ErrLost) {
+			if lost[i] && !errors.Is(err, sentinel.ErrLost) {
 				err = errors.Join(err, h.b.lostError(h.kind.what+" lost while fn ran"))
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -69,9 +70,9 @@ func (c *Client) Election(name string, opts ...config.Option) (*Election, error)
 	case err != nil:
 		return nil, err
 	case name == "":
-		return nil, fmt.Errorf("%w: empty election name", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: empty election name", sentinel.ErrInvalidArgument)
 	case cfg.Lease == 0:
-		return nil, fmt.Errorf("%w: an election needs a lease, so that a dead leader makes way", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: an election needs a lease, so that a dead leader makes way", sentinel.ErrInvalidArgument)
 	}
 	if !cfg.TakeOverSet {
 		cfg.TakeOver = true
@@ -130,7 +131,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 		rctx, cancel := releaseContext(ctx)
 		defer cancel()
 		_ = m.x.unlock(rctx, h)
-		return nil, e.c.opError("Campaign", e.name, m.notObtained("client closed", ErrClosed))
+		return nil, e.c.opError("Campaign", e.name, m.notObtained("client closed", sentinel.ErrClosed))
 	}
 	_ = h.Refresh(ctx) // its token tells when it was elected from now on
 	refreshing, stop := refreshWhile(e.c.ctx, h, e.every)
@@ -150,7 +151,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 // busy, when ctx ends first.
 func (e *Election) take(ctx context.Context, sem chan struct{}, busy string) error {
 	if err := takeOp(ctx, sem); err != nil {
-		return e.c.newError(e.name, ErrNotObtained.Error()+": "+e.name+": "+busy+": "+err.Error(), err, ErrNotObtained)
+		return e.c.newError(e.name, sentinel.ErrNotObtained.Error()+": "+e.name+": "+busy+": "+err.Error(), err, sentinel.ErrNotObtained)
 	}
 	return nil
 }
@@ -183,7 +184,7 @@ func (e *Election) watch(l *leadership, refreshing context.Context) {
 		select {
 		case <-l.ended: // forget stopped it
 		default:
-			if cause := context.Cause(refreshing); !errors.Is(cause, ErrLost) {
+			if cause := context.Cause(refreshing); !errors.Is(cause, sentinel.ErrLost) {
 				l.h.lose(e.c.ctx, l.h.lostSignal(), "refreshing it failed: "+cause.Error())
 			}
 		}
@@ -198,7 +199,7 @@ func (e *Election) Resign(ctx context.Context) error {
 	}
 	l := e.forget(nil)
 	if l == nil {
-		return e.c.newError(e.name, ErrNotHeld.Error()+": "+e.name+": not leading", ErrNotHeld)
+		return e.c.newError(e.name, sentinel.ErrNotHeld.Error()+": "+e.name+": not leading", sentinel.ErrNotHeld)
 	}
 	return e.c.opError("Resign", e.name, l.m.x.unlock(ctx, l.h))
 }
@@ -240,7 +241,7 @@ func (e *Election) read(ctx context.Context) (Leader, error) {
 		return Leader{}, e.c.newError(e.name, fmt.Sprintf("uncomplicated: %s: leader reply %T", e.name, reply), driver.ErrUnexpectedReply)
 	}
 	if len(v) == 0 {
-		return Leader{}, e.c.newError(e.name, ErrNoLeader.Error()+": "+e.name, ErrNoLeader)
+		return Leader{}, e.c.newError(e.name, sentinel.ErrNoLeader.Error()+": "+e.name, sentinel.ErrNoLeader)
 	}
 	token, fence := wire.CutFence(string(v))
 	t := wire.ParseToken(token)
@@ -308,7 +309,7 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 		return err
 	}
 	if fn == nil {
-		return fmt.Errorf("%w: nil function", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil function", sentinel.ErrInvalidArgument)
 	}
 	if err := e.take(ctx, e.lead, "another Lead of this Election is under way"); err != nil {
 		return err
@@ -330,7 +331,7 @@ func (e *Election) Lead(ctx context.Context, value string, fn func(ctx context.C
 				err = errors.Join(err, rerr)
 			}
 		}
-		if isClosed(lost) && !errors.Is(err, ErrLost) {
+		if isClosed(lost) && !errors.Is(err, sentinel.ErrLost) {
 			err = errors.Join(err, l.m.lostError("leadership lost while fn ran"))
 		}
 	}()
@@ -351,9 +352,9 @@ func (e *Election) term(ctx context.Context, l *leadership, lost <-chan struct{}
 		case <-l.ended:
 			var closed []error
 			if e.c.closed() {
-				closed = append(closed, ErrClosed)
+				closed = append(closed, sentinel.ErrClosed)
 			}
-			cancel(e.c.newError(e.name, ErrNotHeld.Error()+": "+e.name+": leadership ended", ErrNotHeld, closed...))
+			cancel(e.c.newError(e.name, sentinel.ErrNotHeld.Error()+": "+e.name+": leadership ended", sentinel.ErrNotHeld, closed...))
 		case <-done:
 		}
 	}()
@@ -388,11 +389,11 @@ func (e *Election) IsLeader() bool {
 func (e *Election) check(ctx context.Context, value string) error {
 	switch {
 	case e == nil || e.c == nil:
-		return fmt.Errorf("%w: nil or zero *Election", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil or zero *Election", sentinel.ErrInvalidArgument)
 	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", sentinel.ErrInvalidArgument)
 	case len(value) > limits.Label:
-		return fmt.Errorf("%w: value must be at most %d bytes, got %d", ErrInvalidArgument, limits.Label, len(value))
+		return fmt.Errorf("%w: value must be at most %d bytes, got %d", sentinel.ErrInvalidArgument, limits.Label, len(value))
 	}
 	return nil
 }

@@ -5,20 +5,6 @@
 // and takes its options from package config.
 package engine
 
-import "github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
-
-// The sentinel errors, as package sentinel defines them.
-var (
-	ErrNotObtained     = sentinel.ErrNotObtained
-	ErrStale           = sentinel.ErrStale
-	ErrNotHeld         = sentinel.ErrNotHeld
-	ErrLost            = sentinel.ErrLost
-	ErrInvalidArgument = sentinel.ErrInvalidArgument
-	ErrClosed          = sentinel.ErrClosed
-	ErrNotReplicated   = sentinel.ErrNotReplicated
-	ErrNoLeader        = sentinel.ErrNoLeader
-)
-
 // Errors makes the errors of operations on locks, of the type users match
 // with errors.As: package uncomplicated passes its own to NewClientWith. A
 // Client made by NewClient makes errors of the engine's own type.

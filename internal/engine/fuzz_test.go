@@ -10,6 +10,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
@@ -40,9 +41,9 @@ func FuzzLockKeys(f *testing.F) {
 			obj, objErr := New(c, strID(name))
 			for _, e := range []error{err, objErr} {
 				switch {
-				case badPrefix && !errors.Is(e, ErrInvalidArgument):
+				case badPrefix && !errors.Is(e, sentinel.ErrInvalidArgument):
 					t.Fatalf("prefix %q: error = %v; want ErrInvalidArgument", prefix, e)
-				case !badPrefix && name == "" && !errors.Is(e, ErrInvalidArgument):
+				case !badPrefix && name == "" && !errors.Is(e, sentinel.ErrInvalidArgument):
 					t.Fatalf("name \"\": error = %v; want ErrInvalidArgument", e)
 				case !badPrefix && name != "" && e != nil:
 					t.Fatalf("prefix %q, name %q: error = %v; want a lock", prefix, name, e)

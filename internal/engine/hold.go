@@ -14,6 +14,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
@@ -107,10 +108,10 @@ func (h *hold) replicate(ctx context.Context) error {
 	h.mu.Lock()
 	args := append([]string{""}, h.inKey(h.tokens)...)
 	h.mu.Unlock()
-	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, ErrNotHeld) {
+	if rerr := h.release(ctx, true); rerr != nil && !errors.Is(rerr, sentinel.ErrNotHeld) {
 		h.b.c.clean(ctx, cleanup{b: h.b, script: h.kind.release, keys: h.keys, args: args}) // give it back all the same
 	}
-	return h.b.c.newError(h.b.name, ErrNotObtained.Error()+": "+h.b.name+": "+why, err, ErrNotObtained, ErrNotReplicated)
+	return h.b.c.newError(h.b.name, sentinel.ErrNotObtained.Error()+": "+h.b.name+": "+why, err, sentinel.ErrNotObtained, sentinel.ErrNotReplicated)
 }
 
 // refresh is Refresh; with wait, it waits for replicas as replicate does.
@@ -510,7 +511,7 @@ func (h *hold) takeClaim(t *claimTake) {
 	ctx, cancel := context.WithTimeout(h.b.c.ctx, link.DetachedTimeout)
 	defer cancel()
 	_, err := h.refresh(ctx, false)
-	if err == nil || errors.Is(err, ErrNotHeld) { // taken, or found lost or released
+	if err == nil || errors.Is(err, sentinel.ErrNotHeld) { // taken, or found lost or released
 		return
 	}
 	left := h.leaseLeft()

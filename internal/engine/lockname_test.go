@@ -11,6 +11,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	shop "github.com/uncomplicated-mutex/uncomplicated/internal/shop/orders"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/orders"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
@@ -152,7 +153,7 @@ func TestLockName_LockTypeInvalid(t *testing.T) {
 		"panics":      lockTyped{func() string { panic("no type") }},
 		"nil pointer": (*legacyInvoice)(nil),
 	} {
-		if _, err := New(c, obj); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := New(c, obj); !errors.Is(err, sentinel.ErrInvalidArgument) {
 			t.Errorf("%s: New() = %v; want ErrInvalidArgument", name, err)
 		}
 	}
@@ -270,11 +271,11 @@ func TestLockName_gem(t *testing.T) {
 	}
 	c := NewClient(redigo.New(&redis.Pool{}), gem)
 	for _, obj := range []interface{ ID() string }{strID("{x}"), strID("a}"), wire.Named("{nightly}")} {
-		if _, err := New(c, obj); !errors.Is(err, ErrInvalidArgument) {
+		if _, err := New(c, obj); !errors.Is(err, sentinel.ErrInvalidArgument) {
 			t.Errorf("New(%v) with a brace = %v; want ErrInvalidArgument", obj, err)
 		}
 	}
-	if _, err := New(c, lockTyped{typ: func() string { return "Billing::{Order}" }}); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := New(c, lockTyped{typ: func() string { return "Billing::{Order}" }}); !errors.Is(err, sentinel.ErrInvalidArgument) {
 		t.Errorf("New() with a brace in LockType = %v; want ErrInvalidArgument", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 )
 
 // Several Mutexes at once. LockAll takes them in one global order, that of
@@ -54,7 +55,7 @@ func DoAll(ctx context.Context, ms []*Mutex, fn func(ctx context.Context) error)
 // order: by name, then by Client, so that every call orders them alike.
 func ordered(ctx context.Context, ms []*Mutex, fn ...func(context.Context) error) ([]*Mutex, error) {
 	if len(ms) == 0 {
-		return nil, fmt.Errorf("%w: no Mutex", ErrInvalidArgument)
+		return nil, fmt.Errorf("%w: no Mutex", sentinel.ErrInvalidArgument)
 	}
 	for _, m := range ms {
 		if err := m.check(ctx, fn...); err != nil {
@@ -67,7 +68,7 @@ func ordered(ctx context.Context, ms []*Mutex, fn ...func(context.Context) error
 	})
 	for i := 1; i < len(sorted); i++ {
 		if a, b := sorted[i-1], sorted[i]; a.name == b.name && a.c == b.c {
-			return nil, fmt.Errorf("%w: %s listed twice", ErrInvalidArgument, a.name)
+			return nil, fmt.Errorf("%w: %s listed twice", sentinel.ErrInvalidArgument, a.name)
 		}
 	}
 	return sorted, nil

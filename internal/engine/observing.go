@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
 
@@ -52,9 +53,9 @@ func (o *observing) failed(err error) {
 	switch {
 	case err == nil:
 		outcome = observe.Busy
-	case errors.Is(err, ErrStale):
+	case errors.Is(err, sentinel.ErrStale):
 		outcome = observe.Stale
-	case errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, sentinel.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		outcome = observe.Ended
 	}
 	o.o.NotAcquired(outcome, o.clock.Now().Sub(o.start), err)

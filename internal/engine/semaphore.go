@@ -7,6 +7,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/config"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/inspection"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 )
 
 // Semaphore: see uncomplicated.Semaphore.
@@ -29,7 +30,7 @@ func newSemaphore[K any](c *Client, obj interface{ ID() K }, permits int, opts [
 		return nil, err
 	}
 	if permits < 1 || permits > limits.Permits {
-		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", ErrInvalidArgument, limits.Permits, permits)
+		return nil, fmt.Errorf("%w: permits must be 1 to %d, got %d", sentinel.ErrInvalidArgument, limits.Permits, permits)
 	}
 	s := &Semaphore{base: b, permits: permits}
 	s.spec = permitSpec(b.cfg.Prefix, b.name, c.id, permits)
@@ -168,9 +169,9 @@ func (p *Permit) Lost() <-chan struct{} {
 func (p *Permit) check(ctx context.Context) error {
 	switch {
 	case p == nil || p.h == nil:
-		return fmt.Errorf("%w: nil or zero *Permit", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil or zero *Permit", sentinel.ErrInvalidArgument)
 	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalidArgument)
+		return fmt.Errorf("%w: nil context", sentinel.ErrInvalidArgument)
 	}
 	return nil
 }

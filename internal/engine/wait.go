@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
@@ -112,7 +113,7 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 	case <-ctx.Done():
 		return b.gaveUp(ctx, ctx.Err(), "busy: "+b.name+" held by another goroutine of this process")
 	case <-b.c.done:
-		return b.gaveUp(ctx, ErrClosed, "")
+		return b.gaveUp(ctx, sentinel.ErrClosed, "")
 	}
 }
 
@@ -120,7 +121,7 @@ func (b *base) enter(ctx context.Context, obs settle.Observer, sem chan struct{}
 // ctx: redigo may still send on an ended ctx.
 func (b *base) open(ctx context.Context) error {
 	if b.c.closed() {
-		return b.notObtained("client closed", ErrClosed)
+		return b.notObtained("client closed", sentinel.ErrClosed)
 	}
 	if err := ctx.Err(); err != nil {
 		return b.notObtained(err.Error(), err)
@@ -521,7 +522,7 @@ func (b *base) sleepFor(ctx context.Context, obs settle.Observer, l *link.Listen
 		case <-ctx.Done():
 			return wire.WakeUp{}, ctx.Err()
 		case <-b.c.done:
-			return wire.WakeUp{}, ErrClosed
+			return wire.WakeUp{}, sentinel.ErrClosed
 		}
 	}
 }
