@@ -226,7 +226,7 @@ func (r *rig) checkNoID(t *testing.T) {
 	for name, data := range r.metrics(t) {
 		for _, set := range pointSets(data) {
 			for _, kv := range set.ToSlice() {
-				if strings.Contains(kv.Value.Emit(), id) {
+				if kv.Value.Type() == attribute.STRING && strings.Contains(kv.Value.Emit(), id) { // a number, such as a fence, may hold its digits by chance
 					t.Errorf("%s has %s = %q, with the lock's ID", name, kv.Key, kv.Value.Emit())
 				}
 			}
@@ -238,7 +238,7 @@ func (r *rig) checkNoID(t *testing.T) {
 			kvs = append(kvs, e.Attributes...)
 		}
 		for _, kv := range kvs {
-			if kv.Key != uncomplicatedotel.KeyName && strings.Contains(kv.Value.Emit(), id) {
+			if kv.Key != uncomplicatedotel.KeyName && kv.Value.Type() == attribute.STRING && strings.Contains(kv.Value.Emit(), id) {
 				t.Errorf("span %s has %s = %q, with the lock's ID", s.Name(), kv.Key, kv.Value.Emit())
 			}
 		}
