@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/observe"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
 
@@ -200,4 +203,60 @@ func (r *rig) subscriberIDs() string {
 		}
 	}
 	return strings.Join(ids, ",")
+}
+
+// Goroutines of one Client that pass a lock between them, each with a new
+// Mutex per call, get it handed over in the release's reply: the waiter
+// is woken in-process, and Redis publishes nothing (see
+// internal/lua/queue_hand.lua's offer). No two hold it at once.
+func TestRedis_handOffWithinOneClientPublishesNothing(t *testing.T) {
+	s := redistest.Start(t)
+	rec := &callRecorder{}
+	c := uncomplicated.NewClient(redigo.New(s.Pool(t)), uncomplicated.WithObserver(rec))
+	t.Cleanup(func() { _ = c.Close() })
+	const goroutines, each = 6, 40
+	var holding atomic.Int32
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				m := mustNew(t, c, Order{7})
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err := m.Lock(ctx)
+				cancel()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if holding.Add(1) != 1 {
+					t.Error("two goroutines hold the lock at once")
+				}
+				time.Sleep(200 * time.Microsecond)
+				holding.Add(-1)
+				if err := m.Unlock(context.Background()); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	handedOff := 0
+	rec.mu.Lock()
+	for _, call := range rec.calls {
+		for _, e := range *call {
+			if strings.HasPrefix(e, "Acquired "+string(observe.HandedOff)) {
+				handedOff++
+			}
+		}
+	}
+	rec.mu.Unlock()
+	if handedOff < goroutines*each/4 {
+		t.Errorf("%d of %d acquisitions handed off; want a quarter at least", handedOff, goroutines*each)
+	}
+	// The listening connection's probe (see link.Wakeups) is the one SPUBLISH.
+	if n := commandCalls(t, s, "spublish") + commandCalls(t, s, "publish"); n != 1 {
+		t.Errorf("%d messages published; want only the listening connection's probe: every waiter is of the releasing Client", n)
+	}
 }

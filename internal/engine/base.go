@@ -163,13 +163,25 @@ func (b *base) releasing() (done func()) {
 	return func() { obs.Waiting(-1) }
 }
 
-// handedOff tells a clock that follows the waiters (see settle) that a
-// release handed the lock to the waiters of tokens, which are about to
-// wake.
-func (b *base) handedOff(tokens []string) {
-	if obs, ok := b.cfg.Clock.(settle.Observer); ok {
-		for _, token := range tokens {
+// handedOff wakes the waiters that a release handed the lock to, as its
+// reply names them (see wire.ParseRelease): a token, whose waiter a
+// message on its Client's channel wakes, or, for a waiter of this Client,
+// the message itself, which the release passed channel, this Client's for
+// the lock, to get (see here, in internal/lua/queue_hand.lua), and which
+// goes to the waiter here as if it had come on channel. It tells a clock
+// that follows the waiters (see settle) that they are about to wake.
+func (b *base) handedOff(channel string, next []string) {
+	obs, _ := b.cfg.Clock.(settle.Observer)
+	for _, n := range next {
+		token, _, here := wire.ParseWakeUp(n)
+		if !here {
+			token = n
+		}
+		if obs != nil {
 			obs.HandOff(token)
+		}
+		if wk := b.c.wakeups(true); here && wk != nil {
+			wk.Deliver(channel, n)
 		}
 	}
 }

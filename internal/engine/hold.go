@@ -33,11 +33,15 @@ import (
 // when auto-refresh cannot renew the lease before it ends, or when the
 // Client sees Redis restart; its Lost channel is then closed.
 type hold struct {
-	b     *base
-	kind  *holdKind
-	keys  []string  // the lock's keys, as its scripts take them
-	fence uint64    // 0 for a reader
-	since time.Time // when Redis granted it, as far as the holder knows
+	b    *base
+	kind *holdKind
+	keys []string // the lock's keys, as its scripts take them
+	// channel is its Client's wake-up channel for the lock: a release
+	// passes it, and hands the lock to a waiter of the same Client in its
+	// reply (see handedOff).
+	channel string
+	fence   uint64    // 0 for a reader
+	since   time.Time // when Redis granted it, as far as the holder knows
 	// op holds a value while Refresh, release or verify talks to Redis, so
 	// that they never interleave; unlike a sync.Mutex, waiting for it ends
 	// with ctx.
@@ -207,7 +211,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	defer h.b.c.restarts.unwatch(h)      // once the release is remembered, so that the watch stays for it
 	defer h.b.c.tokens.disown(tokens...) // a waiter of the Client releases what the release left
 	defer h.observer().released(h.since) // after Lost, if the release finds the hold lost
-	args := append([]string{""}, h.inKey(tokens)...)
+	args := append([]string{h.channel}, h.inKey(tokens)...)
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
 	}
@@ -246,7 +250,7 @@ func (h *hold) released(ctx context.Context, remember releaseRecord, args []stri
 	case acked < int64(h.b.cfg.Replicas) || h.b.cfg.Replicas == 0:
 		h.b.c.tokens.remember(remember)
 	}
-	h.b.handedOff(next)
+	h.b.handedOff(h.channel, next)
 	h.b.logReleased(ctx, h.kind.what, h.fence, slog.Bool("handed_off", len(next) > 0))
 	return nil
 }
@@ -257,7 +261,8 @@ func (h *hold) released(ctx context.Context, remember releaseRecord, args []stri
 func (h *hold) releaseFailed(ctx context.Context, r releaseRecord, args []string, again bool, err error) error {
 	r.failed = true
 	h.b.c.tokens.remember(r)
-	if again {
+	if again { // by a message: nobody reads this reply
+		args = append([]string{""}, args[1:]...)
 		h.b.c.clean(ctx, cleanup{b: h.b, script: h.kind.release, keys: h.keys, args: args})
 	}
 	return h.b.redisError(ctx, err)
@@ -412,9 +417,9 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 	if b.cfg.Replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
 		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
 		o.acquired(how, fence)
-		return b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, o), nil
+		return b.newHold(c, token, fence, from, how == observe.HandedOff, o), nil
 	}
-	h := b.newHold(c.kind, c.keys, token, fence, from, how == observe.HandedOff, nil)
+	h := b.newHold(c, token, fence, from, how == observe.HandedOff, nil)
 	if err := h.replicate(ctx); err != nil { // a hold given back is never reported
 		return nil, err
 	}
@@ -429,9 +434,9 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 // claimed, a release handed it over with a claim, which the hold takes
 // half-way through (see Claims, in hold.go). Its Observation, o, may be nil, and set
 // later with observe. The token is already the Client's own (see owned).
-func (b *base) newHold(kind *holdKind, keys []string, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
+func (b *base) newHold(c *spec, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
 	h := &hold{
-		b: b, kind: kind, keys: keys, fence: fence, since: b.cfg.Clock.Now(),
+		b: b, kind: c.kind, keys: c.keys, channel: c.channel, fence: fence, since: b.cfg.Clock.Now(),
 		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.Lease, obs: o,
 	}
 	if claimed && b.cfg.Claims() {

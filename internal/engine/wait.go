@@ -425,7 +425,7 @@ func (w *waiter) queued() string {
 // end stops listening and, unless the waiter got the lock, takes it out of
 // the waiters and the queue, releasing the lock if a release has just
 // handed it over. The Client remembers its token, so that a hand-off that
-// reaches it after it left is released at once (see wakeups.deliver). A
+// reaches it after it left is released at once (see link.Wakeups.Deliver). A
 // waiter whose ctx ended at its deadline, which its last attempt's expiry
 // was cut to, leaves Redis nothing to take out: it costs no call, unless
 // a hand-off reached it.
@@ -552,7 +552,7 @@ func (w *waiter) releaseOrphans(ctx context.Context, g wire.Grant) bool {
 			continue
 		}
 		if ok, next, err := wire.ParseRelease(reply); err == nil && ok {
-			w.b.handedOff(next)
+			w.b.handedOff("", next)
 			w.b.logOrphan(ctx, kind.what)
 			released = true
 		}

@@ -322,7 +322,7 @@ func (w *Wakeups) serve(conn driver.Subscription) {
 			w.down()
 			return
 		case e.Kind == driver.EventMessage:
-			w.deliver(e.Channel, e.Data)
+			w.Deliver(e.Channel, string(e.Data))
 		default:
 			w.confirm(e)
 		}
@@ -493,13 +493,16 @@ func (w *Wakeups) confirm(e driver.Event) {
 	}
 }
 
-// deliver passes a hand-off to its waiter, or a broadcast to every
-// listener of the channel (see wire.ParseWakeUp). A hand-off to a waiter that
-// left the queue without the lock is released: its leave script may have
-// failed. Other tokens are ignored: their waiter got the lock by an
-// attempt of its own.
-func (w *Wakeups) deliver(name string, data []byte) {
-	token, wu, ok := wire.ParseWakeUp(string(data))
+// Deliver passes msg, a message on channel name, to its listener: a
+// hand-off to its waiter, or a broadcast to every listener of the channel
+// (see wire.ParseWakeUp). It comes from Redis, or from the reply of a
+// release of this Client, which carries a hand-off to one of its waiters
+// instead of a message (see internal/lua/queue_hand.lua's offer). A
+// hand-off to a waiter that left the queue without the lock is released:
+// its leave script may have failed. Other tokens are ignored: their waiter
+// got the lock by an attempt of its own.
+func (w *Wakeups) Deliver(name, msg string) {
+	token, wu, ok := wire.ParseWakeUp(msg)
 	if !ok {
 		return
 	}

@@ -1,7 +1,8 @@
 -- mutexHandOff is the Lua of a release: it hands the lock to the oldest
 -- waiter that is alive and listens, under a fence above above (the
--- releaser's), and returns that waiter's token, or deletes the lock and
--- returns 1 when there is none. An offer nobody heard spends no fence.
+-- releaser's), and returns that waiter's token (its message, if the
+-- releasing Client's: see offer), or deletes the lock and returns 1 when
+-- there is none. An offer nobody heard spends no fence.
 
 --#include clock
 --#include new_fence
@@ -20,7 +21,7 @@ local function handOff(first, above)
     fence = fence or newFence(above)
     if offer(w, fence) then
       setLease(KEYS[1], fenced(w.token, fence), w.claim)
-      return w.token
+      return w.reply
     end
   end
   redis.call('DEL', KEYS[1], KEYS[2])

@@ -1,16 +1,19 @@
 -- Release releases the lock only if it holds one of our tokens,
 -- ARGV[2..]: usually one, more after a Refresh whose reply was lost. A
--- hold passes ARGV[1] "" and its tokens as the key holds them, with its
--- fence (see hold.inKey), and they are compared whole. Waiters that give
+-- hold passes as ARGV[1] its Client's wake-up channel or "" (see here, in
+-- queue_hand.lua), and its tokens as the key holds them, with its fence
+-- (see hold.inKey), and they are compared whole. Waiters that give
 -- up pass "q" or "-" (else "") and their tokens alone, several at once (see
 -- cleanup.go), and leave the queue first ("q"); if a release handed one of
 -- them the lock meanwhile, it releases that. "-" also releases a token
--- whose fence the caller does not know (see owned). Replies 0 when no token was ours, 1 when the lock is
--- free, or the token of the waiter it was handed to.
+-- whose fence the caller does not know (see owned). Replies 0 when no
+-- token was ours, 1 when the lock is free, or the token of the waiter it
+-- was handed to (its hand-off message when it is the releasing Client's;
+-- see offer).
 
 local ours, first = false, nil
 local cur = redis.call('GET', KEYS[1])
-if ARGV[1] == '' then
+if ARGV[1] ~= 'q' and ARGV[1] ~= '-' then
   if cur then
     for i = 2, #ARGV do
       if cur == ARGV[i] then
@@ -31,6 +34,7 @@ end
 --#include fence_of
 --#include mutex_hand_off
 if ours then
+  handsHere()
   return handOff(first, fenceOf(cur))
 end
 --#include holds

@@ -3,8 +3,8 @@
 -- queued before the next writer, all under one new fence above above (the
 -- releasing writer's, or nil), which their hand-off messages carry; an
 -- offer nobody heard spends no fence.
--- Returns the token of the writer, the tokens of the readers, or 1 when
--- nobody waits.
+-- Returns the token of the writer, the tokens of the readers (the
+-- messages of the releasing Client's: see offer), or 1 when nobody waits.
 
 --#include clock
 --#include new_fence
@@ -35,10 +35,10 @@ local function handOff(above)
     if offer(w, fence) then
       if not reading(w) then
         setLease(KEYS[1], fenced(w.token, fence), w.claim)
-        return w.token
+        return w.reply
       end
       redis.call('ZADD', KEYS[2], expiry(now(), w.claim), w.token)
-      readers[#readers + 1] = w.token
+      readers[#readers + 1] = w.reply
     end
   end
   if #readers > 0 then

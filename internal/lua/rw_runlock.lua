@@ -1,11 +1,12 @@
 -- RWRUnlock takes the reader of one of the tokens ARGV[2..] out of
 -- the readers and, when it was the last, hands the lock on. A reader that
--- gives up passes "q" or "-" as ARGV[1] (else ""). Replies 0 when no token
+-- gives up passes "q" or "-" as ARGV[1] (else the hold's channel or ""). Replies 0 when no token
 -- is a reader, else 1 or what rwHandOff returns.
 
 --#include rw_hand_off
 --#include queue_leave
 leave(KEYS[5])
+handsHere()
 local t = now()
 prune(KEYS[2], nil, t)
 local released = 0

@@ -41,11 +41,11 @@ local function handOff(taken)
         end
         dropKeys()
         onlyHolder(w.token, ms(fence), at)
-        return w.token, true
+        return w.reply, true
       end
       redis.call('ZADD', KEYS[1], at, w.token)
       keepFence(w.token, ms(fence))
-      return w.token
+      return w.reply
     end
   end
 end

@@ -1,12 +1,13 @@
 -- SemRelease gives back the permit of one of the tokens ARGV[2..]
 -- and hands it on. A waiter that gives up passes "q" or "-" as ARGV[1]
--- (else ""), as Release takes it. Replies 0 when no token holds a
+-- (else the hold's channel or ""), as Release takes it. Replies 0 when no token holds a
 -- permit (its lease ended, or it was taken over), else what semHandOff
 -- returns.
 
 --#include sem_hand_off
 --#include queue_leave
 leave(KEYS[4])
+handsHere()
 local t = now()
 local tokens = {unpack(ARGV, 2)}
 local gone, released, taken = {unpack(tokens)}, 0, nil

@@ -698,6 +698,70 @@ func TestHandOffs_offersNobodyHeardSpendNoFence(t *testing.T) {
 	}
 }
 
+// A hold's release passes its Client's channel ("here"): the first live
+// waiter, when it listens there, is handed the lock in the reply, its
+// message in place of its token, with nothing published and no
+// subscriber asked for; a waiter of another Client is told by a message,
+// and the reply is its token.
+func TestHandOffs_toTheReleasersClientInTheReply(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			psc := subscribe(t, pool, "chan")
+			clock := clockOf(t, conn)
+			cases := []struct {
+				name  string
+				kind  string // of the waiters' entries
+				queue string
+				hold  func(holder string) []any // makes holder the holder; returns its release's KEYS and tokens
+			}{
+				{"Mutex", EntryExclusive, "queue", func(holder string) []any {
+					must(t, conn, "SET", "lock", Fenced(holder, clock))
+					return with(mutexKeys, Fenced(holder, clock))
+				}},
+				{"RWMutex", EntryExclusive, "rwqueue", func(holder string) []any {
+					must(t, conn, "SET", "w", Fenced(holder, clock))
+					return with(rwKeys, holder)
+				}},
+				{"Semaphore", "1", "semqueue", func(holder string) []any {
+					must(t, conn, "DEL", "permits", "fences")
+					must(t, conn, "ZADD", "permits", "+inf", holder)
+					must(t, conn, "HSET", "fences", holder, clock, "fence", clock)
+					return with(semKeys, holder)
+				}},
+			}
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					must(t, conn, "FLUSHALL")
+					release := c.hold("h")
+					enqueue(t, conn, c.queue, "mine", c.kind+" 0 3600000 4 here")
+					enqueue(t, conn, c.queue, "theirs", c.kind+" 0 3600000 1 chan")
+					keys, tokens := release[:len(release)-1], release[len(release)-1]
+					reply, err := redis.String(doScript(conn, releaseScriptOf(c.name), with(keys, "here", tokens)...))
+					token, wu, ok := ParseWakeUp(reply)
+					if err != nil || !ok || token != "mine" || wu.Attempt != 4 || wu.Fence <= clock {
+						t.Fatalf("release = %q, %v; want mine's hand-off message, attempt 4, a fence above %d", reply, err, clock)
+					}
+
+					release = c.hold("mine")
+					keys, tokens = release[:len(release)-1], release[len(release)-1]
+					if c.name == "Mutex" {
+						tokens = Fenced("mine", wu.Fence)
+						must(t, conn, "SET", "lock", tokens)
+					}
+					reply, err = redis.String(doScript(conn, releaseScriptOf(c.name), with(keys, "here", tokens)...))
+					if err != nil || reply != "theirs" {
+						t.Fatalf("second release = %q, %v; want theirs, a token: its Client is another", reply, err)
+					}
+					if token, _, _ := ParseWakeUp(message(t, psc)); token != "theirs" {
+						t.Errorf("message to %q; want theirs, and none before it", token)
+					}
+				})
+			}
+		})
+	}
+}
+
 // releaseScriptOf returns the release script of a primitive, by name.
 func releaseScriptOf(primitive string) *driver.Script {
 	return map[string]*driver.Script{"Mutex": lua.Release, "RWMutex": lua.RWUnlock, "Semaphore": lua.SemRelease}[primitive]
