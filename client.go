@@ -44,6 +44,12 @@ func (c *Client) Close() error {
 // NewDriver(c) for rueidis, or any implementation of package driver.
 // Close does not close what d uses. Options are checked,
 // and a nil d reported, by New, NewRW and NewSemaphore.
+//
+// A blocking call (Lock, Do...) waits through Redis restarting or out of
+// reach until its ctx ends. While Redis has never answered the Client (a
+// wrong address, a first run with no Redis there), the first such wait
+// says so, once per Client, at Warn: on the Client's logger, or on
+// slog.Default() without WithLogger.
 func NewClient(d driver.Driver, opts ...Option) *Client {
 	return &Client{face: engine.NewFace(engine.NewClientWith(d, errorMaker{}, options(opts)...))}
 }

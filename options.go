@@ -77,7 +77,9 @@ func WithClock(clk clock.Clock) Option {
 // A waiter's failed attempts are logged at most once a second per lock. Each record
 // has the lock name ("lock") and, when it is about a hold, its "fence".
 // slog.Default() thus shows what needs attention and nothing more.
-// Default, or nil: nowhere.
+// Default, or nil: nowhere, but for one record: a Client that Redis has
+// never answered says so once, at Warn, on slog.Default() (see
+// NewClient).
 func WithLogger(l *slog.Logger) Option {
 	return Option(config.WithLogger(l))
 }

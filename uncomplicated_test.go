@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -119,5 +122,64 @@ func TestRedis_unreachable(t *testing.T) {
 				t.Errorf("Fence() = %d after a failed Lock", m.Fence())
 			}
 		})
+	}
+}
+
+// A Client that Redis has never answered says so once, at Warn, within 2 s
+// of its first wait, naming the failure: on its logger, or on
+// slog.Default() when it has none, so that a first run against a wrong
+// address does not wait in silence.
+func TestClient_unreachedSaysSo(t *testing.T) {
+	refused, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := refused.Addr().String()
+	refused.Close()
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", addr)
+	}}
+	defer pool.Close()
+	count := func(r *logRecorder) (n int) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, m := range r.msgs {
+			if strings.HasPrefix(m, "WARN uncomplicated: Redis has not answered") {
+				n++
+			}
+		}
+		return n
+	}
+	lock := func(c *uncomplicated.Client, d time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		if err := mustNew(t, c, Order{1}).Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock = %v; want the deadline", err)
+		}
+	}
+
+	own := &logRecorder{}
+	c := uncomplicated.NewClient(redigo.New(pool), uncomplicated.WithLogger(slog.New(own)))
+	defer c.Close()
+	lock(c, 2*time.Second)
+	lock(c, 500*time.Millisecond)
+	if n := count(own); n != 1 {
+		t.Errorf("%d records that Redis has not answered on the Client's logger over two Locks, the first of 2s; want 1 (%q)", n, own.msgs)
+	}
+	own.mu.Lock()
+	named := slices.ContainsFunc(own.attrs, func(a map[string]string) bool { return strings.Contains(a["error"], "connection refused") })
+	own.mu.Unlock()
+	if !named {
+		t.Errorf("no record names the refused connection: %v", own.attrs)
+	}
+
+	def := &logRecorder{}
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(def))
+	silent := uncomplicated.NewClient(redigo.New(pool))
+	defer silent.Close()
+	lock(silent, 2*time.Second)
+	if n := count(def); n != 1 {
+		t.Errorf("%d records that Redis has not answered on slog.Default() for a Client without a logger, in a Lock of 2s; want 1 (%q)", n, def.msgs)
 	}
 }

@@ -3,14 +3,17 @@ package inspect_test
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedtest"
@@ -241,5 +244,27 @@ func recv[T any](t *testing.T, ch <-chan T) T {
 	case <-time.After(10 * time.Second):
 		t.Fatalf("nothing received after 10s")
 		panic("unreachable")
+	}
+}
+
+// List against a single node that does not answer says so, and talks of
+// no Cluster: nothing is known of the deployment.
+func TestList_unreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // refused from now on
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", addr)
+	}}
+	c := uncomplicated.NewClient(redigo.New(pool))
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, _, err = inspect.List(ctx, c, "*", 10)
+	if err == nil || !strings.Contains(err.Error(), "did not answer") || strings.Contains(err.Error(), "CLUSTER") {
+		t.Errorf("List = %v; want that Redis did not answer, with no word of a Cluster", err)
 	}
 }

@@ -3,6 +3,7 @@ package inspect
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/engine"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/limits"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
@@ -200,8 +202,12 @@ func scanNames(ctx context.Context, a engine.Access, match string, limit int) (n
 // of many.
 func scanRoutes(ctx context.Context, a engine.Access) ([][]string, error) {
 	slots, err := a.Link.SlotMap(ctx, a.CommandTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("uncomplicated: reading the Cluster's slots (CLUSTER SLOTS): %w", err)
+	var answered *link.ServerError
+	switch {
+	case errors.As(err, &answered):
+		return nil, fmt.Errorf("uncomplicated: asking Redis whether it is a Cluster (CLUSTER SLOTS): %w", err)
+	case err != nil: // no answer: nothing is known of the deployment
+		return nil, fmt.Errorf("uncomplicated: Redis did not answer: %w", err)
 	}
 	if slots == nil {
 		return [][]string{nil}, nil

@@ -1,7 +1,8 @@
 // Package uncomplicatedrueidis runs the locks of package uncomplicated on rueidis
 // (github.com/redis/rueidis): on one Redis node, on a master that Sentinel
-// watches and on Redis Cluster, with rueidis's auto-pipelining. Valkey
-// works as it is, through rueidis or valkey-go's fork of it.
+// watches and on Redis Cluster, with rueidis's auto-pipelining; Valkey
+// too. For valkey-go, Valkey's fork of rueidis, module uncomplicatedvalkey
+// is this one with its names.
 //
 //	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{"localhost:6379"}, PipelineMultiplex: -1})
 //	locks := uncomplicatedrueidis.NewClient(c) // import "github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"

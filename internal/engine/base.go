@@ -360,6 +360,23 @@ func (b *base) logFailed(ctx context.Context, err error) {
 	}
 }
 
+// unreached says, once per Client and at Warn, that Redis has never
+// answered it, with what the wait's last call met: a first run against a
+// wrong address, or with no Redis there, would otherwise wait in silence,
+// riding it out as a restart. Without a logger it says so on
+// slog.Default(), as go-redis logs by default.
+func (b *base) unreached(ctx context.Context, err error) {
+	if b.c.redis.Answered() || b.c.unreached.Load() || !b.c.unreached.CompareAndSwap(false, true) {
+		return
+	}
+	l := b.cfg.Logger
+	if !l.Enabled(ctx, slog.LevelWarn) {
+		l = slog.Default()
+	}
+	l.LogAttrs(ctx, slog.LevelWarn, "uncomplicated: Redis has not answered yet; waiting for it until ctx ends",
+		slog.String("lock", b.name), slog.Any("error", err))
+}
+
 // A logLimit lets a lock's failed attempts be logged once a second.
 type logLimit struct {
 	mu   sync.Mutex

@@ -3,8 +3,10 @@ package engine
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -42,6 +44,9 @@ type Client struct {
 	tokens   owned        // the tokens of its waiters and holds, and the holds it released
 	restarts restartWatch // its holds and releases, checked when Redis restarts
 	failures logLimit     // when each lock's failed attempts were last logged
+	// unreached is set once a wait has said that Redis never answered the
+	// Client (see base.unreached).
+	unreached atomic.Bool
 }
 
 func newClient(l *link.Link, errs Errors, opts []config.Option) *Client {
@@ -130,6 +135,10 @@ func (c *Client) wakeups(started bool) *link.Wakeups {
 	cfg := c.settings()
 	c.wake = link.NewWakeups(c.redis, cfg.Clock, cfg.CommandTimeout, cfg.Prefix)
 	c.wake.Broke = c.restarts.broke
+	c.wake.Refused = func(err error) {
+		cfg.Logger.LogAttrs(c.ctx, slog.LevelWarn, "uncomplicated: Redis refused to let this Client listen for hand-offs; its waiters try on their ticks alone",
+			slog.Any("error", err))
+	}
 	c.cleanups.Add(1)
 	go func() {
 		defer c.cleanups.Done()

@@ -145,6 +145,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			// Redis restarting, failing over or out of reach: try again on
 			// the next tick.
 			b.logFailed(ctx, err)
+			b.unreached(ctx, err)
 			failing = err
 			if _, err := w.sleep(ctx, obs, b.cfg.Tick()); err != nil {
 				return nil, b.failing(ctx, err, failing)

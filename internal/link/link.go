@@ -41,6 +41,8 @@ type Link struct {
 	single atomic.Bool
 	// rtt is a moving average of how long a call takes, in ns (see Took).
 	rtt atomic.Int64
+	// answered: a call has had a reply from Redis (see Answered).
+	answered atomic.Bool
 }
 
 // New returns the link through d.
@@ -179,6 +181,10 @@ func (r *Link) Call(ctx context.Context, d time.Duration, late func(Reply), do f
 // Took counts a call bounded by l that ended with err in the link's
 // moving average of how long calls take, if it succeeded.
 func (r *Link) Took(l Limit, err error) {
+	var se *ServerError
+	if err == nil || errors.As(err, &se) {
+		r.answered.Store(true)
+	}
 	if err != nil || l.d <= 0 {
 		return
 	}
@@ -186,6 +192,10 @@ func (r *Link) Took(l Limit, err error) {
 	old := r.rtt.Load()
 	r.rtt.Store(old + (d-old)/8) // a race loses one sample at most
 }
+
+// Answered reports whether Redis has ever replied to a call of the link,
+// if only with an error.
+func (r *Link) Answered() bool { return r.answered.Load() }
 
 // RoundTrip is how long a call takes, as the link has seen lately.
 func (r *Link) RoundTrip() time.Duration { return time.Duration(r.rtt.Load()) }

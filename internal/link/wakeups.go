@@ -57,6 +57,12 @@ type Wakeups struct {
 	// Broke, if not nil, hears that the listening connection failed: the
 	// engine's restart watch sets it.
 	Broke func()
+	// Refused, if not nil, hears once that Redis refused to let the
+	// listening connection listen (an ACL, a proxy without pub/sub), with
+	// its error reply: the waiters then work on their ticks alone. The
+	// engine sets it to log that.
+	Refused func(error)
+	refused atomic.Bool // Refused was called
 	// checkNow asks keepAlive to check at once that the connection listens
 	// on the node that runs the scripts (see check).
 	checkNow chan struct{}
@@ -224,11 +230,12 @@ func (w *Wakeups) Run() {
 			return
 		}
 		if err == nil {
-			w.serve(sub)
+			err = w.serve(sub)
 			sub.Close()
 		} else if w.Broke != nil && Transient(err) { // Redis may be restarting
 			w.Broke()
 		}
+		w.refusedBy(err)
 		if w.clock.Since(began) > maxBackoff {
 			backoff = minBackoff
 		}
@@ -287,9 +294,20 @@ func (w *Wakeups) pause(d time.Duration) bool {
 	}
 }
 
+// refusedBy tells Refused, the first time, of err, when it is Redis's
+// refusal to listen rather than a failure that passes by itself.
+func (w *Wakeups) refusedBy(err error) {
+	err = ReplyError(err)
+	var se *ServerError
+	if !errors.As(err, &se) || Transient(err) || w.Refused == nil || w.refused.Swap(true) {
+		return
+	}
+	w.Refused(err)
+}
+
 // serve subscribes conn to the channels that have waiters and reads it
-// until it fails or the Client closes.
-func (w *Wakeups) serve(conn driver.Subscription) {
+// until it fails, returning the error, or the Client closes.
+func (w *Wakeups) serve(conn driver.Subscription) error {
 	w.mu.Lock()
 	w.conn = conn
 	for name, ch := range w.chans {
@@ -320,7 +338,7 @@ func (w *Wakeups) serve(conn driver.Subscription) {
 		switch {
 		case err != nil:
 			w.down()
-			return
+			return err
 		case e.Kind == driver.EventMessage:
 			w.Deliver(e.Channel, string(e.Data))
 		default:
