@@ -96,7 +96,7 @@ func TestClaim_pausedWaiter(t *testing.T) {
 			env := uncomplicatedtest.New(t)
 			ctx := context.Background()
 			h := p.take(t, env.Client, "job")
-			queue := queueKeyOf(p, "lock:job")
+			queue, entries := queueKeyOf(p, "lock:job"), entriesKeyOf(p, "lock:job")
 			opts := []uncomplicated.Option{uncomplicated.WithTimeout(patience), uncomplicated.WithTicks(ticks)}
 
 			wctx, cancel := context.WithCancel(ctx)
@@ -107,8 +107,7 @@ func TestClaim_pausedWaiter(t *testing.T) {
 			if len(tokens) != 1 {
 				t.Fatalf("queue %s = %q; want the waiter", queue, tokens)
 			}
-			entry, _ := env.Redis.Get(queue + ":" + tokens[0])
-			fields := strings.Fields(entry)
+			fields := strings.Fields(env.Redis.HGet(entries, tokens[0])) // its deadline, then its entry
 			cancel()
 			recv(t, gaveUp)
 
@@ -121,9 +120,7 @@ func TestClaim_pausedWaiter(t *testing.T) {
 			if _, err := env.Redis.Lpush(queue, "paused-token"); err != nil {
 				t.Fatal(err)
 			}
-			if err := env.Redis.Set(queue+":paused-token", strings.Join(fields, " ")); err != nil {
-				t.Fatal(err)
-			}
+			env.Redis.HSet(entries, "paused-token", strings.Join(fields, " "))
 
 			done := make(chan waited, 1)
 			go func() {
@@ -160,6 +157,17 @@ func queueKeyOf(p primitive, name string) string {
 		return "lock:semqueue:{" + name + "}"
 	}
 	return "lock:queue:{" + name + "}"
+}
+
+// entriesKeyOf is the key of the entries of p's queue for lock name.
+func entriesKeyOf(p primitive, name string) string {
+	switch p.name {
+	case "RWMutex":
+		return "lock:rwentries:{" + name + "}"
+	case "Semaphore":
+		return "lock:sementries:{" + name + "}"
+	}
+	return "lock:entries:{" + name + "}"
 }
 
 // dial returns a connection to addr, closed when the test ends.

@@ -244,10 +244,11 @@ func TestWait_tickBounds(t *testing.T) {
 			done := lockAsync(ctx, waiter)
 			env.AwaitWaiters(1)
 
-			// One attempt in the queue is four commands: the script's
-			// EVALSHA, SET, SET of its key (its expiry restarts) and GET of
-			// the fence counter.
-			const perAttempt = 4
+			// One attempt in the queue is seven commands: the script's
+			// EVALSHA, the GET that finds the lock taken, TIME, the HGET and
+			// HSET of its entry (its deadline pushed back), and the PTTLs of
+			// the queue and of its entries.
+			const perAttempt = 7
 			windows := min(int(tc.timeout/tc.bound)-1, 50)
 			start := env.Redis.CommandCount()
 			for i := range windows {

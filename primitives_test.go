@@ -171,9 +171,9 @@ var primitives = []primitive{
 	},
 }
 
-func mustNamed(t *testing.T, c *uncomplicated.Client, name string) *uncomplicated.Mutex {
+func mustNamed(t *testing.T, c *uncomplicated.Client, name string, opts ...uncomplicated.Option) *uncomplicated.Mutex {
 	t.Helper()
-	m, err := uncomplicated.New(c, uncomplicated.Named(name))
+	m, err := uncomplicated.New(c, uncomplicated.Named(name), opts...)
 	if err != nil {
 		t.Fatalf("Named(%q) = %v", name, err)
 	}

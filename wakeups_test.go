@@ -227,8 +227,8 @@ func TestWakeup_subscriptions(t *testing.T) {
 	before := env.Redis.CommandCount()
 	again := lockAsync(context.Background(), waiter)
 	env.AwaitWaiters(1)
-	if n := env.Redis.CommandCount() - before; n != 7 {
-		t.Errorf("%d Redis commands to join the queue; want 7 (EVALSHA, TIME, the SET that finds the lock taken, RPUSH, SET of its key, PTTL and PEXPIRE of the new queue)", n)
+	if n := env.Redis.CommandCount() - before; n != 9 {
+		t.Errorf("%d Redis commands to join the queue; want 9 (EVALSHA, TIME, the SET that finds the lock taken, RPUSH, HSET of its entry, PTTL and PEXPIRE of the new queue and of its entries)", n)
 	}
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatal(err)

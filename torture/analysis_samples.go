@@ -34,7 +34,7 @@ const (
 	standingConns       = 32  // a Client's listener and clean-ups, a client library's spare, those being closed
 	connsPerCaller      = 3   // the caller's call, its auto-refresh, one being closed
 	keysPerLock         = 8   // a lock's keys, free or held, with a queue
-	keysPerCaller       = 3   // a waiter's queue entry, and those of waiters that died or gave up lately
+	keysPerCaller       = 0   // none: a waiter's queue entry is a field of its lock's entries hash
 )
 
 // sampleFigures are the most of each sample and their bounds.

@@ -80,7 +80,13 @@ func (b *base) leaseEnd() time.Time {
 // holderToken returns a new token for a hold, or a waiter, that began at
 // since.
 func (b *base) holderToken(since time.Time) string {
-	return wire.NewToken() + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
+	return b.tokenOf(wire.NewToken(), since)
+}
+
+// tokenOf is the token with secret of a hold, or a waiter, that began at
+// since.
+func (b *base) tokenOf(secret string, since time.Time) string {
+	return secret + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
 }
 
 // A lock's calls to Redis, through its Client's link (see package link),

@@ -130,10 +130,17 @@ func (h *hold) refresh(ctx context.Context, wait bool) (acked int64, err error) 
 	if tokens == nil {
 		return 0, h.b.notHeld(h.kind.what + " released")
 	}
-	next := h.b.holderToken(h.since)
+	next := h.b.tokenOf(wire.RefreshedSecret(tokens[0]), h.since)
 	h.b.c.tokens.own(next) // before Redis may have it
 	sent := h.b.cfg.Clock.Now()
-	ok, acked, err := h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.LeaseMillis(), next}, wire.Anys(tokens)...)...)
+	refresh := func(tokens []string) (bool, int64, error) {
+		return h.b.flag(ctx, wait, h.kind.refresh, h.keys[:h.kind.refreshKeys], append([]any{h.b.cfg.LeaseMillis(), next}, wire.Anys(tokens)...)...)
+	}
+	ok, acked, err := refresh(tokens)
+	if cur, adopted := h.adopt(ctx, tokens, !ok && err == nil); adopted {
+		tokens = []string{cur}
+		ok, acked, err = refresh(tokens)
+	}
 	if err = h.refreshed(ctx, tokens, next, sent, ok, err); err != nil {
 		return 0, err
 	}
@@ -225,7 +232,35 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		return h.releaseFailed(ctx, remember, args, later, opErr)
 	}
 	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
+	if cur, adopted := h.adopt(ctx, tokens, err == nil && reply == int64(0)); adopted {
+		defer h.b.c.tokens.disown(cur)
+		args = append([]string{h.channel}, h.inKey([]string{cur})...)
+		remember.tokens = args[1:]
+		reply, acked, err = h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
+	}
 	return h.released(ctx, remember, args, later, lost, reply, acked, err)
+}
+
+// adopt, when missed (a Refresh or release found none of tokens in Redis),
+// looks for the token that a Refresh by another copy of the hold gave it
+// (see Handles, in handle.go): when the lock's key holds a token of the
+// same hold (wire.SameHold) under the hold's fence, adopt returns it, now
+// owned by the Client. Only a hold that its lock's key holds (a Mutex's,
+// an RWMutex's writer) can be found so; a permit's copy cannot.
+func (h *hold) adopt(ctx context.Context, tokens []string, missed bool) (string, bool) {
+	if !missed || h.kind.set >= 0 || len(tokens) == 0 || h.fence == 0 {
+		return "", false
+	}
+	cur, err := h.b.get(ctx, h.keys[0])
+	if err != nil {
+		return "", false
+	}
+	token, fence := wire.CutFence(cur)
+	if fence != h.fence || !wire.SameHold(token, tokens[0]) || slices.Contains(tokens, token) {
+		return "", false
+	}
+	h.b.c.tokens.own(token)
+	return token, true
 }
 
 // released reads the reply of the release of h (see releaseNow): the

@@ -34,6 +34,32 @@ func mutexOf(b base) *Mutex {
 	return m
 }
 
+// Resume: see uncomplicated.Resume.
+func Resume(ctx context.Context, c *Client, handle string, opts ...config.Option) (*Mutex, error) {
+	hd, err := readHandle(c, ctx, handle, inspection.KindMutex)
+	if err != nil {
+		return nil, err
+	}
+	b, err := resumedBase(c, hd, opts)
+	if err != nil {
+		return nil, err
+	}
+	m := mutexOf(b)
+	if err := m.x.resume(ctx, hd); err != nil {
+		return nil, c.opError("Resume", hd.Name, err)
+	}
+	return m, nil
+}
+
+// Handle: see uncomplicated.Mutex.Handle.
+func (m *Mutex) Handle() (string, error) {
+	if err := m.check(context.Background()); err != nil {
+		return "", err
+	}
+	s, err := m.x.handle()
+	return s, m.c.opError("Handle", m.name, err)
+}
+
 // Name: see uncomplicated.Mutex.Name.
 func (m *Mutex) Name() string {
 	if m == nil {

@@ -29,11 +29,42 @@ func newRWMutex[K any](c *Client, obj interface{ ID() K }, opts []config.Option)
 	if err != nil {
 		return nil, err
 	}
+	return rwOf(b), nil
+}
+
+// rwOf makes the RWMutex of the lock b names.
+func rwOf(b base) *RWMutex {
 	rw := &RWMutex{base: b}
-	writer, reader := rwSpecs(b.cfg.Prefix, b.name, c.id)
+	writer, reader := rwSpecs(b.cfg.Prefix, b.name, b.c.id)
 	rw.x = exclusive{b: &rw.base, sem: make(chan struct{}, 1), spec: writer}
 	rw.reader = reader
+	return rw
+}
+
+// ResumeRW: see uncomplicated.ResumeRW.
+func ResumeRW(ctx context.Context, c *Client, handle string, opts ...config.Option) (*RWMutex, error) {
+	hd, err := readHandle(c, ctx, handle, inspection.KindRWMutex)
+	if err != nil {
+		return nil, err
+	}
+	b, err := resumedBase(c, hd, opts)
+	if err != nil {
+		return nil, err
+	}
+	rw := rwOf(b)
+	if err := rw.x.resume(ctx, hd); err != nil {
+		return nil, c.opError("Resume", hd.Name, err)
+	}
 	return rw, nil
+}
+
+// Handle: see uncomplicated.RWMutex.Handle.
+func (rw *RWMutex) Handle() (string, error) {
+	if err := rw.check(context.Background()); err != nil {
+		return "", err
+	}
+	s, err := rw.x.handle()
+	return s, rw.c.opError("Handle", rw.name, err)
 }
 
 // Name: see uncomplicated.RWMutex.Name.

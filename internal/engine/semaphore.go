@@ -51,7 +51,7 @@ func (s *Semaphore) Acquire(ctx context.Context) (*Permit, error) {
 		return nil, err
 	}
 	var p *Permit
-	if _, err := s.acquiring(ctx, "Acquire", inspection.KindSemaphore, s, false, permit(&p)); err != nil {
+	if _, err := s.acquiring(ctx, "Acquire", inspection.KindSemaphore, s, false, permit(&p, s.permits)); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -63,7 +63,7 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Permit, bool, error) {
 		return nil, false, err
 	}
 	var p *Permit
-	ok, err := s.acquiring(ctx, "TryAcquire", inspection.KindSemaphore, s, true, permit(&p))
+	ok, err := s.acquiring(ctx, "TryAcquire", inspection.KindSemaphore, s, true, permit(&p, s.permits))
 	if !ok {
 		return nil, false, err
 	}
@@ -97,9 +97,9 @@ func (s *Semaphore) tryTake(ctx context.Context, o *observing) (*hold, error) {
 }
 
 // permit makes the Permit of a hold in *p.
-func permit(p **Permit) func(context.Context, *hold) error {
+func permit(p **Permit, permits int) func(context.Context, *hold) error {
 	return func(_ context.Context, h *hold) error {
-		*p = &Permit{h: h}
+		*p = &Permit{h: h, permits: permits}
 		return nil
 	}
 }
@@ -122,7 +122,38 @@ func (s *Semaphore) check(ctx context.Context, fn ...func(context.Context) error
 
 // Permit: see uncomplicated.Permit.
 type Permit struct {
-	h *hold
+	h       *hold
+	permits int // its Semaphore's
+}
+
+// Resume: see uncomplicated.Semaphore.Resume.
+func (s *Semaphore) Resume(ctx context.Context, handle string) (*Permit, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
+	hd, err := readHandle(s.c, ctx, handle, inspection.KindSemaphore)
+	if err == nil && (hd.Prefix != s.cfg.Prefix || hd.Name != s.name || hd.Permits != s.permits) {
+		err = fmt.Errorf("%w: a handle of another Semaphore's permit", sentinel.ErrInvalidArgument)
+	}
+	if err != nil {
+		return nil, err
+	}
+	h, err := s.resume(ctx, s.spec, hd)
+	if err != nil {
+		return nil, s.c.opError("Resume", s.name, err)
+	}
+	return &Permit{h: h, permits: s.permits}, nil
+}
+
+// Handle: see uncomplicated.Permit.Handle.
+func (p *Permit) Handle() (string, error) {
+	if err := p.check(context.Background()); err != nil {
+		return "", err
+	}
+	if s, ok := p.h.handle(inspection.KindSemaphore, p.permits); ok {
+		return s, nil
+	}
+	return "", p.h.b.c.opError("Handle", p.h.b.name, p.h.b.notHeld("released"))
 }
 
 // Release: see uncomplicated.Permit.Release.

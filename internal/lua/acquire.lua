@@ -16,6 +16,8 @@ if not cur then
     return fence
   end
 end
+--#include clock
+clockUs = fence -- Redis's clock, if set_if_free read it
 --#include holds
 --#include fence_of
 --#include restart_lease
@@ -25,8 +27,8 @@ if cur and holds(cur, ARGV[1]) then
   return restartLease(KEYS[1], cur, ARGV[2])
 end
 if cur then
-  wait(KEYS[3])
+  wait(KEYS[3], KEYS[4])
   return {0, cur, {}}
 end
-joined(KEYS[3])
+joined(KEYS[3], KEYS[4])
 return {1, fence}

@@ -37,17 +37,19 @@ import (
 // writers' set, when the latest expiry written to it ends (see rw_lock.lua).
 //
 // Every lock has a queue of waiters: a list of their tokens, oldest first.
-// Beside it, each queued waiter has a key of its own, the queue's name and
-// ":<token>" (so it shares the lock's hash tag), holding its entry
-// "<kind> <claim> <expiry> <attempt> <channel>" (see wire.QueueEntry), where
-// kind is "x" for a waiter of the lock itself (a Mutex's, an RWMutex's
-// writer), "s" for an RWMutex's reader and, for a Semaphore, its number
-// of permits, and attempt numbers the attempt that wrote it. The key lives
-// for the waiter's expiry (a few ticks), which each of its attempts
-// restarts: a waiter that died soon stops counting, without a clock read.
-// The queue outlives each of them, by one expiry at most. A waiter joins the
+// Beside it, a hash holds each queued waiter's entry under its token,
+// "<deadline> <kind> <claim> <expiry> <attempt> <channel>" (see
+// wire.QueueEntry for what follows the deadline), where kind is "x" for a
+// waiter of the lock itself (a Mutex's, an RWMutex's writer), "s" for an
+// RWMutex's reader and, for a Semaphore, its number of permits, and
+// attempt numbers the attempt that wrote it. The deadline, in Redis's
+// milliseconds, ends the waiter's expiry (a few ticks), which each of its
+// attempts restarts: a waiter that died soon stops counting. The queue and
+// the hash outlive each entry, by one expiry at most. Every key a script
+// touches is thus one of its KEYS, as Redis asks of scripts (and Redis
+// Cluster proxies and Dragonfly enforce). A waiter joins the
 // queue once its Client listens on channel. A release hands the lock to
-// the oldest waiter whose key is still there: it makes that waiter a
+// the oldest waiter whose entry is still alive: it makes that waiter a
 // holder for its claim (a short lease, which the waiter restarts as its
 // whole lease: see the claims in internal/engine/hold.go), under a new fence, and publishes "<token>
 // <fence> <attempt>" on its channel (see wire.ParseWakeUp), with SPUBLISH
@@ -100,7 +102,16 @@ func Source(name string) string {
 	return src.String()
 }
 
-// newScript is the Script of lua/<name>.lua, which takes keys KEYS.
+// UndeclaredKeys names the list where check_keys.lua, when CheckingKeys,
+// pushes each key a script touched that was not among its KEYS.
+const UndeclaredKeys = "uncomplicated:undeclared-keys"
+
+// newScript is the Script of lua/<name>.lua, which takes keys KEYS; after
+// check_keys.lua when CheckingKeys.
 func newScript(keys int, name string) *driver.Script {
-	return driver.NewScript(keys, Source(name))
+	src := Source(name)
+	if CheckingKeys {
+		src = Source("check_keys") + src
+	}
+	return driver.NewScript(keys, src)
 }

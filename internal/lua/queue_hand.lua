@@ -10,25 +10,33 @@ local function handsHere()
     here = ARGV[1]
   end
 end
-local function putBack(queue, w)
+-- putBack puts w, which nextWaiter took, back at the queue's head, alive
+-- until the same deadline.
+local function putBack(queue, entries, w)
   redis.call('LPUSH', queue, w.token)
-  redis.call('SET', queue .. ':' .. w.token, w.entry, 'PX', w.expiry)
-  keepQueue(queue, w.expiry)
+  redis.call('HSET', entries, w.token, w.value)
+  keepQueue(queue, entries, w.deadline - math.floor(clock() / 1000))
 end
-local function nextWaiter(queue, fits, first)
+-- nextWaiter takes the oldest waiter still alive out of the queue (first,
+-- if not nil, is the token already popped), and returns it, or nil when
+-- there is none, or when fits, if not nil, says it does not fit: it is
+-- put back then.
+local function nextWaiter(queue, entries, fits, first)
+  local t = math.floor(clock() / 1000)
   while true do
     local token = first or redis.call('LPOP', queue)
     first = nil
     if not token then
       return nil
     end
-    local entry = redis.call('GETDEL', queue .. ':' .. token)
-    if entry then
-      local kind, claim, expiry, attempt, channel = string.match(entry, '^(%S+) (%d+) (%d+) (%d+) (.+)$')
-      if kind then
-        local w = {token = token, kind = kind, claim = claim, expiry = expiry, attempt = attempt, channel = channel, entry = entry}
+    local value = redis.call('HGET', entries, token)
+    if value then
+      redis.call('HDEL', entries, token)
+      local deadline, kind, claim, _, attempt, channel = string.match(value, '^(%d+) (%S+) (%d+) (%d+) (%d+) (.+)$')
+      if kind and tonumber(deadline) > t then
+        local w = {token = token, kind = kind, claim = claim, attempt = attempt, channel = channel, value = value, deadline = tonumber(deadline)}
         if fits and not fits(w) then
-          putBack(queue, w)
+          putBack(queue, entries, w)
           return nil
         end
         return w

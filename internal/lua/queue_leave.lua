@@ -1,10 +1,10 @@
 -- queue_leave
 
-local function leave(queue)
+local function leave(queue, entries)
   if ARGV[1] == 'q' then
     for i = 2, #ARGV do
       redis.call('LREM', queue, 0, ARGV[i])
-      redis.call('DEL', queue .. ':' .. ARGV[i])
     end
+    redis.call('HDEL', entries, unpack(ARGV, 2))
   end
 end

@@ -27,7 +27,7 @@ if ARGV[1] ~= 'q' and ARGV[1] ~= '-' then
   end
   first = redis.call('LPOP', KEYS[3])
   if not first then
-    redis.call('DEL', KEYS[1], KEYS[2])
+    redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
     return 1
   end
 end
@@ -39,7 +39,7 @@ if ours then
 end
 --#include holds
 --#include queue_leave
-leave(KEYS[3])
+leave(KEYS[3], KEYS[4])
 if cur then
   for i = 2, #ARGV do
     if holds(cur, ARGV[i]) then

@@ -5,7 +5,7 @@
 
 --#include rw_hand_off
 --#include queue_leave
-leave(KEYS[5])
+leave(KEYS[5], KEYS[6])
 handsHere()
 local t = now()
 prune(KEYS[2], nil, t)

@@ -12,7 +12,7 @@ if ARGV[1] == 'q' or ARGV[1] == '-' then
   redis.call('ZREM', KEYS[3], unpack(ARGV, 2))
 end
 handsHere()
-leave(KEYS[5])
+leave(KEYS[5], KEYS[6])
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   return 0

@@ -24,13 +24,13 @@ local function handOff(taken)
     return taken < (tonumber(w.kind) or 0)
   end
   while true do
-    local w = nextWaiter(KEYS[4], free)
+    local w = nextWaiter(KEYS[4], KEYS[5], free)
     if not w then
       return 1
     end
     fence = fence or nextFence()
     if not fence then
-      putBack(KEYS[4], w)
+      putBack(KEYS[4], KEYS[5], w)
       return 1
     end
     if offer(w, fence) then

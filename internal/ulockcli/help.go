@@ -18,7 +18,7 @@ func (s *session) help(_ context.Context, args []string) int {
 		if _, ok := helpTopics[args[0]]; ok {
 			return s.helpOf(args[0])
 		}
-		return s.usage(fmt.Sprintf("no help on %q; ulock's commands are run, elect, status, list, release, demo and help", args[0]))
+		return s.usage(fmt.Sprintf("no help on %q; ulock's commands are run, acquire, refresh, elect, status, list, release, demo and help", args[0]))
 	}
 	return s.usage("help takes one COMMAND at most")
 }
@@ -33,14 +33,17 @@ const overview = `ulock: locks in Redis for a fleet, from the command line (pack
 
 usage:
   ulock run [flags] NAME -- COMMAND [ARG...]      run COMMAND while holding lock NAME
+  ulock acquire [flags] NAME                      lock NAME, print its handle, leave it held
+  ulock refresh --handle H                        restart the lease of the hold H names
   ulock elect [flags] NAME -- COMMAND [ARG...]    run COMMAND while leading election NAME
   ulock status [--json] [flags] NAME...           what each lock is and who holds it
   ulock list [--json] [--match GLOB] [--limit N]  every lock under the prefix
   ulock release --force [flags] NAME              break a stuck lock
+  ulock release --handle H                        release the hold H names, and no other
   ulock demo [flags]                              workers share orders' locks; one hangs
   ulock help [COMMAND]                            this, or all about COMMAND
 
-Flags of run, elect, status, list and release; they may come before or after NAME:
+Flags of every command but demo and help; they may come before or after NAME:
   --redis URL    the Redis: redis://[[user]:password@]host[:port][/db], or
                  rediss:// for TLS; host:port alone means redis://host:port.
                  Default: $REDIS_URL, else
@@ -84,10 +87,11 @@ Exit codes:
          Redis unanswered for 10 s
   2      a mistake in the command line: an unknown command or flag, a bad
          value, a missing NAME or COMMAND; release without --force
-  75     run, elect: the lock was not obtained: busy when --wait ended (or
+  75     run, elect, acquire: the lock was not obtained: busy when --wait ended (or
          at once with --wait 0), or stale under --policy fail
          (--conflict-exit-code)
-  76     run, elect: the lock was lost while COMMAND ran (--lost-exit-code)
+  76     run, elect: the lock was lost while COMMAND ran (--lost-exit-code);
+         refresh, release --handle: the handle's hold has ended
   126    run, elect: COMMAND could not be executed
   127    run, elect: COMMAND was not found
   128+N  ulock got signal N: run while it waited, or status, list or
@@ -115,6 +119,9 @@ COMMAND inherits ulock's stdin, stdout and stderr, and its environment with:
                the store COMMAND writes to, and have the store refuse a write
                whose fence is below the highest it has seen. Unset for
                --kind rwmutex-read: read locks have no fence.
+  ULOCK_HANDLE the hold's handle, for COMMAND to hand the hold on (see
+               'ulock help acquire'); a secret. Unset for rwmutex-read and
+               semaphore:N.
 
 Flags (a duration D as Go writes it: 300ms, 30s, 5m, 1h30m):
   --kind K        mutex (default); rwmutex-write or rwmutex-read, one writer or
@@ -296,6 +303,7 @@ Flags:
 `,
 
 	"release": `usage: ulock release --force [flags] NAME
+       ulock release --handle H
 
 Breaks the lock NAME: removes its holders (the holder, the writer or the
 readers, or the permits) and hands it to its waiters as a release would,
@@ -310,9 +318,45 @@ late writes. Without --force, release refuses, changes nothing and exits 2.
 Stopped by a signal (Ctrl-C) while it talks to Redis, release exits 128+N,
 and the lock may or may not be broken: see 'ulock status NAME'.
 
+With --handle H (or $ULOCK_HANDLE), a handle that ulock acquire printed,
+release releases that hold and no other, as its holder would, and exits 0;
+76 when the hold has ended.
+
 Flags:
   --force         break the lock (default: off, and release refuses)
+  --handle H      release the hold H names (default: $ULOCK_HANDLE)
   --redis URL, --prefix P  see 'ulock help'
+`,
+
+	"acquire": `usage: ulock acquire [flags] NAME
+
+Waits for the lock NAME (a plain name, as for run), takes its whole lease,
+prints its handle on stdout, one line, and exits 0 leaving the lock held,
+for a later step or another process to refresh or release it:
+
+  H=$(ulock acquire --wait 30s nightly-report) || exit
+  ./report.sh
+  ulock release --handle "$H"
+
+A handle is a capability: whoever has it can release the lock. Keep it as
+a secret; ulock status and list never show one. If nothing releases the
+lock, it ends with its lease. Exit 75 when the lock was not obtained.
+
+Flags:
+  --wait D        wait at most D (0: one attempt; default: until obtained)
+  --lease D       the hold's lease, which refresh restarts (default 10m0s)
+  --redis URL, --prefix P  see 'ulock help'
+`,
+
+	"refresh": `usage: ulock refresh --handle H
+
+Restarts the lease of the hold that H, a handle that ulock acquire printed
+(or $ULOCK_HANDLE), names. H stays good. Exit 76 when the hold has ended:
+expired, released or taken over.
+
+Flags:
+  --handle H      the handle (default: $ULOCK_HANDLE)
+  --redis URL     see 'ulock help'
 `,
 
 	"demo": `usage: ulock demo [flags]
@@ -337,6 +381,6 @@ Flags:
 	"help": `usage: ulock help [COMMAND]
 
 Shows the commands, the common flags and the exit codes, or all about
-COMMAND: run, elect, status, list, release, demo. 'ulock COMMAND --help' does too.
+COMMAND: run, acquire, refresh, elect, status, list, release, demo. 'ulock COMMAND --help' does too.
 `,
 }

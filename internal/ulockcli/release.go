@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -19,12 +20,17 @@ func (s *session) release(ctx context.Context, args []string) int {
 	var r redisFlags
 	r.add(fs)
 	force := fs.Bool("force", false, "")
+	handle := fs.String("handle", os.Getenv("ULOCK_HANDLE"), "")
 	names, rest, done, code := s.parse(fs, args)
 	if done {
 		return code
 	}
 	names = append(names, rest...)
 	switch {
+	case *handle != "" && len(names) == 0 && !*force:
+		return s.releaseHandle(ctx, r, *handle)
+	case given(fs, "handle") && (len(names) > 0 || *force):
+		return s.usage("--handle releases the hold it names: no NAME, no --force")
 	case len(names) == 0:
 		return s.usage("missing NAME")
 	case len(names) > 1:

@@ -178,6 +178,9 @@ type lockable struct {
 	fenced bool // its holds have fences; a read lock's do not
 	do     func(context.Context, func(context.Context) error) error
 	try    func(context.Context, func(context.Context) error) (bool, error)
+	// handle gives the handle of the hold, while fn runs; nil for the
+	// locks whose Do has none to give (a read lock, a permit).
+	handle func() (string, error)
 }
 
 // newLockable returns the lock of --kind kind with the plain name name.
@@ -188,16 +191,16 @@ func newLockable(c *uncomplicated.Client, kind, name string, opts []uncomplicate
 		if err != nil {
 			return lockable{}, err
 		}
-		return lockable{m.Name(), true, m.Do, m.TryDo}, nil
+		return lockable{m.Name(), true, m.Do, m.TryDo, m.Handle}, nil
 	case kind == "rwmutex-write" || kind == "rwmutex-read":
 		rw, err := uncomplicated.NewRW(c, uncomplicated.Named(name), opts...)
 		if err != nil {
 			return lockable{}, err
 		}
 		if kind == "rwmutex-read" {
-			return lockable{rw.Name(), false, rw.RDo, rw.TryRDo}, nil
+			return lockable{rw.Name(), false, rw.RDo, rw.TryRDo, nil}, nil
 		}
-		return lockable{rw.Name(), true, rw.Do, rw.TryDo}, nil
+		return lockable{rw.Name(), true, rw.Do, rw.TryDo, rw.Handle}, nil
 	case strings.HasPrefix(kind, "semaphore:"):
 		n, err := strconv.Atoi(strings.TrimPrefix(kind, "semaphore:"))
 		if err != nil {
@@ -207,7 +210,7 @@ func newLockable(c *uncomplicated.Client, kind, name string, opts []uncomplicate
 		if err != nil {
 			return lockable{}, err
 		}
-		return lockable{sem.Name(), true, sem.Do, sem.TryDo}, nil
+		return lockable{sem.Name(), true, sem.Do, sem.TryDo, nil}, nil
 	}
 	return lockable{}, usagef("--kind must be mutex, rwmutex-read, rwmutex-write or semaphore:N, not %q", kind)
 }
@@ -241,7 +244,11 @@ func (s *session) hold(ctx context.Context, l lockable, f *runFlags, argv []stri
 		}
 		h.entered = true
 		fence, _ := uncomplicated.FenceOf(ctx)
-		ch := &child{argv: argv, env: childEnv(l.name, fence, l.fenced), stdout: s.stdout, stderr: s.stderr, grace: f.grace}
+		handle := ""
+		if l.handle != nil {
+			handle, _ = l.handle()
+		}
+		ch := &child{argv: argv, env: childEnv(l.name, fence, l.fenced, handle), stdout: s.stdout, stderr: s.stderr, grace: f.grace}
 		h.end = ch.run(ctx, sigs, endWait())
 		return nil
 	}
@@ -306,15 +313,18 @@ func heldBy(c *uncomplicated.Client, name string) string {
 	return who
 }
 
-// childEnv is COMMAND's environment: ulock's, with ULOCK_NAME, and
-// ULOCK_FENCE unless the hold has no fence.
-func childEnv(name string, fence uint64, fenced bool) []string {
+// childEnv is COMMAND's environment: ulock's, with ULOCK_NAME,
+// ULOCK_FENCE unless the hold has no fence, and ULOCK_HANDLE if it has one.
+func childEnv(name string, fence uint64, fenced bool, handle string) []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "ULOCK_NAME=") || strings.HasPrefix(kv, "ULOCK_FENCE=")
+		return strings.HasPrefix(kv, "ULOCK_NAME=") || strings.HasPrefix(kv, "ULOCK_FENCE=") || strings.HasPrefix(kv, "ULOCK_HANDLE=")
 	})
 	env = append(env, "ULOCK_NAME="+name)
 	if fenced {
 		env = append(env, "ULOCK_FENCE="+strconv.FormatUint(fence, 10))
+	}
+	if handle != "" {
+		env = append(env, "ULOCK_HANDLE="+handle)
 	}
 	return env
 }

@@ -47,6 +47,8 @@ type command struct {
 // commands are ulock's commands, in the order "ulock help" lists them.
 var commands = []command{
 	{"run", (*session).run},
+	{"acquire", (*session).acquire},
+	{"refresh", (*session).refresh},
 	{"elect", (*session).elect},
 	{"status", (*session).status},
 	{"list", (*session).list},
@@ -67,7 +69,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, dialers 
 		}
 	}()
 	if len(args) == 0 {
-		return s.usage("no command given (run, elect, status, list, release, demo or help)")
+		return s.usage("no command given (run, acquire, refresh, elect, status, list, release, demo or help)")
 	}
 	switch args[0] {
 	case "-h", "-help", "--help":

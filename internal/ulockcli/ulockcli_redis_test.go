@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/inspect"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/ulocktest"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
@@ -59,5 +60,47 @@ func TestMain_runRidesOutARestart(t *testing.T) {
 	r := ulock(t, "run", "--wait", "15s", redisFlag(srv), "r", "--", "true")
 	if r.Code == 0 || r.Took > 5*time.Second || !strings.Contains(r.Stderr, "refused") {
 		t.Errorf("run with Redis down: exit %d after %v, stderr %q; want an error at once that names the refusal", r.Code, r.Took, r.Stderr)
+	}
+}
+
+// A lock taken in one step and released in another, by handle: ulock
+// acquire prints the handle and leaves the lock held (lease 20 s) after
+// its process has gone; refresh and release --handle, each a process of
+// its own, keep it and free it; the next ulock gets it at once, and a
+// second release of the same handle exits 76. ulock run gives its command
+// ULOCK_HANDLE.
+func TestMain_handles(t *testing.T) {
+	srv := redistest.Start(t)
+	r := ulock(t, "acquire", "--lease", "20s", redisFlag(srv), "report")
+	handle := strings.TrimSpace(r.Stdout)
+	if r.Code != 0 || !strings.HasPrefix(handle, "uh1.") || strings.Count(r.Stdout, "\n") != 1 {
+		t.Fatalf("acquire: exit %d, stdout %q, stderr %q; want 0 and one line, the handle", r.Code, r.Stdout, r.Stderr)
+	}
+	c := uncomplicated.NewClient(redigo.New(srv.Pool(t)))
+	t.Cleanup(func() { _ = c.Close() })
+	info, err := inspect.Lock(context.Background(), c, "lock:report")
+	if err != nil || !info.Held() || info.Holders[0].LeaseLeft < 19*time.Second {
+		t.Fatalf("after acquire exited: %+v, %v; want held, about 20s of lease left", info, err)
+	}
+	if r := ulock(t, "run", "--wait", "0", redisFlag(srv), "report", "--", "true"); r.Code != 75 {
+		t.Errorf("run while acquired: exit %d; want 75", r.Code)
+	}
+	if r := ulock(t, "refresh", "--handle", handle, redisFlag(srv)); r.Code != 0 {
+		t.Errorf("refresh --handle: exit %d, stderr %q; want 0", r.Code, r.Stderr)
+	}
+	if again, _ := inspect.Lock(context.Background(), c, "lock:report"); again.Fence != info.Fence {
+		t.Errorf("fence after refresh %d; want %d, the same hold", again.Fence, info.Fence)
+	}
+	if r := ulock(t, "release", "--handle", handle, redisFlag(srv)); r.Code != 0 {
+		t.Errorf("release --handle: exit %d, stderr %q; want 0", r.Code, r.Stderr)
+	}
+	if r := ulock(t, "run", "--wait", "0", redisFlag(srv), "report", "--", "sh", "-c", "echo $ULOCK_HANDLE"); r.Code != 0 || !strings.HasPrefix(r.Stdout, "uh1.") {
+		t.Errorf("run after the release: exit %d, stdout %q; want 0 at once, and ULOCK_HANDLE", r.Code, r.Stdout)
+	}
+	if r := ulock(t, "release", "--handle", handle, redisFlag(srv)); r.Code != 76 {
+		t.Errorf("second release --handle: exit %d, stderr %q; want 76", r.Code, r.Stderr)
+	}
+	if r := ulock(t, "release", "--handle", "not-a-handle", redisFlag(srv)); r.Code == 0 || r.Code == 76 {
+		t.Errorf("release --handle of garbage: exit %d; want a failure", r.Code)
 	}
 }

@@ -28,6 +28,12 @@ func QueueKey(prefix, name string) string {
 	return prefix + ":queue:{" + name + "}"
 }
 
+// EntriesKey names the hash of the entries of lock name's queue (see
+// internal/lua/queue_keep.lua).
+func EntriesKey(prefix, name string) string {
+	return prefix + ":entries:{" + name + "}"
+}
+
 // SharedKey names one of the keys of lock name that an RWMutex or a
 // Semaphore keeps, such as lock:readers:{lock:orders.Order:42}.
 func SharedKey(prefix, part, name string) string {
@@ -76,7 +82,7 @@ func simple(c byte) bool {
 // MutexKeys, RWKeys and SemaphoreKeys name the keys of a lock of each kind, in
 // the order its scripts take them.
 func MutexKeys(prefix, name string) []string {
-	return []string{name, FenceKey(prefix, name), QueueKey(prefix, name)}
+	return []string{name, FenceKey(prefix, name), QueueKey(prefix, name), EntriesKey(prefix, name)}
 }
 
 // RWKeys names an RWMutex's keys (see MutexKeys).
@@ -84,7 +90,7 @@ func RWKeys(prefix, name string) []string {
 	return []string{
 		SharedKey(prefix, "writer", name), SharedKey(prefix, "readers", name),
 		SharedKey(prefix, "writers", name), SharedKey(prefix, "rwfence", name),
-		SharedKey(prefix, "rwqueue", name),
+		SharedKey(prefix, "rwqueue", name), SharedKey(prefix, "rwentries", name),
 	}
 }
 
@@ -93,5 +99,6 @@ func SemaphoreKeys(prefix, name string) []string {
 	return []string{
 		SharedKey(prefix, "permits", name), SharedKey(prefix, "fences", name),
 		SharedKey(prefix, "semfence", name), SharedKey(prefix, "semqueue", name),
+		SharedKey(prefix, "sementries", name),
 	}
 }

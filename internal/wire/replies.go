@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/hashslot"
@@ -103,6 +104,23 @@ func ParseRelease(reply any) (ok bool, next []string, err error) {
 		}
 	}
 	return false, nil, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
+}
+
+// ParseResume reads lua.Resume's reply: a holder's value or a token, and
+// the lease left (-1 for none, -2 for a hold not there).
+func ParseResume(reply any) (value string, left time.Duration, err error) {
+	r, ok := reply.([]any)
+	if ok && len(r) == 2 {
+		v, okV := r[0].([]byte)
+		ms, okMs := r[1].(int64)
+		if okV && okMs && ms >= -2 {
+			if ms < 0 {
+				return string(v), time.Duration(ms), nil
+			}
+			return string(v), time.Duration(ms) * time.Millisecond, nil
+		}
+	}
+	return "", 0, fmt.Errorf("%w: %T", driver.ErrUnexpectedReply, reply)
 }
 
 // ParseFlag reads the 1 or 0 of a refresh.

@@ -29,7 +29,7 @@ func doScript(conn redis.Conn, s *driver.Script, keysAndArgs ...any) (any, error
 
 // mutexKeys are the KEYS of the Mutex's scripts in these tests: the lock,
 // its fence counter and its queue.
-var mutexKeys = []any{"lock", "fence", "queue"}
+var mutexKeys = []any{"lock", "fence", "queue", "queue:entries"}
 
 // with returns keys followed by args, a script's KEYS and ARGV.
 func with(keys []any, args ...any) []any {
@@ -109,22 +109,42 @@ func message(t *testing.T, l *listening) string {
 	return string(e.Data)
 }
 
-// enqueue queues token with entry at queue, alive for an hour, as a
-// waiter's attempt does.
+// The tests' queues keep their entries in the hash queue+":entries", the
+// key after the queue in the scripts' KEYS (see mutexKeys).
+
+// enqueue queues token with entry at queue, alive for an hour by Redis's
+// clock, as a waiter's attempt does.
 func enqueue(t *testing.T, conn redis.Conn, queue, token, entry string) {
 	t.Helper()
 	must(t, conn, "RPUSH", queue, token)
-	must(t, conn, "SET", queue+":"+token, entry, "PX", time.Hour.Milliseconds())
+	setEntry(t, conn, queue, token, entry, time.Hour)
 }
 
-// alive reports whether token's key beside queue is there.
-func alive(t *testing.T, conn redis.Conn, queue, token string) bool {
+// setEntry writes token's entry beside queue, alive for d (dead for d <= 0).
+func setEntry(t *testing.T, conn redis.Conn, queue, token, entry string, d time.Duration) {
 	t.Helper()
-	n, err := redis.Int64(conn.Do("EXISTS", queue+":"+token))
-	if err != nil {
+	deadline := int64(clockOf(t, conn)/1000) + d.Milliseconds()
+	must(t, conn, "HSET", queue+":entries", token, strconv.FormatInt(deadline, 10)+" "+entry)
+}
+
+// entryOf returns token's entry beside queue, and whether it is alive by
+// Redis's clock; "" when there is none.
+func entryOf(t *testing.T, conn redis.Conn, queue, token string) (string, bool) {
+	t.Helper()
+	v, err := redis.String(conn.Do("HGET", queue+":entries", token))
+	if err != nil && err != redis.ErrNil {
 		t.Fatal(err)
 	}
-	return n == 1
+	deadline, entry, _ := strings.Cut(v, " ")
+	d, _ := strconv.ParseInt(deadline, 10, 64)
+	return entry, d > int64(clockOf(t, conn)/1000)
+}
+
+// alive reports whether token's entry beside queue is there and alive.
+func alive(t *testing.T, conn redis.Conn, queue, token string) bool {
+	t.Helper()
+	_, ok := entryOf(t, conn, queue, token)
+	return ok
 }
 
 // waiting makes tokens alive waiters in the sorted set key for an hour.
@@ -339,7 +359,7 @@ func TestAcquireScript_queue(t *testing.T) {
 					t.Errorf("w's key there after = %v; want %v", alive, tc.alive)
 				}
 				if tc.alive {
-					if v, _ := redis.String(conn.Do("GET", "queue:w")); v != entry("w", 2) {
+					if v, _ := entryOf(t, conn, "queue", "w"); v != entry("w", 2) {
 						t.Errorf("w's entry = %q; want the one its attempt wrote, %q", v, entry("w", 2))
 					}
 				}
@@ -388,8 +408,8 @@ func TestReleaseScript_handOff(t *testing.T) {
 			if err != nil || freed != 1 {
 				t.Errorf("release with no one listening = %d, %v; want 1", freed, err)
 			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence", "queue", "queue:a", "queue:b", "queue:c")); n != 0 {
-				t.Errorf("%d of lock, fence counter, queue and the waiters' keys left; want none", n)
+			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence", "queue", "queue:entries")); n != 0 {
+				t.Errorf("%d of lock, fence counter, queue and its entries left; want none", n)
 			}
 		})
 	}
@@ -409,13 +429,12 @@ func TestReleaseScript_skipsDeadEntries(t *testing.T) {
 				dead := fmt.Sprintf("dead%d", i)
 				must(t, conn, "RPUSH", "queue", dead)
 				switch {
-				case i%3 == 1 && server == "redis-server": // miniredis's keys expire only when told
-					must(t, conn, "SET", "queue:"+dead, "x 0 1 1 chan", "PX", 1)
+				case i%3 == 1:
+					setEntry(t, conn, "queue", dead, "x 0 1 1 chan", -time.Millisecond)
 				case i%3 == 2:
-					must(t, conn, "SET", "queue:"+dead, "not an entry")
+					must(t, conn, "HSET", "queue:entries", dead, "not an entry")
 				}
 			}
-			time.Sleep(5 * time.Millisecond) // the keys of PX 1 expire
 			enqueue(t, conn, "queue", "live", "x 0 3100 1 chan")
 
 			next, err := redis.String(doScript(conn, lua.Release, with(mutexKeys, "", "h 3")...))
@@ -442,7 +461,7 @@ func TestReleaseScript_handOffLease(t *testing.T) {
 	subscribe(t, srv.Pool(t), "lease:w")
 	must(t, conn, "SET", "lease:lock", "h 3")
 	enqueue(t, conn, "lease:queue", "w", "x 5000 3100 1 lease:w")
-	if _, err := doScript(conn, lua.Release, "lease:lock", "lease:fence", "lease:queue", "", "h 3"); err != nil {
+	if _, err := doScript(conn, lua.Release, "lease:lock", "lease:fence", "lease:queue", "lease:queue:entries", "", "h 3"); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, _ := redis.Int64(conn.Do("PTTL", "lease:lock")); ttl <= 4000 || ttl > 5000 {
@@ -472,8 +491,8 @@ func TestReleaseScript_leave(t *testing.T) {
 			if n, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "q", "w")...)); err != nil || n != 1 {
 				t.Errorf("leave holding the lock = %d, %v; want 1 (released, a does not listen)", n, err)
 			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "queue:a", "queue:w")); n != 0 {
-				t.Errorf("%d of lock, queue and the waiters' keys left; want none", n)
+			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "queue:entries")); n != 0 {
+				t.Errorf("%d of lock, queue and its entries left; want none", n)
 			}
 		})
 	}

@@ -29,12 +29,37 @@ const (
 	ClientIDLen = 11
 )
 
+// HoldSecretLen is the length of the part of a hold's secret that its
+// Refreshes keep (see RefreshedSecret): it names the hold, as the fence
+// does, so that a copy of the hold resumed from a handle, whose token a
+// Refresh of the other made old, can find the hold again (see
+// SameHold). 96 random bits.
+const HoldSecretLen = 16
+
 // NewToken returns 16 random bytes, base64url: the secret that proves a
-// hold is ours. Every acquisition and every Refresh gets a new one.
+// hold is ours. Every acquisition gets a new one, and every Refresh a new
+// one that keeps the hold's part (see RefreshedSecret).
 func NewToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// RefreshedSecret returns a new secret for a Refresh of the hold whose
+// token is old: old's first HoldSecretLen characters, then new random
+// ones; a token unlike ours (the gem's) gets a new secret whole.
+func RefreshedSecret(old string) string {
+	s := NewToken()
+	if len(old) >= SecretLen+ClientIDLen {
+		return old[:HoldSecretLen] + s[HoldSecretLen:]
+	}
+	return s
+}
+
+// SameHold reports whether tokens a and b are of one hold: b a Refresh of
+// a, or the reverse (see RefreshedSecret).
+func SameHold(a, b string) bool {
+	return len(a) >= SecretLen+ClientIDLen && len(b) >= SecretLen+ClientIDLen && a[:HoldSecretLen] == b[:HoldSecretLen]
 }
 
 // WriterMark tells a writer's token from readers' among blockers.

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 )
 
 // A Deployment is a Redis deployment reached through one constructor.
@@ -37,6 +38,18 @@ func Run(t *testing.T, d Deployment) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.run(t, d) })
+	}
+	if lua.CheckingKeys { // built with -tags uncomplicated_checkkeys
+		t.Run("declaredKeys", func(t *testing.T) { declaredKeys(t, d) })
+	}
+}
+
+// declaredKeys checks that no script of the suite touched a key it did
+// not declare in KEYS, as check_keys.lua lists them (see lua.CheckingKeys).
+func declaredKeys(t *testing.T, d Deployment) {
+	reply, err := d.Do(t, lua.UndeclaredKeys, "LRANGE", lua.UndeclaredKeys, 0, -1)
+	if list, _ := reply.([]any); err != nil || len(list) > 0 {
+		t.Errorf("keys the scripts touched without declaring them: %q, %v; want none", list, err)
 	}
 }
 
