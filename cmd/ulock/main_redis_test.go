@@ -146,3 +146,38 @@ func TestStatus_binary(t *testing.T) {
 		t.Errorf("Unlock() after release --force = %v; want ErrNotHeld", err)
 	}
 }
+
+// Three processes and one hold: ulock acquire locks with a 20 s lease,
+// prints the handle and exits; this process resumes the handle, finds the
+// hold with the same fence, refreshes it and releases it; a third process
+// (ulock run --wait 0) then gets the lock at its first attempt, and a
+// release of the spent handle exits 76.
+func TestHandles_binary(t *testing.T) {
+	e := newEnv(t)
+	r := e.ulock(t, "acquire", "--lease", "20s", "job")
+	handle := strings.TrimSpace(r.Stdout)
+	if r.Code != 0 || !strings.HasPrefix(handle, "uh1.") {
+		t.Fatalf("acquire: exit %d, stdout %q, stderr %q; want 0 and the handle", r.Code, r.Stdout, r.Stderr)
+	}
+	held := e.inspect(t, "job")
+	if !held.Held() {
+		t.Fatalf("after acquire exited: %+v; want the lock held", held)
+	}
+	ctx := context.Background()
+	m, err := uncomplicated.Resume(ctx, e.client(t, "resumer"), handle)
+	if err != nil || m.Fence() != held.Fence {
+		t.Fatalf("Resume = %v, fence %d; want the hold, fence %d", err, m.Fence(), held.Fence)
+	}
+	if err := m.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.ulock(t, "run", "--wait", "0", "job", "--", "true"); r.Code != 0 {
+		t.Errorf("run --wait 0 after the release: exit %d, stderr %q; want 0", r.Code, r.Stderr)
+	}
+	if r := e.ulock(t, "release", "--handle", handle); r.Code != 76 {
+		t.Errorf("release --handle of a released hold: exit %d, stderr %q; want 76", r.Code, r.Stderr)
+	}
+}
