@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/rueidis"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedvalkey"
+	"github.com/valkey-io/valkey-go"
 
 	redisv9 "github.com/redis/go-redis/v9"
 
@@ -27,6 +29,7 @@ import (
 const (
 	ownGoredis = ours + " go-redis"
 	ownRueidis = ours + " rueidis"
+	ownValkey  = ours + " valkey-go"
 	ownCluster = ours + " cluster"
 	// clusterMasters is how many masters the Cluster has, without
 	// replicas: a lock lives on one of them.
@@ -50,10 +53,16 @@ func openRueidis(addr, key string, n, _ int) ([]locker, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	newClient := func() *uncomplicated.Client { return uncomplicatedrueidis.NewClient(rc) }
-	return openClientsOver(n, newClient, rc.Close, func(c *uncomplicated.Client) (locker, error) {
-		return uncomplicated.New(c, uncomplicated.Named(key))
-	})
+	return mutexesOver(key, n, func() *uncomplicated.Client { return uncomplicatedrueidis.NewClient(rc) }, rc.Close)
+}
+
+// openValkey is openRueidis over a valkey-go client.
+func openValkey(addr, key string, n, _ int) ([]locker, func(), error) {
+	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return mutexesOver(key, n, func() *uncomplicated.Client { return uncomplicatedvalkey.NewClient(vc) }, vc.Close)
 }
 
 // openCluster gives each locker a Mutex on a Client of its own over one
@@ -66,8 +75,13 @@ func openCluster(addr, key string, n, _ int) ([]locker, func(), error) {
 // openMutexes gives each of n lockers a Mutex named key on a Client of its
 // own over rdb, which closeAll closes last.
 func openMutexes(rdb redisv9.UniversalClient, key string, n int) ([]locker, func(), error) {
-	newClient := func() *uncomplicated.Client { return goredis.NewClient(rdb) }
-	return openClientsOver(n, newClient, func() { _ = rdb.Close() }, func(c *uncomplicated.Client) (locker, error) {
+	return mutexesOver(key, n, func() *uncomplicated.Client { return goredis.NewClient(rdb) }, func() { _ = rdb.Close() })
+}
+
+// mutexesOver gives each of n lockers a Mutex named key on a Client of its
+// own made by newClient, over what closeShared closes last.
+func mutexesOver(key string, n int, newClient func() *uncomplicated.Client, closeShared func()) ([]locker, func(), error) {
+	return openClientsOver(n, newClient, closeShared, func(c *uncomplicated.Client) (locker, error) {
 		return uncomplicated.New(c, uncomplicated.Named(key))
 	})
 }
@@ -101,7 +115,7 @@ func launch(cfg config, stderr io.Writer) (*deployments, error) {
 	}
 	d.stop = append(d.stop, d.server.close)
 	if version, err := d.server.info("server", "redis_version"); err != nil || !versionAtLeast(version, noLoopTrackingSince) {
-		fmt.Fprintf(stderr, "warning: the rueidislock rows track keys with NOLOOP, which needs Redis %d.%d.%d or later; this server is %q\n",
+		fmt.Fprintf(stderr, "warning: the rueidislock and valkeylock rows track keys with NOLOOP, which needs Redis %d.%d.%d or later; this server is %q\n",
 			noLoopTrackingSince[0], noLoopTrackingSince[1], noLoopTrackingSince[2], version)
 	}
 	if !cfg.needsCluster() {
@@ -126,8 +140,9 @@ func launch(cfg config, stderr io.Writer) (*deployments, error) {
 	return d, nil
 }
 
-// noLoopTrackingSince is the first Redis version with which rueidislock's
-// NoLoopTracking is safe (redis/redis#11052), as its docs say.
+// noLoopTrackingSince is the first Redis version with which the
+// NoLoopTracking of rueidislock and valkeylock is safe (redis/redis#11052),
+// as their docs say.
 var noLoopTrackingSince = [3]int{7, 0, 5}
 
 // versionAtLeast reports whether version, such as "7.0.15", is want or

@@ -18,12 +18,13 @@ import (
 	redsyncredigo "github.com/go-redsync/redsync/v4/redis/redigo"
 	redisv9 "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
-	"github.com/redis/rueidis/rueidislock"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis"
+	"github.com/uncomplicated-mutex/uncomplicated/uncomplicatedvalkey"
 )
 
 // The fleet workload (-workload fleet) is where most locking happens: many
@@ -53,10 +54,12 @@ type pairer interface {
 
 func allFleetRows() []fleetRow {
 	return []fleetRow{
-		{name: "uncomplicated rueidis", peer: "rueidislock", open: fleetRueidis},
+		{name: ownRueidis, peer: "rueidislock", open: fleetOver(newRueidisClient)},
+		{name: ownValkey, peer: "valkeylock", open: fleetOver(newValkeyClient)},
 		{name: "uncomplicated", peer: "redsync 1ms", open: fleetRedigo},
 		{name: "uncomplicated go-redis", peer: "redislock 1ms", open: fleetGoredis},
-		{name: "rueidislock", open: fleetRueidislock},
+		{name: "rueidislock", open: fleetCtxLocker(newRueidislock)},
+		{name: "valkeylock", open: fleetCtxLocker(newValkeylock)},
 		{name: "redsync 1ms", open: fleetRedsync},
 		{name: "redislock 1ms", open: fleetRedislock},
 	}
@@ -287,33 +290,48 @@ func fleetGoredis(addr string, goroutines int) (pairer, func(), error) {
 	return mutexPairer{c}, func() { _ = c.Close(); _ = rdb.Close() }, nil
 }
 
-// fleetRueidis's one pipelining connection serves every goroutine.
-func fleetRueidis(addr string, _ int) (pairer, func(), error) {
-	rc, c, err := newRueidisClient(addr)
-	if err != nil {
-		return nil, nil, err
+// fleetOver's one Client, from newClient (newRueidisClient or
+// newValkeyClient: one pipelining connection), serves every goroutine.
+func fleetOver(newClient func(addr string) (*uncomplicated.Client, func(), error)) func(addr string, goroutines int) (pairer, func(), error) {
+	return func(addr string, _ int) (pairer, func(), error) {
+		c, closeAll, err := newClient(addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return mutexPairer{c}, closeAll, nil
 	}
-	return mutexPairer{c}, func() { _ = c.Close(); rc.Close() }, nil
 }
 
 // newRueidisClient returns a Client over a rueidis client of the server at
 // addr, built as the README advises for locks: one pipelining connection,
-// as rueidislock builds its own. Closing the Client leaves rc open.
-func newRueidisClient(addr string) (rc rueidis.Client, c *uncomplicated.Client, err error) {
-	rc, err = rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
+// as rueidislock builds its own; and a function that closes both.
+func newRueidisClient(addr string) (*uncomplicated.Client, func(), error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
 	if err != nil {
 		return nil, nil, err
 	}
-	return rc, uncomplicatedrueidis.NewClient(rc), nil
+	c := uncomplicatedrueidis.NewClient(rc)
+	return c, func() { _ = c.Close(); rc.Close() }, nil
+}
+
+// newValkeyClient is newRueidisClient over a valkey-go client.
+func newValkeyClient(addr string) (*uncomplicated.Client, func(), error) {
+	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, PipelineMultiplex: -1})
+	if err != nil {
+		return nil, nil, err
+	}
+	c := uncomplicatedvalkey.NewClient(vc)
+	return c, func() { _ = c.Close(); vc.Close() }, nil
 }
 
 // The peers, each on one client of its own library, as their READMEs
-// show, tuned as their docs advise: rueidislock with NoLoopTracking, the
-// pools of redsync and redislock sized for the goroutines.
+// show, tuned as their docs advise: rueidislock and valkeylock with
+// NoLoopTracking, the pools of redsync and redislock sized for the
+// goroutines.
 
-type rueidislockPairer struct{ l rueidislock.Locker }
+type ctxLockerPairer struct{ l ctxLocker }
 
-func (p rueidislockPairer) pair(ctx context.Context, key string) error {
+func (p ctxLockerPairer) pair(ctx context.Context, key string) error {
 	_, release, err := p.l.WithContext(ctx, key)
 	if err != nil {
 		return err
@@ -322,12 +340,15 @@ func (p rueidislockPairer) pair(ctx context.Context, key string) error {
 	return nil
 }
 
-func fleetRueidislock(addr string, _ int) (pairer, func(), error) {
-	l, err := newRueidislock(addr)
-	if err != nil {
-		return nil, nil, err
+// fleetCtxLocker's one Locker, from newLocker, serves every goroutine.
+func fleetCtxLocker[L ctxLocker](newLocker func(addr string) (L, error)) func(addr string, goroutines int) (pairer, func(), error) {
+	return func(addr string, _ int) (pairer, func(), error) {
+		l, err := newLocker(addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ctxLockerPairer{l}, l.Close, nil
 	}
-	return rueidislockPairer{l}, l.Close, nil
 }
 
 type redsyncPairer struct{ rs *redsync.Redsync }

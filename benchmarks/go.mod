@@ -10,6 +10,8 @@ require (
 	github.com/redis/rueidis v1.0.79
 	github.com/uncomplicated-mutex/uncomplicated v0.1.0
 	github.com/uncomplicated-mutex/uncomplicated/goredis v0.1.0
+	github.com/uncomplicated-mutex/uncomplicated/uncomplicatedvalkey v0.1.0
+	github.com/valkey-io/valkey-go v1.0.80
 )
 
 require (
@@ -17,5 +19,5 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/uncomplicated-mutex/uncomplicated/uncomplicatedrueidis v0.1.0
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )

@@ -220,7 +220,7 @@ func TestFleet(t *testing.T) {
 	}
 	var out strings.Builder
 	printFleet(&out, cfg, results)
-	for _, want := range []string{"uncomplicated rueidis ÷ rueidislock", "uncomplicated ÷ redsync 1ms", "uncomplicated go-redis ÷ redislock 1ms"} {
+	for _, want := range []string{"uncomplicated rueidis ÷ rueidislock", "uncomplicated valkey-go ÷ valkeylock", "uncomplicated ÷ redsync 1ms", "uncomplicated go-redis ÷ redislock 1ms"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printFleet lacks %q:\n%s", want, out.String())
 		}

@@ -193,6 +193,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-only", "uncomplicated,uncomplicated go-redis,uncomplicated cluster", "-scale-cluster", "100"}, 4, true},
 		{[]string{"-scale-cluster", "-1"}, 0, false},
 		{[]string{"-workload", "fleet", "-keys", "10", "-goroutines", "2", "-rounds", "1", "-only", "uncomplicated rueidis"}, 4, true},
+		{[]string{"-workload", "fleet", "-only", "uncomplicated rueidis,rueidislock,uncomplicated valkey-go,valkeylock"}, 4, true},
+		{[]string{"-only", "uncomplicated valkey"}, 0, false},
 		{[]string{"-workload", "hot"}, 0, false},
 		{[]string{"-workload", "fleet", "-rounds", "0"}, 0, false},
 		{[]string{"-scale-client", "rueidis"}, 4, true},
@@ -348,6 +350,7 @@ func TestPrintRatios_interleaved(t *testing.T) {
 		{name: ours, capacity: 1, lockUnlock: 300, interleaved: 105},
 		{name: ownGoredis, base: ours, capacity: 1, lockUnlock: 100, interleaved: 120},
 		{name: ownRueidis, base: ours, capacity: 1, lockUnlock: 100, interleaved: 90},
+		{name: ownValkey, base: ours, capacity: 1, lockUnlock: 100, interleaved: 95},
 		{name: "redsync 1ms", capacity: 1, lockUnlock: 80, interleaved: 100},
 		{name: "redislock 1ms", capacity: 1, lockUnlock: 200, interleaved: 150},
 	}
@@ -356,7 +359,7 @@ func TestPrintRatios_interleaved(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"| lock+unlock p50 µs, interleaved | 0.10 | 0.10 (redsync 1ms) | 1.05× |",
-		"Interleaved lock+unlock ÷ the fastest peer's (redsync 1ms, 0.10): uncomplicated 1.05×, uncomplicated go-redis 1.20×, uncomplicated rueidis 0.90×.",
+		"Interleaved lock+unlock ÷ the fastest peer's (redsync 1ms, 0.10): uncomplicated 1.05×, uncomplicated go-redis 1.20×, uncomplicated rueidis 0.90×, uncomplicated valkey-go 0.95×.",
 	} {
 		if !strings.Contains(strings.Join(strings.Fields(out), " "), strings.Join(strings.Fields(want), " ")) {
 			t.Errorf("want %q in:\n%s", want, out)

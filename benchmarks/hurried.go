@@ -18,7 +18,6 @@ import (
 	redsyncredigo "github.com/go-redsync/redsync/v4/redis/redigo"
 	"github.com/gomodule/redigo/redis"
 	redisv9 "github.com/redis/go-redis/v9"
-	"github.com/redis/rueidis/rueidislock"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/goredis"
@@ -84,10 +83,12 @@ func allHurriedRows() []hurriedRow {
 		{name: "uncomplicated quick-start pool", open: hurriedRedigo(quickStartPool)},
 		{name: "uncomplicated pool of 128", open: hurriedRedigo(pool128)},
 		{name: ownGoredis, open: hurriedGoredis},
-		{name: ownRueidis, open: hurriedRueidis},
+		{name: ownRueidis, open: hurriedOver(newRueidisClient)},
+		{name: ownValkey, open: hurriedOver(newValkeyClient)},
 		{name: "redsync 1ms", peer: true, open: hurriedRedsync},
 		{name: "redislock 1ms", peer: true, open: hurriedRedislock},
-		{name: "rueidislock", peer: true, open: hurriedRueidislock},
+		{name: "rueidislock", peer: true, open: hurriedCtxLocker(newRueidislock)},
+		{name: "valkeylock", peer: true, open: hurriedCtxLocker(newValkeylock)},
 	}
 }
 
@@ -516,13 +517,16 @@ func hurriedGoredis(addr string) (acquirer, func(), error) {
 	return mutexAcquirer{c}, func() { _ = c.Close(); _ = rdb.Close() }, nil
 }
 
-// hurriedRueidis builds the client as the fleet workload's rueidis row does.
-func hurriedRueidis(addr string) (acquirer, func(), error) {
-	rc, c, err := newRueidisClient(addr)
-	if err != nil {
-		return nil, nil, err
+// hurriedOver builds the client with newClient, as the fleet workload's
+// rueidis and valkey-go rows do.
+func hurriedOver(newClient func(addr string) (*uncomplicated.Client, func(), error)) func(addr string) (acquirer, func(), error) {
+	return func(addr string) (acquirer, func(), error) {
+		c, closeAll, err := newClient(addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return mutexAcquirer{c}, closeAll, nil
 	}
-	return mutexAcquirer{c}, func() { _ = c.Close(); rc.Close() }, nil
 }
 
 // The peers, with the settings of their contended and fleet rows.
@@ -562,9 +566,9 @@ func hurriedRedislock(addr string) (acquirer, func(), error) {
 	return redislockAcquirer{redislock.New(rdb)}, func() { _ = rdb.Close() }, nil
 }
 
-type rueidislockAcquirer struct{ l rueidislock.Locker }
+type ctxLockerAcquirer struct{ l ctxLocker }
 
-func (a rueidislockAcquirer) acquire(ctx context.Context, k int) (bool, error) {
+func (a ctxLockerAcquirer) acquire(ctx context.Context, k int) (bool, error) {
 	_, release, err := a.l.WithContext(ctx, "hurried-"+strconv.Itoa(k))
 	if err != nil {
 		return false, err
@@ -573,10 +577,14 @@ func (a rueidislockAcquirer) acquire(ctx context.Context, k int) (bool, error) {
 	return true, nil
 }
 
-func hurriedRueidislock(addr string) (acquirer, func(), error) {
-	l, err := newRueidislock(addr)
-	if err != nil {
-		return nil, nil, err
+// hurriedCtxLocker has one Locker from newLocker: rueidislock's or
+// valkeylock's.
+func hurriedCtxLocker[L ctxLocker](newLocker func(addr string) (L, error)) func(addr string) (acquirer, func(), error) {
+	return func(addr string) (acquirer, func(), error) {
+		l, err := newLocker(addr)
+		if err != nil {
+			return nil, nil, err
+		}
+		return ctxLockerAcquirer{l}, l.Close, nil
 	}
-	return rueidislockAcquirer{l}, l.Close, nil
 }

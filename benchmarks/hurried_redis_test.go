@@ -43,7 +43,7 @@ func TestHurried(t *testing.T) {
 	}
 	var out strings.Builder
 	printHurried(&out, cfg, results)
-	for _, want := range []string{"| uncomplicated rueidis", "| rueidislock", "hurried: our best row, ", "patient: our best row, "} {
+	for _, want := range []string{"| uncomplicated rueidis", "| rueidislock", "| uncomplicated valkey-go", "| valkeylock", "hurried: our best row, ", "patient: our best row, "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("printHurried lacks %q:\n%s", want, out.String())
 		}
@@ -68,9 +68,9 @@ func TestVersionAtLeast(t *testing.T) {
 			t.Errorf("versionAtLeast(%q, 7.0.5) = %v; want %v", c.version, got, c.want)
 		}
 	}
-	// The rueidislock rows track with NOLOOP, which the test server must
-	// support as the benchmark's does.
+	// The rueidislock and valkeylock rows track with NOLOOP, which the test
+	// server must support as the benchmark's does.
 	if v, err := testEnv(t).info("server", "redis_version"); err != nil || !versionAtLeast(v, noLoopTrackingSince) {
-		t.Errorf("the test server is Redis %q (%v); rueidislock's NoLoopTracking needs 7.0.5 or later", v, err)
+		t.Errorf("the test server is Redis %q (%v); rueidislock's and valkeylock's NoLoopTracking need 7.0.5 or later", v, err)
 	}
 }

@@ -78,6 +78,7 @@ func TestParseFlags_hurried(t *testing.T) {
 		{[]string{"-workload", "hurried"}, hurriedDuration},
 		{[]string{"-workload", "hurried", "-duration", "3s"}, 3 * time.Second},
 		{[]string{"-workload", "hurried", "-only", "uncomplicated pool of 128,rueidislock"}, hurriedDuration},
+		{[]string{"-workload", "hurried", "-only", "uncomplicated valkey-go,valkeylock"}, hurriedDuration},
 		{[]string{"-workload", "fleet"}, 3 * time.Second},
 	} {
 		cfg, err := parseFlags(c.args, io.Discard)

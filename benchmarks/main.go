@@ -1,7 +1,7 @@
 // Command benchmarks compares uncomplicated with other Redis locks for Go
-// (redsync, bsm/redislock, rueidislock) and with a sync.Mutex ceiling, all
-// on one redis-server that it starts itself (redis-server must be on PATH),
-// and measures our RWMutex and Semaphore beside our Mutex:
+// (redsync, bsm/redislock, rueidislock, valkeylock) and with a sync.Mutex
+// ceiling, all on one redis-server that it starts itself (redis-server must
+// be on PATH), and measures our RWMutex and Semaphore beside our Mutex:
 //
 //	cd benchmarks && go run . [-workload fleet [-keys 10000] [-goroutines 64] [-rounds 3]]
 //	    [-workload hurried] [-duration 3s] [-workers 8] [-hold 1ms] [-think 1ms]
@@ -22,9 +22,9 @@
 // of -keys, for -duration, every row once a round for -rounds rounds; it
 // prints each row's medians (Redis CPU and commands per pair, pairs per
 // second) and each of ours against the peer on the same client: rueidis
-// against rueidislock, redigo against redsync 1ms, go-redis against
-// redislock 1ms. With -scale-client rueidis, the scale runs go over the
-// rueidis module.
+// against rueidislock, valkey-go against valkeylock, redigo against redsync
+// 1ms, go-redis against redislock 1ms. With -scale-client rueidis, the
+// scale runs go over the rueidis module.
 //
 // With -workload hurried it runs instead the hurried workload (hurried.go),
 // a web server's: 100 goroutines of one process share one client and lock
@@ -45,22 +45,22 @@
 // against the best peer's. Rows: our Mutex on redigo with the README's
 // quick-start pool (128 idle connections, no cap) and with a pool of 128
 // (MaxActive 128, Wait), on go-redis with default options but
-// ContextTimeoutEnabled, and on rueidis as the fleet workload builds it;
-// redsync 1ms on a redigo pool of 128, redislock 1ms on a go-redis client
-// of default options, and rueidislock.
+// ContextTimeoutEnabled, and on rueidis and on valkey-go as the fleet
+// workload builds them; redsync 1ms on a redigo pool of 128, redislock 1ms
+// on a go-redis client of default options, rueidislock and valkeylock.
 //
 // Every peer runs at its best documented setting, as a user who tuned it
-// would: rueidislock with KeyMajority 1 (one server) and NoLoopTracking,
-// which needs Redis 7.0.5 or later (the run warns when the server is
-// older); redsync and redislock with 1ms between tries (the contended
-// workload also has redsync's default and redislock with 100ms, in rows of
-// their own). Pools are sized for the goroutines that use them, ours and
-// the peers' alike: every redigo pool keeps idle a connection for each of
-// its users at once and 4 more, with no cap (a Client of ours counts
+// would: rueidislock and valkeylock with KeyMajority 1 (one server) and
+// NoLoopTracking, which needs Redis 7.0.5 or later (the run warns when the
+// server is older); redsync and redislock with 1ms between tries (the
+// contended workload also has redsync's default and redislock with 100ms, in
+// rows of their own). Pools are sized for the goroutines that use them, ours
+// and the peers' alike: every redigo pool keeps idle a connection for each
+// of its users at once and 4 more, with no cap (a Client of ours counts
 // twice: its calls and the connection that listens for hand-offs); the
 // go-redis clients of the fleet workload, ours and redislock's, have a
-// PoolSize of the goroutines and 4 more, as does ours on the contended
-// one, where each redislock locker has a go-redis client of its own, whose
+// PoolSize of the goroutines and 4 more, as does ours on the contended one,
+// where each redislock locker has a go-redis client of its own, whose
 // default pool (10 connections a CPU) is room enough. The hurried workload
 // keeps the pools it names above.
 //

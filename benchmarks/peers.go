@@ -14,6 +14,8 @@ import (
 	redisv9 "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 	"github.com/redis/rueidis/rueidislock"
+	"github.com/valkey-io/valkey-go"
+	"github.com/valkey-io/valkey-go/valkeylock"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
@@ -79,12 +81,14 @@ func allRows() []row {
 		{name: "uncomplicated", open: openUncomplicated},
 		{name: ownGoredis, base: ours, open: openGoredis},
 		{name: ownRueidis, base: ours, open: openRueidis},
+		{name: ownValkey, base: ours, open: openValkey},
 		{name: ownCluster, base: ownGoredis, cluster: true, open: openCluster},
 		{name: "redsync default", open: openRedsync()},
 		{name: "redsync 1ms", open: openRedsync(redsync.WithRetryDelay(time.Millisecond), redsync.WithTries(math.MaxInt32))},
 		{name: "redislock 100ms", open: openRedislock(100 * time.Millisecond)},
 		{name: "redislock 1ms", open: openRedislock(time.Millisecond)},
-		{name: "rueidislock", open: openRueidislock},
+		{name: "rueidislock", open: openCtxLockers(newRueidislock)},
+		{name: "valkeylock", open: openCtxLockers(newValkeylock)},
 		{name: pushFloor, floor: true, open: openPushFloor},
 		{name: "sync.Mutex", inProcess: true, open: openSyncMutex},
 		{name: ownRWWriters, own: true, ceiling: ceiling, open: openRW(writer)},
@@ -200,24 +204,33 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 	return held.Release(ctx)
 }
 
-// openRueidislock gives each locker a Locker (see newRueidislock), and so
-// a rueidis client, of its own: a Locker queues its own callers in process.
-func openRueidislock(addr, key string, n, _ int) ([]locker, func(), error) {
-	lockers := make([]locker, 0, n)
-	closeAll := func() {
-		for _, l := range lockers {
-			l.(*rueidisLocker).l.Close()
+// A ctxLocker is a Locker of rueidislock or of valkeylock: one interface
+// but for the type of the client that Client returns.
+type ctxLocker interface {
+	WithContext(ctx context.Context, name string) (context.Context, context.CancelFunc, error)
+	Close()
+}
+
+// openCtxLockers gives each locker a Locker from newLocker, and so a
+// client, of its own: a Locker queues its own callers in process.
+func openCtxLockers[L ctxLocker](newLocker func(addr string) (L, error)) func(addr, key string, n, permits int) ([]locker, func(), error) {
+	return func(addr, key string, n, _ int) ([]locker, func(), error) {
+		lockers := make([]locker, 0, n)
+		closeAll := func() {
+			for _, l := range lockers {
+				l.(*ctxLockerHold).l.Close()
+			}
 		}
-	}
-	for range n {
-		l, err := newRueidislock(addr)
-		if err != nil {
-			closeAll()
-			return nil, nil, err
+		for range n {
+			l, err := newLocker(addr)
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			lockers = append(lockers, &ctxLockerHold{l: l, key: key})
 		}
-		lockers = append(lockers, &rueidisLocker{l: l, key: key})
+		return lockers, closeAll, nil
 	}
-	return lockers, closeAll, nil
 }
 
 // newRueidislock returns a Locker of the server at addr as rueidislock's
@@ -232,20 +245,30 @@ func newRueidislock(addr string) (rueidislock.Locker, error) {
 	})
 }
 
-// rueidisLocker holds the lock until release is called or the ctx given to
-// Lock ends, whichever comes first.
-type rueidisLocker struct {
-	l       rueidislock.Locker
+// newValkeylock is newRueidislock with valkeylock, whose options are
+// rueidislock's.
+func newValkeylock(addr string) (valkeylock.Locker, error) {
+	return valkeylock.NewLocker(valkeylock.LockerOption{
+		ClientOption:   valkey.ClientOption{InitAddress: []string{addr}},
+		KeyMajority:    1,
+		NoLoopTracking: true,
+	})
+}
+
+// ctxLockerHold holds the lock until release is called or the ctx given
+// to Lock ends, whichever comes first.
+type ctxLockerHold struct {
+	l       ctxLocker
 	key     string
 	release context.CancelFunc
 }
 
-func (l *rueidisLocker) Lock(ctx context.Context) (err error) {
+func (l *ctxLockerHold) Lock(ctx context.Context) (err error) {
 	_, l.release, err = l.l.WithContext(ctx, l.key)
 	return err
 }
 
-func (l *rueidisLocker) Unlock(context.Context) error {
+func (l *ctxLockerHold) Unlock(context.Context) error {
 	release := l.release
 	l.release = nil
 	release() // returns once the key is deleted

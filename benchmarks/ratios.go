@@ -104,7 +104,7 @@ func printInterleavedClients(w io.Writer, results, peers []result) {
 // (0) is left out.
 func clientRatios(results []result, value func(result) time.Duration, ref time.Duration) string {
 	var parts []string
-	for _, name := range []string{ours, ownGoredis, ownRueidis} {
+	for _, name := range []string{ours, ownGoredis, ownRueidis, ownValkey} {
 		if r, ok := find(results, name); ok && value(r) > 0 {
 			parts = append(parts, fmt.Sprintf("%s %.2f×", name, float64(value(r))/float64(ref)))
 		}
