@@ -79,6 +79,13 @@ fi
 if [[ -d $rueidis ]]; then
 	go mod edit -replace "$module/uncomplicatedrueidis=$rueidis" "$tmp/go.mod"
 fi
+# and its valkey-go module; a commit from before it gets this tree's, which
+# its rows need to build, built against the old library.
+valkey="$tmp/worktree/uncomplicatedvalkey"
+if [[ ! -d $valkey ]]; then
+	valkey="$repo/uncomplicatedvalkey"
+fi
+go mod edit -replace "$module/uncomplicatedvalkey=$valkey" "$tmp/go.mod"
 echo "building against ${new_label} and ${old:0:7}" >&2
 (cd "$bench" && go build -o "$tmp/bench-new" .)
 # -mod=mod lets the go command add to the copies what the old library needs;
