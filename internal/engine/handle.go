@@ -45,6 +45,25 @@ func readHandle(c *Client, ctx context.Context, handle, kind string) (wire.Handl
 	return hd, err
 }
 
+// resumed returns the lock that build makes, of kind, holding the hold
+// that handle names (see uncomplicated.Resume), for c with opts.
+func resumed[L any](ctx context.Context, c *Client, handle, kind string, opts []config.Option, build func(base) (L, *exclusive)) (L, error) {
+	var none L
+	hd, err := readHandle(c, ctx, handle, kind)
+	if err != nil {
+		return none, err
+	}
+	b, err := resumedBase(c, hd, opts)
+	if err != nil {
+		return none, err
+	}
+	l, x := build(b)
+	if err := x.resume(ctx, hd); err != nil {
+		return none, c.opError("Resume", hd.Name, err)
+	}
+	return l, nil
+}
+
 // resumedBase is the base of the lock hd names, for c with opts; its
 // prefix and lease are the handle's.
 func resumedBase(c *Client, hd wire.Handle, opts []config.Option) (base, error) {

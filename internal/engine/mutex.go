@@ -36,19 +36,10 @@ func mutexOf(b base) *Mutex {
 
 // Resume: see uncomplicated.Resume.
 func Resume(ctx context.Context, c *Client, handle string, opts ...config.Option) (*Mutex, error) {
-	hd, err := readHandle(c, ctx, handle, inspection.KindMutex)
-	if err != nil {
-		return nil, err
-	}
-	b, err := resumedBase(c, hd, opts)
-	if err != nil {
-		return nil, err
-	}
-	m := mutexOf(b)
-	if err := m.x.resume(ctx, hd); err != nil {
-		return nil, c.opError("Resume", hd.Name, err)
-	}
-	return m, nil
+	return resumed(ctx, c, handle, inspection.KindMutex, opts, func(b base) (*Mutex, *exclusive) {
+		m := mutexOf(b)
+		return m, &m.x
+	})
 }
 
 // Handle: see uncomplicated.Mutex.Handle.

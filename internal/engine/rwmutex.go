@@ -43,19 +43,10 @@ func rwOf(b base) *RWMutex {
 
 // ResumeRW: see uncomplicated.ResumeRW.
 func ResumeRW(ctx context.Context, c *Client, handle string, opts ...config.Option) (*RWMutex, error) {
-	hd, err := readHandle(c, ctx, handle, inspection.KindRWMutex)
-	if err != nil {
-		return nil, err
-	}
-	b, err := resumedBase(c, hd, opts)
-	if err != nil {
-		return nil, err
-	}
-	rw := rwOf(b)
-	if err := rw.x.resume(ctx, hd); err != nil {
-		return nil, c.opError("Resume", hd.Name, err)
-	}
-	return rw, nil
+	return resumed(ctx, c, handle, inspection.KindRWMutex, opts, func(b base) (*RWMutex, *exclusive) {
+		rw := rwOf(b)
+		return rw, &rw.x
+	})
 }
 
 // Handle: see uncomplicated.RWMutex.Handle.
