@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/uncomplicated-mutex/uncomplicated/internal/trace"
 )
 
 // The push floor (row pushFloor) is the least a hand-off over Redis pub/sub
@@ -102,6 +104,9 @@ func (f *floorLocker) Lock(ctx context.Context) error {
 	var err error
 	switch m := f.sub.ReceiveWithTimeout(timeout).(type) {
 	case redis.Message:
+		trace.Stamp(trace.Read, "", f.channel) // its steps, for -trace: read, woken and returned are one
+		trace.Stamp(trace.Woken, "", f.channel)
+		trace.Stamp(trace.Returned, "", f.channel)
 		return nil
 	case error:
 		err = fmt.Errorf("push floor: no hand-off: %w", m)
@@ -123,6 +128,7 @@ func (f *floorLocker) Lock(ctx context.Context) error {
 
 // Unlock hands the lock to the oldest waiter, or frees it.
 func (f *floorLocker) Unlock(context.Context) error {
+	trace.Stamp(trace.Unlock, pushFloor, "")
 	f.l.mu.Lock()
 	if len(f.l.queue) == 0 {
 		f.l.held = false
@@ -132,7 +138,9 @@ func (f *floorLocker) Unlock(context.Context) error {
 	next := f.l.queue[0]
 	f.l.queue = f.l.queue[1:]
 	f.l.mu.Unlock()
+	trace.Stamp(trace.Sent, pushFloor, "")
 	_, err := f.pub.Do("PUBLISH", next.channel, "go")
+	trace.Stamp(trace.Reply, pushFloor, next.channel)
 	return err
 }
 

@@ -23,6 +23,7 @@ const (
 // nothing was measured.
 type result struct {
 	name      string
+	steps     handOffSteps // where its hand-offs' time goes (-trace); zero without
 	inProcess bool
 	floor     bool   // the push floor: a bound, not a peer
 	own       bool   // one of our RWMutex and Semaphore rows, not a peer
@@ -183,7 +184,14 @@ func (e *env) contended(r row, cfg config, res *result) error {
 	var stats []workerStats
 	var run *contention
 	cmds, cpu, err := e.phase(r, cfg, cfg.workers, func(ls []locker) {
+		var stop func() *stepTrace
+		if cfg.trace {
+			stop = traceSteps()
+		}
 		run, stats = contend(ls, cfg, res.capacity)
+		if stop != nil {
+			res.steps = stop().steps()
+		}
 	})
 	if err != nil {
 		return err

@@ -223,6 +223,7 @@ type config struct {
 	rounds         int      // the fleet workload's rounds, of which each row reports its medians
 	scaleClient    string   // the scale runs' client: "" (redigo, go-redis on the Cluster) or "rueidis"
 	cpuProfile     string   // where to write a CPU profile of the whole run; empty for none
+	trace          bool     // time each step of the contended runs' hand-offs (see steps.go)
 }
 
 // semPermits returns the permits of the semaphore rows.
@@ -272,6 +273,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.scaleClient, "scale-client", "", "the scale runs' client: rueidis, or empty for redigo on the server and go-redis on the Cluster")
 	fs.BoolVar(&cfg.json, "json", false, "print each row of the contended table as one JSON line instead of the tables; skips the interleaved, mix and scale runs")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run (this process's side only) to this file")
+	fs.BoolVar(&cfg.trace, "trace", false, "time each step of the contended runs' hand-offs, and print where their time goes")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}

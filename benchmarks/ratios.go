@@ -77,6 +77,7 @@ func printRatios(w io.Writer, results []result) {
 	}
 	printInterleavedClients(w, results, peers)
 	printFloorRatios(w, results)
+	printSteps(w, results)
 }
 
 // interleavedMetric is the uncontended lock+unlock timed in turn with the

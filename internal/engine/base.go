@@ -14,6 +14,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/trace"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -183,6 +184,7 @@ func (b *base) handedOff(channel string, next []string) {
 		if !here {
 			token = n
 		}
+		trace.Stamp(trace.Reply, b.name, token)
 		if obs != nil {
 			obs.HandOff(token)
 		}

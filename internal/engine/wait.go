@@ -9,6 +9,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/trace"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
@@ -194,8 +195,11 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			return nil, b.gaveUp(ctx, err, w.busy(&p))
 		}
 		if w.handedOver(wu, from) {
+			trace.Stamp(trace.Woken, b.name, w.token)
 			b.c.slack.taken()
-			return b.granted(ctx, c, w.token, wu.Fence, from, observe.HandedOff, o)
+			h, err := b.granted(ctx, c, w.token, wu.Fence, from, observe.HandedOff, o)
+			trace.Stamp(trace.Returned, b.name, w.token)
+			return h, err
 		}
 		w.heard = w.heard || wu.Attempt > 0
 	}

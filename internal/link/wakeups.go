@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/trace"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 
 	"github.com/benbjohnson/clock"
@@ -524,6 +525,7 @@ func (w *Wakeups) Deliver(name, msg string) {
 	if !ok {
 		return
 	}
+	trace.Stamp(trace.Read, "", token)
 	w.mu.Lock()
 	gone, left := w.gone[token]
 	delete(w.gone, token)
