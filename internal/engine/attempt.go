@@ -47,7 +47,14 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 		}
 		err = errors.Join(err, again)
 	}
-	b.c.clean(ctx, b.giveBack(kind, keys, args.Token))
+	giveBack := b.giveBack(kind, keys, args.Token)
+	b.c.clean(ctx, giveBack)
+	if b.c.redis.Keeps() && ctx.Err() != nil {
+		// The driver dropped the call when ctx ended, but what it had sent
+		// may still run, after the clean-up, on another of its connections:
+		// give back once more when it surely has.
+		b.c.cleanLater(giveBack)
+	}
 	return wire.Grant{}, true, err
 }
 

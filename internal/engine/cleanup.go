@@ -4,10 +4,12 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
@@ -73,6 +75,31 @@ func (c *Client) clean(ctx context.Context, x cleanup) {
 	rctx, cancel := releaseContext(ctx)
 	defer cancel()
 	x.run(rctx)
+}
+
+// lateCleanup is how long after a call that its driver dropped when its
+// ctx ended (see driver.KeepsConnectionsOnCancel) its clean-up is made
+// once more: what the driver had sent runs in Redis within it, or never.
+const lateCleanup = time.Second
+
+// cleanLater makes x once more, lateCleanup from now (see base.attempt):
+// a grant that the dropped attempt made after x first ran is given back
+// then, rather than held for its lease. Close waits for it as for the
+// other clean-ups.
+func (c *Client) cleanLater(x cleanup) {
+	if !c.backgroundStarts() {
+		return
+	}
+	clk := c.settings().Clock
+	done := func() {}
+	if obs, ok := clk.(settle.Observer); ok {
+		done = obs.Due(clk.Now().Add(lateCleanup))
+	}
+	clk.AfterFunc(lateCleanup, func() {
+		defer c.cleanups.Done()
+		defer done()
+		c.clean(c.ctx, x)
+	})
 }
 
 // add queues x, starting a goroutine for it if fewer than maxCleaners

@@ -1,0 +1,66 @@
+package uncomplicated_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/uncomplicated-mutex/uncomplicated"
+	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
+	"github.com/uncomplicated-mutex/uncomplicated/redigo"
+)
+
+// droppingDriver is a driver that keeps its connections when a call's ctx
+// ends (as rueidis does): it returns ctx's error at once, while a script
+// it had sent still runs in Redis, late (after delay), as one queued on
+// another of its connections would.
+type droppingDriver struct {
+	driver.Driver
+	delay time.Duration
+}
+
+func (droppingDriver) KeepsConnectionsOnCancel() {}
+
+func (d droppingDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
+	if ctx.Err() == nil {
+		if deadline, ok := ctx.Deadline(); !ok || time.Until(deadline) > d.delay {
+			return d.Driver.Eval(ctx, s, keys, args)
+		}
+	}
+	go func() {
+		time.Sleep(d.delay)
+		_, _ = d.Driver.Eval(context.Background(), s, keys, args)
+	}()
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// An attempt that its driver dropped when the caller gave up, but that
+// Redis runs after the Client gave back its token, gets the lock with its
+// whole lease: the Client gives it back once more a second later, so that
+// another Client gets the lock within two seconds, not after the lease.
+func TestRedis_droppedAttemptGivenBackAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	inner := redigo.New(srv.Pool(t))
+	c := uncomplicated.NewClient(droppingDriver{Driver: inner, delay: 200 * time.Millisecond}, uncomplicated.WithLease(time.Minute))
+	t.Cleanup(func() { _ = c.Close() })
+	m := mustNew(t, c, Order{1})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	err := m.Lock(ctx)
+	cancel()
+	if !errors.Is(err, uncomplicated.ErrNotObtained) {
+		t.Fatalf("Lock() with the attempt dropped = %v; want ErrNotObtained", err)
+	}
+	time.Sleep(300 * time.Millisecond) // the dropped attempt has run, after the first give-back
+	other := uncomplicated.NewClient(inner)
+	t.Cleanup(func() { _ = other.Close() })
+	ctx, cancel = context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := mustNew(t, other, Order{1}).Lock(ctx); err != nil {
+		t.Fatalf("another Client's Lock() = %v; want the lock within 2s, not the minute of the dropped attempt's lease", err)
+	}
+	t.Logf("another Client got the lock after %v", time.Since(start).Round(time.Millisecond))
+}
