@@ -703,7 +703,9 @@ func TestSemReleaseScript_handOffWritesAsAGrant(t *testing.T) {
 					t.Fatalf("w's attempt = %+v, %v; want the permit", g, err)
 				}
 				granted := stateOf(t, conn, semKeys, g.Fence)
-				apart := int64(g.Fence/1000-wu.Fence/1000) + 2
+				// Plus the slack of a loaded machine: the other holder's
+				// expiry is written by the test's clock, each time anew.
+				apart := int64(g.Fence/1000-wu.Fence/1000) + 50
 				if !handed.like(granted, apart) {
 					t.Errorf("hand-off wrote %+v; a grant %+v", handed, granted)
 				}
