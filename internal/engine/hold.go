@@ -16,6 +16,7 @@ import (
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/settle"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/trace"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 	"github.com/uncomplicated-mutex/uncomplicated/observe"
 )
@@ -202,6 +203,7 @@ func (h *hold) release(ctx context.Context, later bool) error {
 }
 
 func (h *hold) releaseNow(ctx context.Context, later bool) error {
+	trace.Stamp(trace.Unlock, h.b.name, "")
 	defer h.b.releasing()() // from the end of the claim's take to the hand-off
 	opErr := takeOp(ctx, h.op)
 	h.mu.Lock()
@@ -231,6 +233,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	if opErr != nil {
 		return h.releaseFailed(ctx, remember, args, later, opErr)
 	}
+	trace.Stamp(trace.Sent, h.b.name, "")
 	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
 	if cur, adopted := h.adopt(ctx, tokens, err == nil && reply == int64(0)); adopted {
 		defer h.b.c.tokens.disown(cur)
@@ -542,6 +545,10 @@ func (h *hold) takeClaim(t *claimTake) {
 	if h.pendingTake == t {
 		h.pendingTake = nil
 	}
+	token := ""
+	if pending {
+		token = h.tokens[0]
+	}
 	h.mu.Unlock()
 	if !pending || !h.b.c.backgroundStarts() {
 		return
@@ -551,6 +558,9 @@ func (h *hold) takeClaim(t *claimTake) {
 	ctx, cancel := context.WithTimeout(h.b.c.ctx, link.DetachedTimeout)
 	defer cancel()
 	_, err := h.refresh(ctx, false)
+	if err == nil {
+		trace.Stamp(trace.Taken, h.b.name, token)
+	}
 	if err == nil || errors.Is(err, sentinel.ErrNotHeld) { // taken, or found lost or released
 		return
 	}
