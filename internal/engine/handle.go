@@ -34,7 +34,7 @@ func (h *hold) handle(kind string, permits int) (string, bool) {
 
 // readHandle reads handle, which must be of a lock of kind, for the
 // Client c; the error wraps ErrInvalidArgument and shows nothing of it.
-func readHandle(c *Client, ctx context.Context, handle, kind string) (wire.Handle, error) {
+func readHandle(ctx context.Context, c *Client, handle, kind string) (wire.Handle, error) {
 	if c == nil || ctx == nil {
 		return wire.Handle{}, fmt.Errorf("%w: a nil Client or ctx", sentinel.ErrInvalidArgument)
 	}
@@ -49,7 +49,7 @@ func readHandle(c *Client, ctx context.Context, handle, kind string) (wire.Handl
 // that handle names (see uncomplicated.Resume), for c with opts.
 func resumed[L any](ctx context.Context, c *Client, handle, kind string, opts []config.Option, build func(base) (L, *exclusive)) (L, error) {
 	var none L
-	hd, err := readHandle(c, ctx, handle, kind)
+	hd, err := readHandle(ctx, c, handle, kind)
 	if err != nil {
 		return none, err
 	}

@@ -131,7 +131,7 @@ func (s *Semaphore) Resume(ctx context.Context, handle string) (*Permit, error) 
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
-	hd, err := readHandle(s.c, ctx, handle, inspection.KindSemaphore)
+	hd, err := readHandle(ctx, s.c, handle, inspection.KindSemaphore)
 	if err == nil && (hd.Prefix != s.cfg.Prefix || hd.Name != s.name || hd.Permits != s.permits) {
 		err = fmt.Errorf("%w: a handle of another Semaphore's permit", sentinel.ErrInvalidArgument)
 	}
