@@ -3,6 +3,7 @@ package uncomplicated_test
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -309,5 +310,45 @@ func TestWakeup_closeDuringHandOff(t *testing.T) {
 		if err := recv(t, done); err != nil {
 			t.Fatalf("round %d: next waiter's Lock() = %v; want the lock", i, err)
 		}
+	}
+}
+
+// A release that hands the lock to a waiter of its own Client yields to
+// it: on a process with more runnable goroutines than CPUs, the new holder
+// runs before the releaser goes on, rather than after every goroutine
+// queued for a CPU. With one CPU, the waiter's Lock has returned by the
+// time Unlock does (nearly always: Go's scheduler looks at its global
+// queue, where the releaser goes, now and then); without the yield, never.
+func TestWakeup_releaserYieldsToTheWaiterItWoke(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	const handOffs = 20
+	first := 0
+	for range handOffs {
+		holder, waiter := mustNew(t, env.Client, Order{2}), mustNew(t, env.Client, Order{2})
+		mustLock(t, holder)
+		done := waitFor(t, env, context.Background(), waiter)
+		procs := runtime.GOMAXPROCS(1)
+		err := holder.Unlock(context.Background())
+		select {
+		case <-done:
+			first++
+			done = nil
+		default:
+		}
+		runtime.GOMAXPROCS(procs)
+		if err != nil {
+			t.Fatalf("Unlock() = %v", err)
+		}
+		if done != nil {
+			if err := recv(t, done); err != nil {
+				t.Fatalf("Lock() = %v", err)
+			}
+		}
+		if err := waiter.Unlock(context.Background()); err != nil {
+			t.Fatalf("waiter's Unlock() = %v", err)
+		}
+	}
+	if first < handOffs*3/4 {
+		t.Errorf("the waiter's Lock had returned when Unlock did in %d of %d hand-offs; want at least %d", first, handOffs, handOffs*3/4)
 	}
 }

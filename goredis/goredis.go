@@ -74,6 +74,16 @@ type rdbDriver struct {
 	watch bool
 }
 
+// Connections tells the Client the size of a *redis.Client's pool (see
+// package driver): acquisition attempts take half of it at most, so that
+// the calls that hand a lock on never wait behind them. A Cluster has a pool per node, and none is told.
+func (d *rdbDriver) Connections() int {
+	if c, ok := d.rdb.(*redis.Client); ok {
+		return c.Options().PoolSize
+	}
+	return 0
+}
+
 // bounded runs f, returning by the end of ctx (see watch).
 func bounded[T any](d *rdbDriver, ctx context.Context, f func() (T, error)) (T, error) {
 	if !d.watch || ctx.Done() == nil {

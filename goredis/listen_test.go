@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -52,5 +53,24 @@ func TestSubscription_silentNode(t *testing.T) {
 	sub.Close()
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("Close took %v on a silent node; want it at once", d)
+	}
+}
+
+// A *redis.Client tells the Client its pool's size, go-redis's default
+// when unset; a Cluster, whose pools are per node, tells none.
+func TestConnections(t *testing.T) {
+	connections := func(rdb redis.UniversalClient) int {
+		t.Helper()
+		defer rdb.Close()
+		return goredis.NewDriver(rdb).(interface{ Connections() int }).Connections()
+	}
+	if got := connections(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", PoolSize: 7})); got != 7 {
+		t.Errorf("Connections() with PoolSize 7 = %d; want 7", got)
+	}
+	if got, want := connections(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})), 10*runtime.GOMAXPROCS(0); got != want {
+		t.Errorf("Connections() with go-redis's default pool = %d; want %d", got, want)
+	}
+	if got := connections(redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}})); got != 0 {
+		t.Errorf("Connections() of a Cluster = %d; want 0", got)
 	}
 }

@@ -183,6 +183,17 @@ func (e replyError) Unwrap() error { return e.err }
 // RedisError marks an error reply, as the driver contract asks.
 func (replyError) RedisError() {}
 
+// Connections tells the Client the MaxActive of a *redis.Pool (see
+// package driver), less the connection that listens for hand-offs: it
+// lets acquisition attempts take half of the rest at most, so that the
+// calls that hand a lock on never wait behind them.
+func (r *redigoDriver) Connections() int {
+	if p, ok := r.pool.(*redis.Pool); ok && p.MaxActive > 1 {
+		return p.MaxActive - 1
+	}
+	return 0
+}
+
 // Listen: a *redis.Pool whose MaxActive is 1 has no connection to spare.
 func (r *redigoDriver) Listen(ctx context.Context, sharded bool) (driver.Subscription, error) {
 	if p, ok := r.pool.(*redis.Pool); ok && p.MaxActive == 1 {

@@ -94,3 +94,15 @@ func TestNew_nil(t *testing.T) {
 		t.Errorf("New((*redis.Pool)(nil)) = %v; want nil", d)
 	}
 }
+
+// A *redis.Pool tells the Client how many connections its calls may use
+// at once: MaxActive less the one that listens; none when unbounded, or
+// when MaxActive is 1 and the Client never listens.
+func TestConnections(t *testing.T) {
+	for _, tc := range []struct{ maxActive, want int }{{0, 0}, {1, 0}, {2, 1}, {128, 127}} {
+		d := New(&redis.Pool{MaxActive: tc.maxActive}).(interface{ Connections() int })
+		if got := d.Connections(); got != tc.want {
+			t.Errorf("Connections() with MaxActive %d = %d; want %d", tc.maxActive, got, tc.want)
+		}
+	}
+}

@@ -8,12 +8,14 @@ import (
 
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/link"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/sentinel"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 )
 
 // One attempt in Redis: an acquiring script's call, what it replied, and
 // what a call whose reply was lost, or came after its caller left, gives
-// back.
+// back. Attempts take their turn for the driver's connections apart from
+// the releases (see link.Attempting).
 
 // attempt runs an acquiring script with args (see wire.AttemptArgs). When its
 // reply is lost after it may have run, it runs it again: the scripts reply
@@ -25,12 +27,24 @@ import (
 // (see link.call): the clean-up follows the reply, when it comes (see
 // lateAttempt).
 func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kind *holdKind, args wire.AttemptArgs) (g wire.Grant, released bool, err error) {
+	// Its turn ends when its call does: on return, or with the reply that
+	// its caller left behind.
+	done, err := b.c.redis.Attempting(ctx, b.c.done, sentinel.ErrClosed)
+	if err != nil {
+		return wire.Grant{}, false, err
+	}
 	argv := args.Argv()
 	var late func(any, error) // what gives back a reply its caller left (see link.call)
 	if ctx.Done() != nil && !b.c.redis.Keeps() {
-		late = func(reply any, err error) { b.lateAttempt(ctx, kind, keys, args, reply, err) }
+		late = func(reply any, err error) {
+			done()
+			b.lateAttempt(ctx, kind, keys, args, reply, err)
+		}
 	}
 	g, unknown, left, err := b.grantOf(ctx, s, keys, kind, argv, late)
+	if !left {
+		defer done()
+	}
 	switch {
 	case left:
 		return wire.Grant{}, true, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -177,8 +178,16 @@ func (b *base) releasing() (done func()) {
 // the lock, to get (see here, in internal/lua/queue_hand.lua), and which
 // goes to the waiter here as if it had come on channel. It tells a clock
 // that follows the waiters (see settle) that they are about to wake.
+//
+// Having woken a waiter here, the releasing goroutine yields, as
+// sync.Mutex does when it hands itself to a starving waiter: the waiter
+// now holds the lock, and on a busy process it would otherwise wait behind
+// every runnable goroutine, among them the releaser's next calls, before
+// it could use it (a quarter of a millisecond a hand-off, and half of one
+// under callers that give up by the hundred, measured on 2 CPUs).
 func (b *base) handedOff(channel string, next []string) {
 	obs, _ := b.cfg.Clock.(settle.Observer)
+	woken := false
 	for _, n := range next {
 		token, _, here := wire.ParseWakeUp(n)
 		if !here {
@@ -190,7 +199,11 @@ func (b *base) handedOff(channel string, next []string) {
 		}
 		if wk := b.c.wakeups(true); here && wk != nil {
 			wk.Deliver(channel, n)
+			woken = true
 		}
+	}
+	if woken {
+		runtime.Gosched()
 	}
 }
 

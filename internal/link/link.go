@@ -43,13 +43,53 @@ type Link struct {
 	rtt atomic.Int64
 	// answered: a call has had a reply from Redis (see Answered).
 	answered atomic.Bool
+	// attempts holds a token for each acquisition attempt under way, when
+	// the driver's connections are bounded (see Attempting); nil if not.
+	attempts chan struct{}
 }
 
 // New returns the link through d.
 func New(d driver.Driver) *Link {
 	_, keeps := d.(interface{ KeepsConnectionsOnCancel() })
-	return &Link{d: d, keeps: keeps}
+	r := &Link{d: d, keeps: keeps}
+	if p, ok := d.(interface{ Connections() int }); ok {
+		if n := p.Connections(); n > 0 {
+			r.attempts = make(chan struct{}, max(1, n/2))
+		}
+	}
+	return r
 }
+
+// Attempting waits for room for an acquisition attempt among the driver's
+// connections, half of them, leaving the rest to the calls that hand a
+// lock on (see package driver), and returns what gives the room back, which may be
+// called more than once. It fails, with nothing sent, when ctx ends or
+// closed is closed first, with ctx's error or closedErr.
+func (r *Link) Attempting(ctx context.Context, closed <-chan struct{}, closedErr error) (done func(), err error) {
+	if r.attempts == nil {
+		return noRoom, nil
+	}
+	select {
+	case r.attempts <- struct{}{}:
+	default:
+		select {
+		case r.attempts <- struct{}{}:
+		case <-ctx.Done():
+			return nil, driver.NotSent(ctx.Err())
+		case <-closed:
+			return nil, driver.NotSent(closedErr)
+		}
+	}
+	var once atomic.Bool
+	return func() {
+		if once.CompareAndSwap(false, true) {
+			<-r.attempts
+		}
+	}, nil
+}
+
+// noRoom is Attempting's done where attempts take no room.
+func noRoom() {}
 
 // Keeps reports whether the driver's calls keep their connection when
 // their ctx ends (see package driver), so that a caller need not leave

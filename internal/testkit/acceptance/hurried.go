@@ -21,7 +21,9 @@ import (
 // deadlines make them. 100 goroutines lock one of 10 orders each, a new
 // Mutex per call, under a ctx of 0 to 20ms, and unlock what they got at
 // once, for 4s; the same Client's callers that wait up to 2s, for 2s, are
-// the measure of what hurried ones should get, per second.
+// the measure of what hurried ones should get, per second. The two take
+// turns, a second patient and two hurried at a time, so that a machine
+// whose speed drifts (other processes, a shared host) slows both alike.
 
 // A Hurried is one Client set-up under the hurried load.
 type Hurried struct {
@@ -47,6 +49,7 @@ const (
 	hurriedLocks      = 10
 	hurriedFor        = 4 * time.Second
 	patientFor        = 2 * time.Second
+	hurriedTurns      = 2 // each of patientFor/hurriedTurns, then hurriedFor/hurriedTurns
 	hurriedShare      = 0.5
 	hurriedGoroutines = 500
 	hurriedKeys       = 400
@@ -78,10 +81,12 @@ func HurriedLoad(t *testing.T, h Hurried) {
 		h.locksFree(t)
 		return
 	}
-	patient := runHurried(t, h, 2*time.Second, patientFor)
-	from := h.connections(t)
-	hurried := runHurried(t, h, 20*time.Millisecond, hurriedFor)
-	accepted := h.connections(t) - from
+	var patient, hurried hurriedRun
+	for range hurriedTurns {
+		patient.add(runHurried(t, h, 2*time.Second, patientFor/hurriedTurns))
+		hurried.add(runHurried(t, h, 20*time.Millisecond, hurriedFor/hurriedTurns))
+	}
+	accepted := hurried.accepted
 	t.Logf("hurried: %d acquisitions of %d calls (patient: %d of %d); at most %d goroutines, %d keys; %d connections opened; goroutines back in %v",
 		hurried.acquired, hurried.calls, patient.acquired, patient.calls, hurried.goroutines, hurried.keys, accepted, hurried.settled.Round(time.Millisecond))
 	if rate, patientRate := hurried.rate(), patient.rate(); rate < hurriedShare*patientRate {
@@ -126,6 +131,21 @@ type hurriedRun struct {
 	keys            int64 // the most in Redis during the run
 	before, left    int   // goroutines before the run, and at the end of settled
 	settled         time.Duration
+	accepted        int64 // the connections Redis accepted during the run, after the warm-up
+}
+
+// add counts r in the runs of the same callers that s sums up: their
+// time, calls and connections added, the most of their peaks, the last's goroutines,
+// and the longest settling.
+func (s *hurriedRun) add(r hurriedRun) {
+	s.took += r.took
+	s.calls += r.calls
+	s.acquired += r.acquired
+	s.accepted += r.accepted
+	s.goroutines, s.keys = max(s.goroutines, r.goroutines), max(s.keys, r.keys)
+	if r.settled >= s.settled {
+		s.before, s.left, s.settled = r.before, r.left, r.settled
+	}
 }
 
 // rate is the run's acquisitions per second.
@@ -139,6 +159,7 @@ func runHurried(t *testing.T, h Hurried, most, d time.Duration) hurriedRun {
 	client, closeLibrary := h.NewClient(t)
 	warmUp(t, client)
 	r := hurriedRun{before: runtime.NumGoroutine()}
+	from := h.connections(t)
 	stop := make(chan struct{})
 	var watch sync.WaitGroup
 	watch.Add(1)
@@ -178,6 +199,7 @@ func runHurried(t *testing.T, h Hurried, most, d time.Duration) hurriedRun {
 	}
 	wg.Wait()
 	r.calls, r.acquired, r.took = calls.Load(), acquired.Load(), time.Since(began)
+	r.accepted = h.connections(t) - from
 	began = time.Now()
 	for r.left = runtime.NumGoroutine(); r.left > r.before+standing && time.Since(began) < hurriedSettle; r.left = runtime.NumGoroutine() {
 		time.Sleep(10 * time.Millisecond)
