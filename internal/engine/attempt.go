@@ -41,7 +41,7 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 			b.lateAttempt(ctx, kind, keys, args, reply, err)
 		}
 	}
-	g, unknown, left, err := b.grantOf(ctx, s, keys, kind, argv, late)
+	g, unknown, left, err := b.grantOf(ctx, s, args.Keys(keys), kind, argv, late)
 	if !left {
 		defer done()
 	}
@@ -56,7 +56,7 @@ func (b *base) attempt(ctx context.Context, s *driver.Script, keys []string, kin
 			args.Op = wire.OpRejoin
 		}
 		var again error
-		if g, _, _, again = b.grantOf(ctx, s, keys, kind, args.Argv(), late); again == nil {
+		if g, _, _, again = b.grantOf(ctx, s, args.Keys(keys), kind, args.Argv(), late); again == nil {
 			return g, false, nil
 		}
 		err = errors.Join(err, again)

@@ -4,7 +4,9 @@
 -- the lock at once if free (see set_if_free.lua). Replies the fence when it
 -- set the lock, the cheapest reply for Redis to make; {1, fence} when the
 -- lock is ours otherwise, when a release has just handed it to us (see
--- restart_lease.lua), and {0, holder, {}} when it is taken.
+-- restart_lease.lua), and {0, holder, {}} when it is taken. An attempt
+-- with no op touches KEYS[1] alone, and declares it alone (see
+-- wire.AttemptArgs.Keys).
 
 local op, cur, fence = ARGV[4], nil, nil
 if op == 'r' or op == 'x' then

@@ -93,6 +93,17 @@ func (a AttemptArgs) Argv() []any {
 	return args
 }
 
+// Keys returns the keys of an attempt at a lock with keys, those its
+// script may touch: the lean attempt of a Mutex touches the lock's own key
+// alone (see internal/lua/acquire.lua), and Redis sets up every key a call
+// declares for its script, about a third of a microsecond each on Redis 7.
+func (a AttemptArgs) Keys(keys []string) []string {
+	if a.Op == "" && a.Stale == nil && a.Form == MutexArgs {
+		return keys[:1]
+	}
+	return keys
+}
+
 // takeOverMark tells a writer's script that its attempt takes over.
 const takeOverMark = "x"
 
