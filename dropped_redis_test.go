@@ -6,8 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
+	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
 )
@@ -63,4 +67,51 @@ func TestRedis_droppedAttemptGivenBackAgain(t *testing.T) {
 		t.Fatalf("another Client's Lock() = %v; want the lock within 2s, not the minute of the dropped attempt's lease", err)
 	}
 	t.Logf("another Client got the lock after %v", time.Since(start).Round(time.Millisecond))
+}
+
+// lateDriver runs each acquisition attempt at once but hands its reply
+// back only after delay, as a busy connection would read it.
+type lateDriver struct {
+	driver.Driver
+	delay time.Duration
+}
+
+func (d lateDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
+	reply, err := d.Driver.Eval(ctx, s, keys, args)
+	if s == lua.Acquire {
+		time.Sleep(d.delay)
+	}
+	return reply, err
+}
+
+// An attempt that got the lock after its caller gave up is given back
+// when its reply comes; Close waits for that reply, so that the client
+// library can be closed right after it with no lock left held for its
+// lease. Before, Close returned at once, and the give-back found the pool
+// closed.
+func TestClose_waitsForALateAttempt(t *testing.T) {
+	mr := miniredis.RunT(t)
+	dial := func(ctx context.Context) (redis.Conn, error) { return redis.DialContext(ctx, "tcp", mr.Addr()) }
+	pool := &redis.Pool{MaxIdle: 4, DialContext: dial}
+	c := uncomplicated.NewClient(lateDriver{Driver: redigo.New(pool), delay: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	err := mustNew(t, c, Order{5}).Lock(ctx)
+	cancel()
+	if !errors.Is(err, uncomplicated.ErrNotObtained) {
+		t.Fatalf("Lock() whose reply comes after its ctx ended = %v; want ErrNotObtained", err)
+	}
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Close took %v", time.Since(start).Round(time.Millisecond))
+	_ = pool.Close() // as a program closes its client library after the lock client
+
+	other := &redis.Pool{MaxIdle: 4, DialContext: dial}
+	t.Cleanup(func() { _ = other.Close() })
+	oc := uncomplicated.NewClient(redigo.New(other))
+	t.Cleanup(func() { _ = oc.Close() })
+	if ok, err := mustNew(t, oc, Order{5}).TryLock(context.Background()); !ok || err != nil {
+		t.Errorf("another Client's TryLock() after Close = %v, %v; want the lock, given back", ok, err)
+	}
 }

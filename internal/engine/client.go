@@ -78,28 +78,35 @@ func (c *Client) Close() error {
 		}
 	}
 	c.mu.Unlock()
-	if !waitAtMost(&c.cleanups, closeGrace) {
+	lateAndCleanups := func() {
+		if c.redis != nil {
+			c.redis.Late().Wait() // their give-backs are clean-ups
+		}
+		c.cleanups.Wait()
+	}
+	if !waitAtMost(lateAndCleanups, closeGrace) {
 		c.cleanCancel()
-		waitAtMost(&c.cleanups, closeAbandon)
+		waitAtMost(c.cleanups.Wait, closeAbandon)
 	}
 	return nil
 }
 
-// Close waits closeGrace for the Client's clean-ups and the rest of its
-// background work, then cancels what is left and waits closeAbandon more
-// for it to end: a driver that does not end a call with its ctx is left
-// to end it by its command timeout.
+// Close waits closeGrace for the calls that callers left behind, whose
+// late replies may hold grants to give back, for the Client's clean-ups
+// and the rest of its background work, then cancels what is left and
+// waits closeAbandon more for it to end: a driver that does not end a
+// call with its ctx is left to end it by its command timeout.
 const (
 	closeGrace   = 2 * time.Second
 	closeAbandon = 500 * time.Millisecond
 )
 
-// waitAtMost waits for wg, or d of real time, as the command timeout is;
-// it reports whether wg was done.
-func waitAtMost(wg *sync.WaitGroup, d time.Duration) bool {
+// waitAtMost waits for wait to return, or d of real time, as the command
+// timeout is; it reports whether wait returned.
+func waitAtMost(wait func(), d time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
-		wg.Wait()
+		wait()
 		close(done)
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), d)

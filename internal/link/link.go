@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,9 @@ type Link struct {
 	// (see package driver), so a caller need not leave them behind.
 	keeps  bool
 	behind behind // the calls whose callers left before the reply came
+	// late counts those of them whose reply goes to a late func, until it
+	// has returned (see Late).
+	late sync.WaitGroup
 	// single: Redis said it is not a Cluster (see SlotMap).
 	single atomic.Bool
 	// rtt is a moving average of how long a call takes, in ns (see Took).
@@ -90,6 +94,12 @@ func (r *Link) Attempting(ctx context.Context, closed <-chan struct{}, closedErr
 
 // noRoom is Attempting's done where attempts take no room.
 func noRoom() {}
+
+// Late is what waits for the calls left behind by their callers whose
+// reply goes to a late func (see Call) until that func has returned: the
+// Client's Close waits for it, as a late reply may hold a grant to give
+// back.
+func (r *Link) Late() *sync.WaitGroup { return &r.late }
 
 // Keeps reports whether the driver's calls keep their connection when
 // their ctx ends (see package driver), so that a caller need not leave
@@ -197,6 +207,7 @@ func (r *Link) Call(ctx context.Context, d time.Duration, late func(Reply), do f
 			}
 			r.behind.n.Add(-1) // the caller left
 			if late != nil {
+				defer r.late.Done()
 				rep.Panicked = nil
 				late(rep)
 			}
@@ -211,8 +222,14 @@ func (r *Link) Call(ctx context.Context, d time.Duration, late func(Reply), do f
 	case <-ctx.Done():
 	}
 	r.behind.n.Add(1)
+	if late != nil {
+		r.late.Add(1)
+	}
 	if !c.state.CompareAndSwap(running, left) { // the reply came all the same
 		r.behind.n.Add(-1)
+		if late != nil {
+			r.late.Done()
+		}
 		return (<-c.reply).Got()
 	}
 	return Reply{Err: ctx.Err(), Left: true}
