@@ -235,17 +235,18 @@ const (
 )
 
 // subscribers returns, for each node, how many of its connections have a
-// subscription of one of kinds.
-func (e *env) subscribers(kinds ...string) ([]int, error) {
-	counts := make([]int, len(e.nodes))
+// subscription (all), and how many a sharded one, from one CLIENT LIST:
+// two readings would count a connection that subscribed between them.
+func (e *env) subscribers() (all, sharded []int, err error) {
+	all, sharded = make([]int, len(e.nodes)), make([]int, len(e.nodes))
 	for i, n := range e.nodes {
 		list, err := redis.String(n.stats.Do("CLIENT", "LIST"))
 		if err != nil {
-			return nil, fmt.Errorf("%s: CLIENT LIST: %w", n.addr, err)
+			return nil, nil, fmt.Errorf("%s: CLIENT LIST: %w", n.addr, err)
 		}
-		counts[i] = subscribedTo(list, kinds...)
+		all[i], sharded[i] = subscribedTo(list, channelSubs, patternSubs, shardSubs), subscribedTo(list, shardSubs)
 	}
-	return counts, nil
+	return all, sharded, nil
 }
 
 // subscribedTo returns how many connections of list, a reply to CLIENT

@@ -243,10 +243,7 @@ func (e *env) sample(res *scaleResult) error {
 	runtime.ReadMemStats(&ms)
 	res.heapInuse, res.goroutines = ms.HeapInuse, runtime.NumGoroutine()
 	var err error
-	if res.subscribers, err = e.subscribers(channelSubs, patternSubs, shardSubs); err != nil {
-		return err
-	}
-	if res.sharded, err = e.subscribers(shardSubs); err != nil {
+	if res.subscribers, res.sharded, err = e.subscribers(); err != nil {
 		return err
 	}
 	if res.keys, err = e.keys(); err != nil {
