@@ -37,7 +37,7 @@
 //
 // A driver whose calls share a bounded pool of connections says how many
 // with a method Connections() int (go-redis's PoolSize, a redigo pool's
-// MaxActive). The Client then lets acquisition attempts use half of them
+// MaxActive, or its MaxIdle when unbounded). The Client then lets acquisition attempts use half of them
 // at most: callers that wait for a lock queue for that half, and a
 // release, which hands the lock to the next waiter, never waits for a
 // connection behind them. A lock taken and released takes one call of

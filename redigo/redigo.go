@@ -183,13 +183,21 @@ func (e replyError) Unwrap() error { return e.err }
 // RedisError marks an error reply, as the driver contract asks.
 func (replyError) RedisError() {}
 
-// Connections tells the Client the MaxActive of a *redis.Pool (see
-// package driver), less the connection that listens for hand-offs: it
-// lets acquisition attempts take half of the rest at most, so that the
-// calls that hand a lock on never wait behind them.
+// Connections tells the Client how many connections a *redis.Pool keeps
+// (see package driver): its MaxActive, or when unbounded its MaxIdle, as
+// calls beyond it dial a connection and close it after, less the one that
+// listens for hand-offs. The Client lets acquisition attempts take half of
+// them at most, so that the calls that hand a lock on never wait behind
+// them, nor dial.
 func (r *redigoDriver) Connections() int {
-	if p, ok := r.pool.(*redis.Pool); ok && p.MaxActive > 1 {
+	p, ok := r.pool.(*redis.Pool)
+	switch {
+	case !ok || p.MaxActive == 1:
+		return 0
+	case p.MaxActive > 1:
 		return p.MaxActive - 1
+	case p.MaxIdle > 1:
+		return p.MaxIdle - 1
 	}
 	return 0
 }

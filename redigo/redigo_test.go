@@ -95,14 +95,17 @@ func TestNew_nil(t *testing.T) {
 	}
 }
 
-// A *redis.Pool tells the Client how many connections its calls may use
-// at once: MaxActive less the one that listens; none when unbounded, or
-// when MaxActive is 1 and the Client never listens.
+// A *redis.Pool tells the Client how many connections it keeps for its
+// calls: MaxActive, or MaxIdle when unbounded, less the one that listens;
+// none when it keeps none, or when MaxActive is 1 and the Client never
+// listens.
 func TestConnections(t *testing.T) {
-	for _, tc := range []struct{ maxActive, want int }{{0, 0}, {1, 0}, {2, 1}, {128, 127}} {
-		d := New(&redis.Pool{MaxActive: tc.maxActive}).(interface{ Connections() int })
+	for _, tc := range []struct{ maxIdle, maxActive, want int }{
+		{0, 0, 0}, {16, 1, 0}, {0, 2, 1}, {128, 128, 127}, {16, 64, 63}, {128, 0, 127}, {1, 0, 0},
+	} {
+		d := New(&redis.Pool{MaxIdle: tc.maxIdle, MaxActive: tc.maxActive}).(interface{ Connections() int })
 		if got := d.Connections(); got != tc.want {
-			t.Errorf("Connections() with MaxActive %d = %d; want %d", tc.maxActive, got, tc.want)
+			t.Errorf("Connections() with MaxIdle %d, MaxActive %d = %d; want %d", tc.maxIdle, tc.maxActive, got, tc.want)
 		}
 	}
 }
