@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
@@ -67,10 +65,7 @@ func (d *pooledDriver) Eval(ctx context.Context, s *driver.Script, keys []string
 // ctx.
 func TestConnections_releaseNeverWaitsBehindAttempts(t *testing.T) {
 	mr := miniredis.RunT(t)
-	pool := &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", mr.Addr())
-	}}
-	t.Cleanup(func() { _ = pool.Close() })
+	pool := poolOf(t, mr.Addr())
 	const conns, turns = 8, 4 // half of 8 kept free
 	d := newPooledDriver(redigo.New(pool), conns)
 	c := uncomplicated.NewClient(d)

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
-
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/lua"
@@ -43,11 +41,7 @@ func (d *keysDriver) declared() []int {
 // queues declares the queue's keys too.
 func TestKeys_leanAttemptDeclaresTheLockAlone(t *testing.T) {
 	mr, cs := miniClients(t, 1)
-	pool := &redis.Pool{MaxIdle: 4, DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", mr.Addr())
-	}}
-	t.Cleanup(func() { _ = pool.Close() })
-	d := &keysDriver{Driver: redigo.New(pool)}
+	d := &keysDriver{Driver: redigo.New(poolOf(t, mr.Addr()))}
 	c := uncomplicated.NewClient(d, uncomplicated.WithTicks(20))
 	t.Cleanup(func() { _ = c.Close() })
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/driver"
@@ -91,8 +90,7 @@ func (d lateDriver) Eval(ctx context.Context, s *driver.Script, keys []string, a
 // closed.
 func TestClose_waitsForALateAttempt(t *testing.T) {
 	mr := miniredis.RunT(t)
-	dial := func(ctx context.Context) (redis.Conn, error) { return redis.DialContext(ctx, "tcp", mr.Addr()) }
-	pool := &redis.Pool{MaxIdle: 4, DialContext: dial}
+	pool := poolOf(t, mr.Addr())
 	c := uncomplicated.NewClient(lateDriver{Driver: redigo.New(pool), delay: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	err := mustNew(t, c, Order{5}).Lock(ctx)
@@ -107,9 +105,7 @@ func TestClose_waitsForALateAttempt(t *testing.T) {
 	t.Logf("Close took %v", time.Since(start).Round(time.Millisecond))
 	_ = pool.Close() // as a program closes its client library after the lock client
 
-	other := &redis.Pool{MaxIdle: 4, DialContext: dial}
-	t.Cleanup(func() { _ = other.Close() })
-	oc := uncomplicated.NewClient(redigo.New(other))
+	oc := uncomplicated.NewClient(redigo.New(poolOf(t, mr.Addr())))
 	t.Cleanup(func() { _ = oc.Close() })
 	if ok, err := mustNew(t, oc, Order{5}).TryLock(context.Background()); !ok || err != nil {
 		t.Errorf("another Client's TryLock() after Close = %v, %v; want the lock, given back", ok, err)

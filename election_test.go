@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/gomodule/redigo/redis"
 
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/redigo"
@@ -23,10 +22,7 @@ import (
 func miniClients(t *testing.T, n int, opts ...uncomplicated.Option) (*miniredis.Miniredis, []*uncomplicated.Client) {
 	t.Helper()
 	mr := miniredis.RunT(t)
-	pool := &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
-		return redis.DialContext(ctx, "tcp", mr.Addr())
-	}}
-	t.Cleanup(func() { _ = pool.Close() })
+	pool := poolOf(t, mr.Addr())
 	var cs []*uncomplicated.Client
 	for range n {
 		c := uncomplicated.NewClient(redigo.New(pool), opts...)

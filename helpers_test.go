@@ -18,11 +18,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/uncomplicated-mutex/uncomplicated"
 	"github.com/uncomplicated-mutex/uncomplicated/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }
+
+// poolOf returns a redigo pool of the server at addr, closed when the
+// test ends.
+func poolOf(t testing.TB, addr string) *redis.Pool {
+	t.Helper()
+	pool := &redis.Pool{MaxIdle: 16, DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", addr)
+	}}
+	t.Cleanup(func() { _ = pool.Close() })
+	return pool
+}
 
 // mustNew returns the Mutex of obj or fails the test.
 func mustNew(t testing.TB, c *uncomplicated.Client, obj Order, opts ...uncomplicated.Option) *uncomplicated.Mutex {
