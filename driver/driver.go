@@ -35,13 +35,14 @@
 // which spares that goroutine; its calls must reach Redis in the order they
 // were made, as a release must come after the attempt it gives back.
 //
-// A driver whose calls share a bounded pool of connections says how many
+// A driver whose calls share a pool of connections says how many it keeps
 // with a method Connections() int (go-redis's PoolSize, a redigo pool's
-// MaxActive, or its MaxIdle when unbounded). The Client then lets acquisition attempts use half of them
-// at most: callers that wait for a lock queue for that half, and a
-// release, which hands the lock to the next waiter, never waits for a
-// connection behind them. A lock taken and released takes one call of
-// each, so the split costs uncontended locks nothing.
+// MaxActive, or its MaxIdle when unbounded). The Client then lets
+// acquisition attempts use half of them at most: callers that wait for a
+// lock queue for that half, and a release, which hands the lock to the
+// next waiter, never waits for a connection behind them. A lock taken and
+// released takes one call of each, so the split costs uncontended locks
+// nothing.
 package driver
 
 import (

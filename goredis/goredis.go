@@ -76,7 +76,8 @@ type rdbDriver struct {
 
 // Connections tells the Client the size of a *redis.Client's pool (see
 // package driver): acquisition attempts take half of it at most, so that
-// the calls that hand a lock on never wait behind them. A Cluster has a pool per node, and none is told.
+// the calls that hand a lock on never wait behind them. A Cluster has a
+// pool per node, and tells none.
 func (d *rdbDriver) Connections() int {
 	if c, ok := d.rdb.(*redis.Client); ok {
 		return c.Options().PoolSize

@@ -66,9 +66,9 @@ func New(d driver.Driver) *Link {
 
 // Attempting waits for room for an acquisition attempt among the driver's
 // connections, half of them, leaving the rest to the calls that hand a
-// lock on (see package driver), and returns what gives the room back, which may be
-// called more than once. It fails, with nothing sent, when ctx ends or
-// closed is closed first, with ctx's error or closedErr.
+// lock on (see package driver), and returns what gives the room back,
+// which may be called more than once. It fails, with nothing sent, when
+// ctx ends or closed is closed first, with ctx's error or closedErr.
 func (r *Link) Attempting(ctx context.Context, closed <-chan struct{}, closedErr error) (done func(), err error) {
 	if r.attempts == nil {
 		return noRoom, nil

@@ -135,8 +135,8 @@ type hurriedRun struct {
 }
 
 // add counts r in the runs of the same callers that s sums up: their
-// time, calls and connections added, the most of their peaks, the last's goroutines,
-// and the longest settling.
+// time, calls and connections added, the most of their peaks, and the
+// longest settling with its goroutines.
 func (s *hurriedRun) add(r hurriedRun) {
 	s.took += r.took
 	s.calls += r.calls
