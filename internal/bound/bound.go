@@ -1,9 +1,11 @@
 // Package bound gives a call to Redis a ctx that ends only at its deadline,
 // for a caller's ctx that can never end (context.Background). Unlike
-// context.WithDeadline it starts no timer until something waits on Done,
-// which getting an idle connection from a redigo pool does not; a driver
-// that sees one (Deadline) can bound the command by its connection's read
-// deadline instead.
+// context.WithDeadline it starts no timer of its own: until something waits
+// on Done, which getting an idle connection from a redigo pool does not, it
+// reads the clock; a driver that sees one (Deadline) can bound the command
+// by its connection's read deadline instead. A driver that waits on Done
+// for every call (valkey-go, rueidis) shares an alarm with the calls whose
+// deadlines fall in the same grain (see alarms.go).
 package bound
 
 import (
@@ -17,10 +19,9 @@ type Context struct {
 	context.Context // the caller's, which never ends
 	deadline        time.Time
 
-	mu    sync.Mutex    // guards done, timer and ended
-	done  chan struct{} // closed at the deadline; made by Done
-	timer *time.Timer
-	ended bool // Stop was called
+	mu    sync.Mutex      // guards done and ended
+	done  <-chan struct{} // closed at the deadline, or within a grain after; made by Done
+	ended bool            // Stop was called
 }
 
 // New returns the Context of parent, which never ends, that ends at
@@ -43,22 +44,22 @@ func (b *Context) Done() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done == nil {
-		b.done = make(chan struct{})
-		done := b.done
-		switch left := time.Until(b.deadline); {
-		case left <= 0:
-			close(done)
-		case !b.ended: // nobody waits on a call that has ended
-			b.timer = time.AfterFunc(left, func() { close(done) })
+		switch {
+		case time.Until(b.deadline) <= 0:
+			b.done = closedChan
+		case b.ended: // nobody waits on a call that has ended
+			b.done = make(chan struct{})
+		default:
+			b.done = alarm(b.deadline)
 		}
 	}
 	return b.done
 }
 
-// Err reports context.DeadlineExceeded from the deadline on. Until
-// something waits on Done, it reads the clock rather than start a timer:
-// a client library that checks Err before each command (rueidis does)
-// would otherwise start one for every call.
+// Err reports context.DeadlineExceeded from the deadline on, as Done says
+// once something has asked for it. Until then it reads the clock rather
+// than ask for an alarm: a client library that checks Err before each
+// command (rueidis does) would otherwise ask for one for every call.
 func (b *Context) Err() error {
 	b.mu.Lock()
 	done := b.done
@@ -88,12 +89,11 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
-// Stop ends the Context's timer, if it has one.
+// Stop tells the Context that its call has ended: a Done asked after it
+// never closes. The alarm it may share goes off all the same, for the
+// calls of its grain.
 func (b *Context) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.ended = true
-	if b.timer != nil {
-		b.timer.Stop()
-	}
 }

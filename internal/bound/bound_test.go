@@ -11,8 +11,8 @@ import (
 func TestContext_err(t *testing.T) {
 	b := New(context.Background(), time.Now().Add(50*time.Millisecond))
 	defer b.Stop()
-	if err := b.Err(); err != nil || b.timer != nil || b.done != nil {
-		t.Fatalf("Err() before the deadline = %v, timer %v, done %v; want nil and no timer", err, b.timer, b.done)
+	if err := b.Err(); err != nil || b.done != nil {
+		t.Fatalf("Err() before the deadline = %v, done %v; want nil and no alarm", err, b.done)
 	}
 	time.Sleep(60 * time.Millisecond)
 	if err := b.Err(); err != context.DeadlineExceeded {
@@ -26,12 +26,55 @@ func TestContext_err(t *testing.T) {
 
 	w := New(context.Background(), time.Now().Add(30*time.Millisecond))
 	defer w.Stop()
-	done := w.Done() // something waits: a timer closes it
+	done := w.Done() // something waits: an alarm closes it
 	if err := w.Err(); err != nil {
 		t.Fatalf("Err() with Done open = %v; want nil", err)
 	}
 	<-done
 	if err := w.Err(); err != context.DeadlineExceeded {
 		t.Fatalf("Err() after Done closed = %v; want DeadlineExceeded", err)
+	}
+}
+
+// Calls made together share one alarm rather than a timer each, and the
+// alarm closes Done after the deadline, within a grain and the timer's
+// own lateness; Err agrees with Done throughout.
+func TestContext_callsShareAnAlarm(t *testing.T) {
+	// The start of a grain 40 ms or so away, so that all 100 fall in it.
+	deadline := epoch.Add((time.Since(epoch)+40*time.Millisecond)/grain*grain + time.Microsecond)
+	var dones []<-chan struct{}
+	for i := range 100 {
+		b := New(context.Background(), deadline.Add(time.Duration(i)*time.Microsecond))
+		defer b.Stop()
+		dones = append(dones, b.Done())
+		if err := b.Err(); err != nil {
+			t.Fatalf("Err() before the deadline = %v; want nil", err)
+		}
+	}
+	if dones[0] != dones[99] {
+		t.Fatal("two Contexts whose deadlines are 99 µs apart have alarms of their own")
+	}
+	<-dones[0]
+	if late := time.Since(deadline); late < 99*time.Microsecond || late > grain+50*time.Millisecond {
+		t.Fatalf("the alarm went off %v after the first deadline; want from 99 µs to about a grain (%v)", late, grain)
+	}
+	other := New(context.Background(), time.Now().Add(10*grain))
+	defer other.Stop()
+	if other.Done() == dones[0] {
+		t.Fatal("a later deadline got an alarm that has gone off")
+	}
+}
+
+// A Done asked after Stop never closes: nobody waits on a call that has
+// ended, and it takes no alarm.
+func TestContext_doneAfterStop(t *testing.T) {
+	b := New(context.Background(), time.Now().Add(time.Millisecond))
+	b.Stop()
+	done := b.Done()
+	time.Sleep(5*time.Millisecond + grain)
+	select {
+	case <-done:
+		t.Fatal("Done asked after Stop closed")
+	default:
 	}
 }

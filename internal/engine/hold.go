@@ -41,8 +41,11 @@ type hold struct {
 	// passes it, and hands the lock to a waiter of the same Client in its
 	// reply (see handedOff).
 	channel string
-	fence   uint64    // 0 for a reader
-	since   time.Time // when Redis granted it, as far as the holder knows
+	// watch is its place among the holds its Client's restart watch
+	// checks, guarded by the watch's mu.
+	watch watchLink
+	fence uint64    // 0 for a reader
+	since time.Time // when Redis granted it, as far as the holder knows
 	// op holds a value while Refresh, release or verify talks to Redis, so
 	// that they never interleave; unlike a sync.Mutex, waiting for it ends
 	// with ctx.

@@ -81,3 +81,28 @@ func TestWaiter_handedOverWithinTheClaim(t *testing.T) {
 		}
 	}
 }
+
+// The restart watch's list of holds: each hold in it once, any of them
+// taken out in any order, and one not in it ignored.
+func TestWatched_addRemove(t *testing.T) {
+	var l watched
+	hs := []*hold{{}, {}, {}, {}}
+	for _, h := range hs {
+		l.add(h)
+	}
+	l.add(hs[0]) // again: nothing changes
+	if got := l.all(); l.n != 4 || len(got) != 4 {
+		t.Fatalf("after 4 adds (one twice): n %d, all %d; want 4", l.n, len(got))
+	}
+	for _, i := range []int{2, 3, 0} { // the middle, the first added, the last
+		l.remove(hs[i])
+		l.remove(hs[i]) // again: nothing changes
+	}
+	if got := l.all(); l.n != 1 || len(got) != 1 || got[0] != hs[1] {
+		t.Fatalf("after removing 3: n %d, all %v; want only the second hold", l.n, got)
+	}
+	l.remove(hs[1])
+	if l.n != 0 || l.first != nil || len(l.all()) != 0 {
+		t.Fatalf("after removing all: n %d, first %v", l.n, l.first)
+	}
+}

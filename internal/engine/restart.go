@@ -3,8 +3,6 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,7 +62,7 @@ type restartWatch struct {
 	kick chan struct{}
 
 	mu        sync.Mutex                // guards the fields below
-	holding   map[*hold]struct{}        // the holds of the Client's locks
+	holding   watched                   // the holds of the Client's locks
 	watching  bool                      // the watch runs
 	serverIDs map[string]string         // by node address: the last run_id read
 	owners    map[int]string            // by slot of a hold or a release: its node at that reading
@@ -90,10 +88,7 @@ func (w *restartWatch) watch(h *hold) {
 		}
 		go w.run(w.c.settings().Clock, w.kick)
 	}
-	if w.holding == nil {
-		w.holding = map[*hold]struct{}{}
-	}
-	w.holding[h] = struct{}{}
+	w.holding.add(h)
 	if len(w.pins) == 0 && w.pinning == nil {
 		w.pinning = w.c.settings().Clock.AfterFunc(time.Duration(pinAfter.Load()), w.pinOld)
 	}
@@ -106,10 +101,10 @@ func (w *restartWatch) pinOld() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pinning = nil
-	if !w.watching || len(w.pins) > 0 || len(w.holding) == 0 {
+	if !w.watching || len(w.pins) > 0 || w.holding.n == 0 {
 		return
 	}
-	if h := w.oldHold(slices.Collect(maps.Keys(w.holding))); h != nil {
+	if h := w.oldHold(w.holding.all()); h != nil {
 		w.pin("", h)
 		return
 	}
@@ -169,7 +164,7 @@ func (w *restartWatch) broke() {
 // unwatch forgets a hold.
 func (w *restartWatch) unwatch(h *hold) {
 	w.mu.Lock()
-	delete(w.holding, h)
+	w.holding.remove(h)
 	w.mu.Unlock()
 }
 
@@ -198,7 +193,7 @@ func (w *restartWatch) run(clk clock.Clock, kick <-chan struct{}) {
 		}
 		rs := w.c.tokens.releases(clk.Now())
 		w.mu.Lock()
-		if len(w.holding) == 0 && len(rs) == 0 {
+		if w.holding.n == 0 && len(rs) == 0 {
 			w.watching = false
 			w.unpin(nil)
 			if w.pinning != nil {
@@ -208,10 +203,7 @@ func (w *restartWatch) run(clk clock.Clock, kick <-chan struct{}) {
 			w.mu.Unlock()
 			return
 		}
-		hs := make([]*hold, 0, len(w.holding))
-		for h := range w.holding {
-			hs = append(hs, h)
-		}
+		hs := w.holding.all()
 		w.mu.Unlock()
 		waiting = !w.check(hs, rs) && waiting
 	}
@@ -438,4 +430,54 @@ func (w *restartWatch) clockStep(ctx context.Context, addr, id string, skew time
 		logger.LogAttrs(ctx, slog.LevelWarn, "Redis clock stepped: leases end early on a clock ahead, fences repeat on one behind",
 			slog.String("node", node), slog.Duration("step", step), slog.Duration("ahead", skew))
 	}
+}
+
+// watched is the holds of a restart watch, a list through the holds
+// themselves (hold.watch), so that a hold costs its watch no allocation.
+type watched struct {
+	first *hold
+	n     int
+}
+
+// A watchLink is a hold's place in its Client's watched holds.
+type watchLink struct {
+	prev, next *hold
+	in         bool
+}
+
+func (l *watched) add(h *hold) {
+	if h.watch.in {
+		return
+	}
+	h.watch = watchLink{next: l.first, in: true}
+	if l.first != nil {
+		l.first.watch.prev = h
+	}
+	l.first = h
+	l.n++
+}
+
+func (l *watched) remove(h *hold) {
+	if !h.watch.in {
+		return
+	}
+	if h.watch.prev != nil {
+		h.watch.prev.watch.next = h.watch.next
+	} else {
+		l.first = h.watch.next
+	}
+	if h.watch.next != nil {
+		h.watch.next.watch.prev = h.watch.prev
+	}
+	h.watch = watchLink{}
+	l.n--
+}
+
+// all returns the holds watched.
+func (l *watched) all() []*hold {
+	hs := make([]*hold, 0, l.n)
+	for h := l.first; h != nil; h = h.watch.next {
+		hs = append(hs, h)
+	}
+	return hs
 }

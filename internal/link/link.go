@@ -238,16 +238,27 @@ func (r *Link) Call(ctx context.Context, d time.Duration, late func(Reply), do f
 // Took counts a call bounded by l that ended with err in the link's
 // moving average of how long calls take, if it succeeded.
 func (r *Link) Took(l Limit, err error) {
-	var se *ServerError
-	if err == nil || errors.As(err, &se) {
+	if err != nil {
+		if isServerError(err) {
+			r.answered.Store(true)
+		}
+		return
+	}
+	if !r.answered.Load() {
 		r.answered.Store(true)
 	}
-	if err != nil || l.d <= 0 {
+	if l.d <= 0 {
 		return
 	}
 	d := int64(time.Since(l.deadline.Add(-l.d)))
 	old := r.rtt.Load()
 	r.rtt.Store(old + (d-old)/8) // a race loses one sample at most
+}
+
+// isServerError reports whether err is an error reply of Redis.
+func isServerError(err error) bool {
+	var se *ServerError
+	return errors.As(err, &se)
 }
 
 // Answered reports whether Redis has ever replied to a call of the link,
