@@ -14,7 +14,7 @@ import "github.com/uncomplicated-mutex/uncomplicated/internal/wire"
 // injective and never writes ':', '{' or '}', so distinct IDs of one type
 // never share a name, and a name holds no Redis Cluster hash tag. The lock's
 // other keys start with the prefix and end with the whole name in braces
-// ("lock:fence:{lock:orders.Order:42}"): Redis Cluster hashes them exactly
+// ("lock:queue:{lock:orders.Order:42}"): Redis Cluster hashes them exactly
 // as it hashes the name itself, so every key of one lock lives in one slot,
 // and no lock name can be one of them.
 

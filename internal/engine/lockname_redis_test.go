@@ -35,7 +35,7 @@ func TestKeySlot_realCluster(t *testing.T) {
 		keys = append(keys, string(raw))
 		if len(raw) > 0 {
 			name := nameOf(t, strID(raw))
-			keys = append(keys, name, wire.FenceKey("lock", name))
+			keys = append(keys, name, wire.QueueKey("lock", name))
 		}
 		keys = append(keys, fmt.Sprintf("k%d{t%d}", i, i%7))
 	}
@@ -49,8 +49,8 @@ func TestKeySlot_realCluster(t *testing.T) {
 		}
 	}
 	for _, name := range []string{nameOf(t, orders.Order{N: 42}), nameOf(t, strID("a{b}c"))} {
-		if a, b := hashslot.Of(name), hashslot.Of(wire.FenceKey("lock", name)); a != b {
-			t.Errorf("slots of %q and %q = %d, %d", name, wire.FenceKey("lock", name), a, b)
+		if a, b := hashslot.Of(name), hashslot.Of(wire.QueueKey("lock", name)); a != b {
+			t.Errorf("slots of %q and %q = %d, %d", name, wire.QueueKey("lock", name), a, b)
 		}
 	}
 }

@@ -217,8 +217,8 @@ func FuzzLockName(f *testing.F) {
 		if isSimple(a) && id != a {
 			t.Errorf("simple id %q became %q", a, id)
 		}
-		if s, fs := hashslot.Of(na), hashslot.Of(wire.FenceKey("lock", na)); s != fs {
-			t.Errorf("slots of %q and its fence = %d, %d", na, s, fs)
+		if s, fs := hashslot.Of(na), hashslot.Of(wire.QueueKey("lock", na)); s != fs {
+			t.Errorf("slots of %q and its queue = %d, %d", na, s, fs)
 		}
 	})
 }

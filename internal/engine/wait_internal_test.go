@@ -45,9 +45,9 @@ func TestWaiter_takeOverWritesTheEntry(t *testing.T) {
 		stale   []string
 		entries string // the queue's entries
 	}{
-		{"Mutex", &m.base, m.x.spec, func() { mr.Set(m.Name(), "other 5") }, []string{wire.WriterMark + "old"}, m.x.spec.keys[3]},
-		{"RWMutex", &rw.base, rw.x.spec, func() { mr.Set(rw.x.spec.keys[0], "other 5") }, []string{wire.WriterMark + "old"}, rw.x.spec.keys[5]},
-		{"Semaphore", &s.base, s.spec, func() { _, _ = mr.ZAdd(s.spec.keys[0], 1e15, "other") }, []string{"old"}, s.spec.keys[4]},
+		{"Mutex", &m.base, m.x.spec, func() { mr.Set(m.Name(), "other 5") }, []string{wire.WriterMark + "old"}, m.x.spec.keys[2]},
+		{"RWMutex", &rw.base, rw.x.spec, func() { mr.Set(rw.x.spec.keys[0], "other 5") }, []string{wire.WriterMark + "old"}, rw.x.spec.keys[4]},
+		{"Semaphore", &s.base, s.spec, func() { _, _ = mr.ZAdd(s.spec.keys[0], 1e15, "other") }, []string{"old"}, s.spec.keys[3]},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.holder()

@@ -29,8 +29,8 @@ if cur and holds(cur, ARGV[1]) then
   return restartLease(KEYS[1], cur, ARGV[2])
 end
 if cur then
-  wait(KEYS[3], KEYS[4])
+  wait(KEYS[2], KEYS[3])
   return {0, cur, {}}
 end
-joined(KEYS[3], KEYS[4])
+joined(KEYS[2], KEYS[3])
 return {1, fence}

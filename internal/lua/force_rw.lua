@@ -13,7 +13,5 @@ if #gone == 1 and writer == '' then
   return {}
 end
 redis.call('DEL', KEYS[1], KEYS[2])
-if handOff(fenceOf(writer)) == 1 then
-  redis.call('DEL', KEYS[4])
-end
+handOff(fenceOf(writer))
 return gone

@@ -1,5 +1,5 @@
--- Inspect reads a lock of any kind. KEYS are the Mutex's four keys,
--- then the RWMutex's six, then the Semaphore's five, as their own scripts
+-- Inspect reads a lock of any kind. KEYS are the Mutex's three keys,
+-- then the RWMutex's five, then the Semaphore's four, as their own scripts
 -- take them; ARGV[1] bounds the holders and waiters read. Replies {time in
 -- ms, mutex, rwmutex, semaphore}, where each kind is a list whose first
 -- item counts the kind's keys that exist:
@@ -48,19 +48,19 @@ local function exists(first, last)
   end
   return n
 end
-local permits = holders(KEYS[11])
+local permits = holders(KEYS[9])
 local fences = {}
 for i = 1, #permits, 2 do
-  local ok, f = pcall(redis.call, 'HGET', KEYS[12], permits[i])
+  local ok, f = pcall(redis.call, 'HGET', KEYS[10], permits[i])
   fences[#fences + 1] = (ok and f) or ''
 end
 local waiting = 0
-if redis.call('EXISTS', KEYS[7]) == 1 then
-  waiting = redis.call('ZCOUNT', KEYS[7], '(' .. ms(t), '+inf')
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  waiting = redis.call('ZCOUNT', KEYS[6], '(' .. ms(t), '+inf')
 end
 return {
   t,
-  {exists(1, 4), token(KEYS[1]), queue(KEYS[3], KEYS[4])},
-  {exists(5, 10), token(KEYS[5]), holders(KEYS[6]), waiting, queue(KEYS[9], KEYS[10])},
-  {exists(11, 15), permits, fences, queue(KEYS[14], KEYS[15])},
+  {exists(1, 3), token(KEYS[1]), queue(KEYS[2], KEYS[3])},
+  {exists(4, 8), token(KEYS[4]), holders(KEYS[5]), waiting, queue(KEYS[7], KEYS[8])},
+  {exists(9, 12), permits, fences, queue(KEYS[11], KEYS[12])},
 }

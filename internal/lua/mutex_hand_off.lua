@@ -13,7 +13,7 @@
 local function handOff(first, above)
   local fence
   while true do
-    local w = nextWaiter(KEYS[3], KEYS[4], nil, first)
+    local w = nextWaiter(KEYS[2], KEYS[3], nil, first)
     first = nil
     if not w then
       break
@@ -24,6 +24,6 @@ local function handOff(first, above)
       return w.reply
     end
   end
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
+  redis.call('DEL', KEYS[1], KEYS[3])
   return 1
 end

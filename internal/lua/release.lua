@@ -25,9 +25,9 @@ if ARGV[1] ~= 'q' and ARGV[1] ~= '-' then
   if not ours then
     return 0
   end
-  first = redis.call('LPOP', KEYS[3])
+  first = redis.call('LPOP', KEYS[2])
   if not first then
-    redis.call('DEL', KEYS[1], KEYS[2], KEYS[4])
+    redis.call('DEL', KEYS[1], KEYS[3])
     return 1
   end
 end
@@ -39,7 +39,7 @@ if ours then
 end
 --#include holds
 --#include queue_leave
-leave(KEYS[3], KEYS[4])
+leave(KEYS[2], KEYS[3])
 if cur then
   for i = 2, #ARGV do
     if holds(cur, ARGV[i]) then

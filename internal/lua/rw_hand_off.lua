@@ -24,7 +24,7 @@ local function handOff(above)
     if #readers > 0 then
       fits = reading
     end
-    local w = nextWaiter(KEYS[5], KEYS[6], fits)
+    local w = nextWaiter(KEYS[4], KEYS[5], fits)
     if not w then
       break
     end

@@ -71,7 +71,7 @@ if not evict and (cur or #readers > 0) then
     local at = ms(t + tonumber(expiryMs))
     redis.call('ZADD', KEYS[3], at, ARGV[1])
     outlive(KEYS[3], at)
-    wait(KEYS[5], KEYS[6])
+    wait(KEYS[4], KEYS[5])
   end
   return {0, cur or '', readers}
 end
@@ -81,5 +81,5 @@ setLease(KEYS[1], fenced(ARGV[1], fence), ARGV[2])
 if expiryMs ~= '0' then
   redis.call('ZREM', KEYS[3], ARGV[1])
 end
-joined(KEYS[5], KEYS[6])
+joined(KEYS[4], KEYS[5])
 return {1, fence}

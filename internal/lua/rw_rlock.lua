@@ -25,10 +25,10 @@ if cur and ARGV[6] ~= '' and holds(cur, ARGV[6]) then
 end
 prune(KEYS[3], nil, t)
 if cur or redis.call('ZCARD', KEYS[3]) > 0 then
-  wait(KEYS[5], KEYS[6])
+  wait(KEYS[4], KEYS[5])
   return {0, cur or '', {}}
 end
-joined(KEYS[5], KEYS[6])
+joined(KEYS[4], KEYS[5])
 redis.call('ZADD', KEYS[2], expiry(t, ARGV[2]), ARGV[1])
 expireWith(KEYS[2])
 return {1, 0}

@@ -5,7 +5,7 @@
 
 --#include rw_hand_off
 --#include queue_leave
-leave(KEYS[5], KEYS[6])
+leave(KEYS[4], KEYS[5])
 handsHere()
 local t = now()
 prune(KEYS[2], nil, t)
@@ -18,10 +18,6 @@ if released == 0 then
 end
 expireWith(KEYS[2])
 if redis.call('EXISTS', KEYS[2]) == 0 and redis.call('EXISTS', KEYS[1]) == 0 then
-  local next = handOff(nil)
-  if next == 1 then
-    redis.call('DEL', KEYS[4])
-  end
-  return next
+  return handOff(nil)
 end
 return 1

@@ -12,7 +12,7 @@ if ARGV[1] == 'q' or ARGV[1] == '-' then
   redis.call('ZREM', KEYS[3], unpack(ARGV, 2))
 end
 handsHere()
-leave(KEYS[5], KEYS[6])
+leave(KEYS[4], KEYS[5])
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   return 0
@@ -21,7 +21,7 @@ for i = 2, #ARGV do
   if holds(cur, ARGV[i]) then
     local next = handOff(fenceOf(cur))
     if type(next) ~= 'string' then
-      redis.call('DEL', KEYS[1], KEYS[4])
+      redis.call('DEL', KEYS[1])
     end
     return next
   end

@@ -54,7 +54,7 @@ if evict then
   taken = taken - 1
 end
 if taken >= permits then
-  wait(KEYS[4], KEYS[5])
+  wait(KEYS[3], KEYS[4])
   return {0, '', holders or redis.call('ZRANGEBYSCORE', KEYS[1], alive, '+inf')}
 end
 local fence = nextFence()
@@ -69,5 +69,5 @@ end
 redis.call('ZADD', KEYS[1], expiry(t, ARGV[2]), ARGV[1])
 keepFence(ARGV[1], ms(fence))
 expireWith(KEYS[1], KEYS[2])
-joined(KEYS[4], KEYS[5])
+joined(KEYS[3], KEYS[4])
 return {1, fence}

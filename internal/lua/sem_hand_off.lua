@@ -3,8 +3,7 @@
 -- lets it in, under a new fence; an offer nobody heard spends none.
 -- taken is how many permits are held, if the caller has counted them.
 -- When none is, the waiter becomes the one holder: the set and the hash
--- (and the counter key of earlier versions) are deleted, whatever they
--- still list, once the counter is read, and made anew (see sem_only.lua);
+-- are deleted, whatever they still list, once the counter is read, and made anew (see sem_only.lua);
 -- it returns then the waiter's token and true. Else it returns that
 -- token, or 1 when it handed nothing; the caller then deletes the keys
 -- (dropKeys) if nobody holds.
@@ -15,7 +14,7 @@
 --#include queue_keep
 --#include queue_hand
 local function dropKeys()
-  redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+  redis.call('DEL', KEYS[1], KEYS[2])
 end
 local function handOff(taken)
   local fence
@@ -24,13 +23,13 @@ local function handOff(taken)
     return taken < (tonumber(w.kind) or 0)
   end
   while true do
-    local w = nextWaiter(KEYS[4], KEYS[5], free)
+    local w = nextWaiter(KEYS[3], KEYS[4], free)
     if not w then
       return 1
     end
     fence = fence or nextFence()
     if not fence then
-      putBack(KEYS[4], KEYS[5], w)
+      putBack(KEYS[3], KEYS[4], w)
       return 1
     end
     if offer(w, fence) then

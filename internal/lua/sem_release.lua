@@ -6,7 +6,7 @@
 
 --#include sem_hand_off
 --#include queue_leave
-leave(KEYS[4], KEYS[5])
+leave(KEYS[3], KEYS[4])
 handsHere()
 local t = now()
 local tokens = {unpack(ARGV, 2)}

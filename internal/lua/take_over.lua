@@ -20,10 +20,10 @@ if cur and holds(cur, ARGV[1]) then
   return restartLease(KEYS[1], cur, ARGV[2])
 end
 if cur and not holds(cur, ARGV[6]) then
-  wait(KEYS[3], KEYS[4])
+  wait(KEYS[2], KEYS[3])
   return {0, cur, {}}
 end
 local fence = newFence(fenceOf(cur))
 setLease(KEYS[1], fenced(ARGV[1], fence), ARGV[2])
-joined(KEYS[3], KEYS[4])
+joined(KEYS[2], KEYS[3])
 return {1, fence}

@@ -18,11 +18,6 @@ func Squeeze(s string) string {
 	return b.String()
 }
 
-// FenceKey names the counter of the fencing tokens of lock name.
-func FenceKey(prefix, name string) string {
-	return prefix + ":fence:{" + name + "}"
-}
-
 // QueueKey names the list of lock name's waiters.
 func QueueKey(prefix, name string) string {
 	return prefix + ":queue:{" + name + "}"
@@ -82,15 +77,15 @@ func simple(c byte) bool {
 // MutexKeys, RWKeys and SemaphoreKeys name the keys of a lock of each kind, in
 // the order its scripts take them.
 func MutexKeys(prefix, name string) []string {
-	return []string{name, FenceKey(prefix, name), QueueKey(prefix, name), EntriesKey(prefix, name)}
+	return []string{name, QueueKey(prefix, name), EntriesKey(prefix, name)}
 }
 
 // RWKeys names an RWMutex's keys (see MutexKeys).
 func RWKeys(prefix, name string) []string {
 	return []string{
 		SharedKey(prefix, "writer", name), SharedKey(prefix, "readers", name),
-		SharedKey(prefix, "writers", name), SharedKey(prefix, "rwfence", name),
-		SharedKey(prefix, "rwqueue", name), SharedKey(prefix, "rwentries", name),
+		SharedKey(prefix, "writers", name), SharedKey(prefix, "rwqueue", name),
+		SharedKey(prefix, "rwentries", name),
 	}
 }
 
@@ -98,7 +93,6 @@ func RWKeys(prefix, name string) []string {
 func SemaphoreKeys(prefix, name string) []string {
 	return []string{
 		SharedKey(prefix, "permits", name), SharedKey(prefix, "fences", name),
-		SharedKey(prefix, "semfence", name), SharedKey(prefix, "semqueue", name),
-		SharedKey(prefix, "sementries", name),
+		SharedKey(prefix, "semqueue", name), SharedKey(prefix, "sementries", name),
 	}
 }

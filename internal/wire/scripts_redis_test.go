@@ -28,8 +28,8 @@ func doScript(conn redis.Conn, s *driver.Script, keysAndArgs ...any) (any, error
 }
 
 // mutexKeys are the KEYS of the Mutex's scripts in these tests: the lock,
-// its fence counter and its queue.
-var mutexKeys = []any{"lock", "fence", "queue", "queue:entries"}
+// its queue and the queue's entries.
+var mutexKeys = []any{"lock", "queue", "queue:entries"}
 
 // with returns keys followed by args, a script's KEYS and ARGV.
 func with(keys []any, args ...any) []any {
@@ -255,7 +255,6 @@ func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			must(t, conn, "SET", "lock", "b 5")
-			must(t, conn, "SET", "fence", 3) // an earlier version's counter
 			steps := []struct {
 				script *driver.Script
 				args   []any
@@ -275,9 +274,6 @@ func TestReleaseAndRefreshScripts_anyOfOurTokens(t *testing.T) {
 				if err != nil || got != s.want || v != s.value {
 					t.Errorf("step %d: reply %d, %v, value %q; want %d, %q", i, got, err, v, s.want, s.value)
 				}
-			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "fence")); n != 0 {
-				t.Error("the earlier version's fence counter is left after the release that freed the lock")
 			}
 		})
 	}
@@ -373,14 +369,12 @@ func TestAcquireScript_queue(t *testing.T) {
 
 // A release hands the lock to the oldest live waiter whose Client listens,
 // dropping the entries of those that do not, under a fence above its own,
-// and frees it when none does, with the fence counter an earlier version
-// left.
+// and frees it when none does.
 func TestReleaseScript_handOff(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
 			conn := scriptConn(t, pool)
 			psc := subscribe(t, pool, "wake:b")
-			must(t, conn, "SET", "fence", 7)
 			must(t, conn, "SET", "lock", "h 9000000000000000")
 			enqueue(t, conn, "queue", "a", "x 10000 3100 4 wake:a")
 			enqueue(t, conn, "queue", "b", "x 0 3100 5 wake:b")
@@ -408,8 +402,8 @@ func TestReleaseScript_handOff(t *testing.T) {
 			if err != nil || freed != 1 {
 				t.Errorf("release with no one listening = %d, %v; want 1", freed, err)
 			}
-			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence", "queue", "queue:entries")); n != 0 {
-				t.Errorf("%d of lock, fence counter, queue and its entries left; want none", n)
+			if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "queue", "queue:entries")); n != 0 {
+				t.Errorf("%d of lock, queue and its entries left; want none", n)
 			}
 		})
 	}
@@ -461,7 +455,7 @@ func TestReleaseScript_handOffLease(t *testing.T) {
 	subscribe(t, srv.Pool(t), "lease:w")
 	must(t, conn, "SET", "lease:lock", "h 3")
 	enqueue(t, conn, "lease:queue", "w", "x 5000 3100 1 lease:w")
-	if _, err := doScript(conn, lua.Release, "lease:lock", "lease:fence", "lease:queue", "lease:queue:entries", "", "h 3"); err != nil {
+	if _, err := doScript(conn, lua.Release, "lease:lock", "lease:queue", "lease:queue:entries", "", "h 3"); err != nil {
 		t.Fatal(err)
 	}
 	if ttl, _ := redis.Int64(conn.Do("PTTL", "lease:lock")); ttl <= 4000 || ttl > 5000 {
@@ -499,8 +493,7 @@ func TestReleaseScript_leave(t *testing.T) {
 }
 
 // A fence counter that an earlier version left, a number or not, changes
-// nothing: fences go on above it, and the release that frees the lock
-// deletes it.
+// nothing: fences go on above it, and the scripts leave it as it is.
 func TestMutexScripts_earlierFenceCounter(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		for _, counter := range []string{"588", "not a number"} {
@@ -521,8 +514,9 @@ func TestMutexScripts_earlierFenceCounter(t *testing.T) {
 				if n, err := redis.Int64(doScript(conn, lua.Release, with(mutexKeys, "", Fenced("w", g.Fence))...)); err != nil || n != 1 {
 					t.Errorf("release = %d, %v; want 1", n, err)
 				}
-				if n, _ := redis.Int64(conn.Do("EXISTS", "lock", "fence")); n != 0 {
-					t.Errorf("%d of the lock and the counter left; want none", n)
+				left, _ := redis.String(conn.Do("GET", "fence"))
+				if n, _ := redis.Int64(conn.Do("EXISTS", "lock")); n != 0 || left != counter {
+					t.Errorf("after the release: %d lock key, counter %q; want none, the counter as it was (%q)", n, left, counter)
 				}
 			})
 		}

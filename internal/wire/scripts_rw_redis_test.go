@@ -18,13 +18,13 @@ import (
 // on a real server.
 
 // rwKeys are the KEYS of the RWMutex's scripts in these tests: the writer,
-// the readers, the waiting writers, the fence counter and the queue.
-var rwKeys = []any{"w", "r", "ww", "f", "rwqueue", "rwqueue:entries"}
+// the readers, the waiting writers, the queue and its entries.
+var rwKeys = []any{"w", "r", "ww", "rwqueue", "rwqueue:entries"}
 
 // semKeys are the KEYS of lua.SemAcquire and lua.SemRelease in these
-// tests: the holders, their fences (and the counter), the counter key of
-// earlier versions and the queue.
-var semKeys = []any{"permits", "fences", "fence", "semqueue", "semqueue:entries"}
+// tests: the holders, their fences (and the counter), the queue and its
+// entries.
+var semKeys = []any{"permits", "fences", "semqueue", "semqueue:entries"}
 
 // enqueueAll queues waiters at queue, each "<kind> <token>", alive for an
 // hour, with no lease, listening on "chan".
@@ -492,8 +492,7 @@ func TestSemAcquireScript_takeOver(t *testing.T) {
 
 // A Semaphore's fence counter that is not an integer fails an acquisition
 // and changes nothing. Neither an RWMutex nor a Semaphore keeps a counter
-// key: one that an earlier version left changes nothing, and goes when the
-// lock is freed.
+// key: one that an earlier version left changes nothing, and stays as it is.
 func TestHolderScripts_badFence(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
@@ -529,8 +528,8 @@ func TestHolderScripts_badFence(t *testing.T) {
 			if ok, _ := released(t, conn, lua.SemRelease, with(semKeys, "", "new")...); !ok {
 				t.Fatal("the permit's release = false; want true")
 			}
-			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "fence")); n != 0 {
-				t.Errorf("%d of the semaphore's keys and the earlier counter left; want none", n)
+			if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences")); n != 0 {
+				t.Errorf("%d of the semaphore's keys left; want none", n)
 			}
 			if g, err := ParseGrant(must2(doScript(conn, lua.RWLock, with(rwKeys, "new", 0, "", "", 100, "", "")...)), true); err != nil || !g.OK {
 				t.Fatalf("writer beside an earlier version's broken counter = %+v, %v; want in", g, err)
@@ -538,8 +537,13 @@ func TestHolderScripts_badFence(t *testing.T) {
 			if ok, _ := released(t, conn, lua.RWUnlock, with(rwKeys, "", "new")...); !ok {
 				t.Fatal("writer's release = false; want true")
 			}
-			if n, _ := redis.Int(conn.Do("EXISTS", "w", "f")); n != 0 {
-				t.Errorf("%d of the writer and the earlier counter left; want none", n)
+			if n, _ := redis.Int(conn.Do("EXISTS", "w")); n != 0 {
+				t.Errorf("%d writer key left; want none", n)
+			}
+			for _, key := range []string{"fence", "f"} {
+				if v, _ := redis.String(conn.Do("GET", key)); v != "x" {
+					t.Errorf("the earlier counter %s = %q; want it as it was, x", key, v)
+				}
 			}
 		})
 	}
@@ -776,7 +780,7 @@ func TestSemReleaseScript_countsLiveHolders(t *testing.T) {
 // beside a holder and one to a waiter who then holds alone) writes it
 // there with the holder's fence and writes no counter key, and each fence
 // is above the counter, even one far ahead of Redis's clock; and so does
-// a forced release's hand-off, after which no counter key is left either.
+// a forced release's hand-off.
 func TestSemScripts_counterInFences(t *testing.T) {
 	for server, pool := range scriptServers(t) {
 		t.Run(server, func(t *testing.T) {
@@ -818,12 +822,10 @@ func TestSemScripts_counterInFences(t *testing.T) {
 			if ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "b")...); !ok || next != nil {
 				t.Fatalf("b's release = %v, %v; want true, nobody", ok, next)
 			}
-			must(t, conn, "SET", "fence", 1) // an earlier version's counter, which the hand-off deletes
 			fv := handOff("w", "v")
 			granted("a hand-off to a waiter alone", fv, fw)
 			ahead = fv + 1_000_000_000
 			must(t, conn, "HSET", "fences", "fence", ahead)
-			must(t, conn, "SET", "fence", 1) // an earlier version's counter
 			enqueue(t, conn, "semqueue", "u", "1 1500 3600000 1 chan")
 			if gone, err := redis.Strings(doScript(conn, lua.ForceSem, semKeys...)); err != nil || !slices.Equal(gone, []string{"v"}) {
 				t.Fatalf("ForceSem = %q, %v; want v removed", gone, err)
@@ -837,8 +839,7 @@ func TestSemScripts_counterInFences(t *testing.T) {
 // A Semaphore's release that finds more holders than it reads at once,
 // all of them expired but its own, frees the semaphore: it hands the
 // permit to a waiter, under a fence above the counter, who then holds
-// alone, or, with nobody waiting, deletes every key, an earlier version's
-// counter too.
+// alone, or, with nobody waiting, deletes every key.
 func TestSemReleaseScript_manyExpired(t *testing.T) {
 	past := strconv.FormatInt(time.Now().Add(-time.Second).UnixMilli(), 10)
 	for server, pool := range scriptServers(t) {
@@ -854,13 +855,12 @@ func TestSemReleaseScript_manyExpired(t *testing.T) {
 				ahead := uint64(time.Now().Add(time.Hour).UnixMicro())
 				must(t, conn, "ZADD", "permits", later(), "h")
 				must(t, conn, "HSET", "fences", "h", 2, "fence", ahead)
-				must(t, conn, "SET", "fence", 1) // an earlier version's counter
 				if waiter {
 					enqueue(t, conn, "semqueue", "w", "1 1500 3600000 1 chan")
 				}
 				ok, next := released(t, conn, lua.SemRelease, with(semKeys, "", "h")...)
 				if !waiter {
-					if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences", "fence")); !ok || next != nil || n != 0 {
+					if n, _ := redis.Int(conn.Do("EXISTS", "permits", "fences")); !ok || next != nil || n != 0 {
 						t.Errorf("h's release = %v, %v, %d keys left; want true, nobody, none", ok, next, n)
 					}
 					return
@@ -873,9 +873,6 @@ func TestSemReleaseScript_manyExpired(t *testing.T) {
 				f := strconv.FormatUint(wu.Fence, 10)
 				if held := members(t, conn, "permits"); wu.Fence <= ahead || !slices.Equal(held, []string{"w"}) || len(fields) != 2 || fields["w"] != f || fields["fence"] != f {
 					t.Errorf("w's fence %d, holders %v, fences %v; want w alone above %d, its fence and the counter", wu.Fence, held, fields, ahead)
-				}
-				if n, _ := redis.Int(conn.Do("EXISTS", "fence")); n != 0 {
-					t.Error("an earlier version's counter left; want it gone")
 				}
 			})
 		}

@@ -3,6 +3,7 @@ package acceptance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -268,9 +269,9 @@ func (r *rig) lose(name string) {
 	}
 }
 
-// earlierCounters: a fence counter that v0.1.0 left, without a TTL,
-// changes nothing: fences go on above it, and it is gone once the lock is
-// free again.
+// earlierCounters: a fence counter that earlier builds left, without a
+// TTL, changes nothing: fences go on above it, and it stays as it was,
+// for the user to delete (the README says how to find them).
 func earlierCounters(t *testing.T, d Deployment) {
 	counters := map[string]string{"Mutex": "fence", "RWMutex": "rwfence", "Semaphore": "semfence"}
 	for _, k := range kinds {
@@ -293,8 +294,11 @@ func earlierCounters(t *testing.T, d Deployment) {
 			if err := release(); err != nil {
 				t.Fatal(err)
 			}
-			if keys := r.leftovers(name); len(keys) != 0 {
-				t.Errorf("keys left after the release: %q; want none, the counter neither", keys)
+			if keys := r.leftovers(name); len(keys) != 1 || keys[0] != key {
+				t.Errorf("keys left after the release: %q; want the counter alone", keys)
+			}
+			if v := fmt.Sprintf("%s", r.do(key, "GET", key)); v != "588" {
+				t.Errorf("the counter after the release = %q; want it as it was, 588", v)
 			}
 		})
 	}
