@@ -50,6 +50,16 @@ func TestInspect_labels(t *testing.T) {
 			t.Errorf("holder = %+v; want label %q, since %v, 50s left, fence %d, the default timeout", h, tc.want, start, m.Fence())
 		}
 	}
+	// A lock's own label and timeout, not its Client's, which a lock
+	// without them shares.
+	own, err := uncomplicated.New(env.Client, uncomplicated.Named("own"), uncomplicated.WithHolderLabel("own-label"), uncomplicated.WithTimeout(90*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustLock(t, own)
+	if info, err := inspect.Lock(ctx, env.Client, own.Name()); err != nil || len(info.Holders) != 1 || info.Holders[0].Label != "own-label" || info.Holders[0].Timeout != 90*time.Second {
+		t.Errorf("Inspect of a lock with its own label and timeout = %+v, %v; want own-label, 90s", info, err)
+	}
 	for _, old := range []string{"BybxwByeTVOxNCHlXuxt2w", "BybxwByeTVOxNCHlXuxt2w.loyw3v5n.web-1"} {
 		env.Redis.Set("lock:old", old)
 		if info, err := inspect.Lock(ctx, env.Client, "lock:old"); err != nil || len(info.Holders) != 1 || info.Holders[0].Timeout != 0 || info.Holders[0].Label != strings.TrimPrefix(old, "BybxwByeTVOxNCHlXuxt2w.loyw3v5n.") && old != "BybxwByeTVOxNCHlXuxt2w" {

@@ -41,7 +41,11 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []config.Option) (b
 	if err != nil {
 		return base{}, err
 	}
-	return base{c: c, cfg: cfg, name: key, typ: typ, tail: wire.TokenTail(cfg.Timeout, cfg.Label)}, nil
+	tail := c.tail
+	if cfg.Timeout != c.cfg.Timeout || cfg.Label != c.cfg.Label {
+		tail = wire.TokenTail(cfg.Timeout, cfg.Label)
+	}
+	return base{c: c, cfg: cfg, name: key, typ: typ, tail: tail}, nil
 }
 
 // usable reports, for a call about a hold (Refresh, Held), a closed
@@ -82,14 +86,29 @@ func (b *base) leaseEnd() time.Time {
 // holderToken returns a new token for a hold, or a waiter, that began at
 // since.
 func (b *base) holderToken(since time.Time) string {
-	return b.tokenOf(wire.NewToken(), since)
+	var buf [tokenRoom]byte
+	return b.withTail(wire.AppendNewToken(buf[:0]), since)
 }
 
 // tokenOf is the token with secret of a hold, or a waiter, that began at
 // since.
 func (b *base) tokenOf(secret string, since time.Time) string {
-	return secret + b.c.id + "." + strconv.FormatInt(since.UnixMilli(), 36) + b.tail
+	var buf [tokenRoom]byte
+	return b.withTail(append(buf[:0], secret...), since)
 }
+
+// withTail returns secret, the token's start, followed by the rest of the
+// token: one allocation, when the token fits in tokenRoom.
+func (b *base) withTail(secret []byte, since time.Time) string {
+	t := append(secret, b.c.id...)
+	t = append(t, '.')
+	t = strconv.AppendInt(t, since.UnixMilli(), 36)
+	return string(append(t, b.tail...))
+}
+
+// tokenRoom is room on the stack for a token: a secret, a Client's id, a
+// time and a tail with a short label.
+const tokenRoom = 160
 
 // A lock's calls to Redis, through its Client's link (see package link),
 // bounded by its command timeout.

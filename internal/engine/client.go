@@ -24,6 +24,7 @@ type Client struct {
 	cfg   config.Config // opts built, or the defaults when they are invalid
 	// cfgErr is why opts are invalid, which the constructors report.
 	cfgErr error
+	tail   string        // the tokens' tail of a lock with cfg's timeout and label (see base.tail)
 	id     string        // names the Client's wake-up channels
 	done   chan struct{} // closed by Close
 	// ctx is cancelled by Close: it ends the Client's own calls.
@@ -59,6 +60,7 @@ func newClient(l *link.Link, errs Errors, opts []config.Option) *Client {
 	if c.cfg, c.cfgErr = config.Build(c.opts); c.cfgErr != nil {
 		c.cfg = config.Defaults() // New and the other constructors report cfgErr
 	}
+	c.tail = wire.TokenTail(c.cfg.Timeout, c.cfg.Label)
 	c.restarts.c = c
 	return c
 }

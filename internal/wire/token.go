@@ -40,9 +40,15 @@ const HoldSecretLen = 16
 // hold is ours. Every acquisition gets a new one, and every Refresh a new
 // one that keeps the hold's part (see RefreshedSecret).
 func NewToken() string {
+	var b [SecretLen]byte
+	return string(AppendNewToken(b[:0]))
+}
+
+// AppendNewToken appends a new secret, as NewToken returns it, to dst.
+func AppendNewToken(dst []byte) []byte {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails: crypto/rand crashes the program instead
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	return base64.RawURLEncoding.AppendEncode(dst, b[:])
 }
 
 // RefreshedSecret returns a new secret for a Refresh of the hold whose
