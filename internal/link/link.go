@@ -190,9 +190,11 @@ func (r *Link) Call(ctx context.Context, d time.Duration, late func(Reply), do f
 	if err := ctx.Err(); err != nil {
 		return Reply{Err: driver.NotSent(err)}
 	}
-	l, lctx := NewLimit(context.WithoutCancel(ctx), d)
+	// The call's ctx ends only at its deadline: a bound.Context, as a driver
+	// sees it (bound.Deadline), over the caller's values and the caller,
+	// for the driver's wait for a connection (driver.Waiting).
+	l, lctx := NewLimit(driver.WithCaller(context.WithoutCancel(ctx), ctx), d)
 	l.caller = ctx
-	lctx = driver.WithCaller(lctx, ctx)
 	c := &leftCall{reply: make(chan Reply, 1)}
 	go func() {
 		defer l.Stop()
