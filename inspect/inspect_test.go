@@ -278,3 +278,20 @@ func TestList_unreachable(t *testing.T) {
 		t.Errorf("List = %v; want that Redis did not answer, with no word of a Cluster", err)
 	}
 }
+
+// A name whose only keys are the fence counters or the leader's
+// announcement that earlier builds kept is no lock: List leaves it out,
+// beside a lock that is held.
+func TestList_earlierKeysNameNoLock(t *testing.T) {
+	env := uncomplicatedtest.New(t)
+	ctx := context.Background()
+	for _, key := range []string{"lock:fence:{lock:old1}", "lock:rwfence:{lock:old2}", "lock:semfence:{lock:old3}", "lock:leader:{lock:election:old4}"} {
+		env.Redis.Set(key, "588")
+	}
+	m := mustNamed(t, env.Client, "held")
+	mustLock(t, m)
+	locks, more, err := inspect.List(ctx, env.Client, "*", 10)
+	if err != nil || more || len(locks) != 1 || locks[0].Name != m.Name() || !locks[0].Held() {
+		t.Errorf("List = %+v, %v, %v; want the held lock alone", locks, more, err)
+	}
+}

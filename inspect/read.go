@@ -248,13 +248,21 @@ func lockOfKey(prefix, key string) (string, bool) {
 	if !strings.HasPrefix(key, prefix+":") {
 		return "", false
 	}
-	_, rest, ok := strings.Cut(key, "{")
+	kind, rest, ok := strings.Cut(key, "{")
 	if !ok {
 		return key, !strings.Contains(key, "}")
+	}
+	if earlierKeys[strings.TrimSuffix(strings.TrimPrefix(kind, prefix+":"), ":")] {
+		return "", false
 	}
 	name, _, ok := strings.Cut(rest, "}")
 	return name, ok && strings.HasPrefix(name, prefix+":")
 }
+
+// earlierKeys are the kinds of key that earlier builds kept and no lock
+// reads now (fence counters, a leader's announcement): they stay until
+// deleted, and name no lock.
+var earlierKeys = map[string]bool{"fence": true, "rwfence": true, "semfence": true, "leader": true}
 
 // parseInspection reads lua.Inspect's reply about the lock name. A name
 // that locks of several kinds have used shows the kind that has holders,

@@ -44,13 +44,13 @@ func (b *Context) Done() <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.done == nil {
-		switch {
-		case time.Until(b.deadline) <= 0:
+		switch left := time.Until(b.deadline); {
+		case left <= 0:
 			b.done = closedChan
 		case b.ended: // nobody waits on a call that has ended
 			b.done = make(chan struct{})
 		default:
-			b.done = alarm(b.deadline)
+			b.done = alarm(b.deadline, left)
 		}
 	}
 	return b.done
@@ -90,7 +90,7 @@ var closedChan = func() chan struct{} {
 }()
 
 // Stop tells the Context that its call has ended: a Done asked after it
-// never closes. The alarm it may share goes off all the same, for the
+// never closes, and Err agrees with it. The alarm it may share goes off all the same, for the
 // calls of its grain.
 func (b *Context) Stop() {
 	b.mu.Lock()

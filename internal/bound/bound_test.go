@@ -2,6 +2,7 @@ package bound
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 )
@@ -41,7 +42,7 @@ func TestContext_err(t *testing.T) {
 // own lateness; Err agrees with Done throughout.
 func TestContext_callsShareAnAlarm(t *testing.T) {
 	// The start of a grain 40 ms or so away, so that all 100 fall in it.
-	deadline := epoch.Add((time.Since(epoch)+40*time.Millisecond)/grain*grain + time.Microsecond)
+	deadline := epoch.Add((time.Since(epoch)+40*time.Millisecond)/minGrain*minGrain + time.Microsecond)
 	var dones []<-chan struct{}
 	for i := range 100 {
 		b := New(context.Background(), deadline.Add(time.Duration(i)*time.Microsecond))
@@ -55,13 +56,37 @@ func TestContext_callsShareAnAlarm(t *testing.T) {
 		t.Fatal("two Contexts whose deadlines are 99 µs apart have alarms of their own")
 	}
 	<-dones[0]
-	if late := time.Since(deadline); late < 99*time.Microsecond || late > grain+50*time.Millisecond {
-		t.Fatalf("the alarm went off %v after the first deadline; want from 99 µs to about a grain (%v)", late, grain)
+	if late := time.Since(deadline); late < 99*time.Microsecond || late > minGrain+50*time.Millisecond {
+		t.Fatalf("the alarm went off %v after the first deadline; want from 99 µs to about a grain (%v)", late, minGrain)
 	}
-	other := New(context.Background(), time.Now().Add(10*grain))
-	defer other.Stop()
-	if other.Done() == dones[0] {
-		t.Fatal("a later deadline got an alarm that has gone off")
+}
+
+// Far deadlines share coarser grains, so that a Client under load keeps
+// a few alarms per command timeout rather than one per 2 ms; a deadline
+// beyond what a time.Duration holds (WithCommandTimeout(math.MaxInt64))
+// never goes off.
+func TestContext_farDeadlines(t *testing.T) {
+	start := time.Now().Add(10 * time.Second)
+	distinct := map[<-chan struct{}]bool{}
+	for i := range 100 {
+		b := New(context.Background(), start.Add(time.Duration(i)*time.Millisecond))
+		distinct[b.Done()] = true
+		b.Stop()
+	}
+	if len(distinct) > 2 {
+		t.Errorf("100 deadlines 10 s away, over 100 ms, took %d alarms; want 2 at most (a grain of 256 ms)", len(distinct))
+	}
+	b := New(context.Background(), time.Now().Add(math.MaxInt64))
+	defer b.Stop()
+	done := b.Done()
+	time.Sleep(20 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("Done of a deadline 290 years away closed")
+	default:
+	}
+	if err := b.Err(); err != nil {
+		t.Fatalf("Err() of a deadline 290 years away = %v; want nil", err)
 	}
 }
 
@@ -71,7 +96,7 @@ func TestContext_doneAfterStop(t *testing.T) {
 	b := New(context.Background(), time.Now().Add(time.Millisecond))
 	b.Stop()
 	done := b.Done()
-	time.Sleep(5*time.Millisecond + grain)
+	time.Sleep(5*time.Millisecond + minGrain)
 	select {
 	case <-done:
 		t.Fatal("Done asked after Stop closed")

@@ -41,11 +41,16 @@ func newBase[K any](c *Client, obj interface{ ID() K }, opts []config.Option) (b
 	if err != nil {
 		return base{}, err
 	}
-	tail := c.tail
-	if cfg.Timeout != c.cfg.Timeout || cfg.Label != c.cfg.Label {
-		tail = wire.TokenTail(cfg.Timeout, cfg.Label)
+	return base{c: c, cfg: cfg, name: key, typ: typ, tail: c.tailOf(cfg)}, nil
+}
+
+// tailOf is the tail of the tokens of a lock with cfg: the Client's own,
+// made once, when cfg has the Client's timeout and label.
+func (c *Client) tailOf(cfg config.Config) string {
+	if cfg.Timeout == c.cfg.Timeout && cfg.Label == c.cfg.Label {
+		return c.tail
 	}
-	return base{c: c, cfg: cfg, name: key, typ: typ, tail: tail}, nil
+	return wire.TokenTail(cfg.Timeout, cfg.Label)
 }
 
 // usable reports, for a call about a hold (Refresh, Held), a closed

@@ -122,7 +122,7 @@ func (e *Election) campaign(ctx context.Context, value string) (*leadership, err
 	}
 	cfg := e.cfg
 	cfg.Label = value
-	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: wire.TokenTail(cfg.Timeout, cfg.Label)})
+	m := mutexOf(base{c: e.c, cfg: cfg, name: e.name, tail: e.c.tailOf(cfg)})
 	if _, err := m.acquiring(ctx, "Campaign", inspection.KindMutex, &m.x, false, nil); err != nil {
 		return nil, err
 	}

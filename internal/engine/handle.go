@@ -71,7 +71,7 @@ func resumedBase(c *Client, hd wire.Handle, opts []config.Option) (base, error) 
 	if err != nil {
 		return base{}, err
 	}
-	return base{c: c, cfg: cfg, name: hd.Name, tail: wire.TokenTail(cfg.Timeout, cfg.Label)}, nil
+	return base{c: c, cfg: cfg, name: hd.Name, tail: c.tailOf(cfg)}, nil
 }
 
 // resume asks Redis once whether it has the hold hd names, of the lock of

@@ -42,11 +42,13 @@ func TestCall_leftBehindCallIsBound(t *testing.T) {
 	defer cancel()
 	var isBound bool
 	var waiting context.Context
+	var stop func()
 	r.Call(ctx, time.Second, nil, func(cctx context.Context) Reply {
 		_, isBound = bound.Deadline(cctx)
-		waiting, _ = driver.Waiting(cctx)
+		waiting, stop = driver.Waiting(cctx)
 		return Reply{}
 	})
+	defer stop()
 	if !isBound {
 		t.Error("the call's ctx is not a bound.Context: a driver would watch it with a goroutine")
 	}

@@ -62,8 +62,8 @@ import (
 // PUBLISH, and its Clients SUBSCRIBE.
 //
 // A key that no script writes any more, such as the fence counter that
-// earlier versions kept for each lock, is deleted when the lock is next
-// freed.
+// earlier versions kept for each lock, is not among any script's KEYS:
+// it stays as it is, for SCAN to find.
 
 //go:embed *.lua
 var luaFiles embed.FS

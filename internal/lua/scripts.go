@@ -6,7 +6,8 @@ package lua
 // The Mutex's scripts. Every change to a lock is one Lua script, so it is
 // atomic, and reads user data only from KEYS and ARGV. KEYS[1] is the lock,
 // holding its holder's token and fence (see new_fence.lua) with the lease as
-// TTL; KEYS[2] its queue and KEYS[3] the queue's entries (see queue_keep.lua and wire.AttemptArgs).
+// TTL; KEYS[2] its queue and KEYS[3] the queue's entries (see queue_keep.lua
+// and wire.AttemptArgs).
 
 // Acquire is acquire.lua.
 var Acquire = newScript(3, "acquire")
@@ -51,8 +52,9 @@ var RWRRefresh = newScript(2, "rw_rrefresh")
 // The Semaphore's scripts. KEYS[1] is the set of holders, KEYS[2] a hash of
 // each holder's fence and of the fence counter, the highest fence granted
 // to a holder still there (see sem_only.lua and new_fence.lua); KEYS[3] the
-// queue and KEYS[4] its entries (see wire.AttemptArgs). The first two expire with the latest holder's lease (see expireWith). An
-// entry's kind is the number of permits of the semaphore its waiter asks.
+// queue and KEYS[4] its entries (see wire.AttemptArgs). The first two
+// expire with the latest holder's lease (see expireWith). An entry's kind
+// is the number of permits of the semaphore its waiter asks.
 
 // SemAcquire is sem_acquire.lua.
 var SemAcquire = newScript(4, "sem_acquire")
