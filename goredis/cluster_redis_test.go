@@ -149,8 +149,13 @@ func TestCluster_wakeUpsOnEveryMaster(t *testing.T) {
 			t.Errorf("master %d: median hand-off %v; want far below the tick of %v", i, median, tick)
 		}
 	}
-	if n := heard.count(); n != rounds*len(cl.Masters) {
-		t.Errorf("%d acquisitions handed over; want all %d", n, rounds*len(cl.Masters))
+	// A waiter whose own tick comes while the release that hands it the
+	// lock is under way finds the lock its own by that attempt, which is
+	// no hand-off heard (one in 15 in about one run of 20 under -race and
+	// load, at this commit and before); a master whose messages do not
+	// reach the waiters would lose all 5 of its own.
+	if n := heard.count(); n < rounds*len(cl.Masters)-1 {
+		t.Errorf("%d acquisitions handed over; want all %d, or all but one", n, rounds*len(cl.Masters))
 	}
 	for i, master := range cl.Masters { // and the holders' Client's, while its restart watch keeps one there
 		if n := shardedListeners(t, master); n < 1 || n > 2 {
