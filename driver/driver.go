@@ -50,6 +50,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -176,20 +177,105 @@ func WithCaller(ctx, caller context.Context) context.Context {
 }
 
 // Waiting returns the ctx under which a driver waits for a connection for
-// a call under ctx (from its pool, or dialling): it has ctx's deadline, and
-// ends when ctx does or, for a call that its caller may leave (see
-// WithCaller), when the caller's ctx ends. So a call whose caller has left
-// before it had a connection ends unsent, rather than holding a place in
-// the pool's queue for its command timeout, while one already sent runs
+// a call under ctx (from its pool, or dialling): it has ctx's deadline and
+// values, and ends when ctx does or, for a call that its caller may leave
+// (see WithCaller), when the caller's ctx ends. So a call whose caller has
+// left before it had a connection ends unsent, rather than holding a place
+// in the pool's queue for its command timeout, while one already sent runs
 // under ctx alone, and its connection reads the reply rather than being
-// closed half-way. stop releases what it holds; a driver calls it once it
-// has its connection, or has given up.
+// closed half-way. Nothing watches the two ctxs until something asks for
+// Done: a pool with an idle connection costs no goroutine. stop releases
+// what it holds; a driver calls it once it has its connection, or has
+// given up.
 func Waiting(ctx context.Context) (wctx context.Context, stop func()) {
 	caller, ok := ctx.Value(callerKey{}).(context.Context)
 	if !ok || caller.Done() == nil {
 		return ctx, func() {}
 	}
-	wctx, cancel := context.WithCancelCause(ctx)
-	unhook := context.AfterFunc(caller, func() { cancel(context.Cause(caller)) })
-	return wctx, func() { unhook(); cancel(nil) }
+	w := &waiting{Context: ctx, caller: caller}
+	return w, w.stop
+}
+
+// waiting is Waiting's ctx of a call that its caller may leave.
+type waiting struct {
+	context.Context                 // the call's
+	caller          context.Context // the caller's
+
+	mu      sync.Mutex
+	done    chan struct{} // made by the first Done
+	err     error         // why it ended; nil until then
+	unhooks [2]func() bool
+}
+
+// Done returns a channel that closes when the call's ctx or the caller's
+// ends, watching them from its first call on.
+func (w *waiting) Done() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done == nil {
+		w.done = make(chan struct{})
+		if w.err != nil {
+			close(w.done)
+			return w.done
+		}
+		w.unhooks[0] = context.AfterFunc(w.caller, w.check)
+		if a, ok := w.Context.(afterFuncer); ok { // a bound of the Client's: no goroutine
+			w.unhooks[1] = a.AfterFunc(w.check)
+		} else {
+			w.unhooks[1] = context.AfterFunc(w.Context, w.check)
+		}
+	}
+	return w.done
+}
+
+// An afterFuncer calls f once it has ended, as package context's own
+// ctxs do (see context.AfterFunc).
+type afterFuncer interface {
+	AfterFunc(f func()) (stop func() bool)
+}
+
+// check ends w if the call's ctx or the caller's has ended.
+func (w *waiting) check() { _ = w.Err() }
+
+// Err returns the caller's ctx's error, or else the call's, once either
+// has ended; then Done, if asked for, is closed.
+func (w *waiting) Err() error {
+	w.mu.Lock()
+	err := w.err
+	w.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if err = w.caller.Err(); err == nil {
+		err = w.Context.Err()
+	}
+	if err != nil {
+		w.end(err)
+	}
+	return err
+}
+
+// end ends w with err, if it has not ended.
+func (w *waiting) end(err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return
+	}
+	w.err = err
+	if w.done != nil {
+		close(w.done)
+	}
+}
+
+// stop stops watching the two ctxs.
+func (w *waiting) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, unhook := range w.unhooks {
+		if unhook != nil {
+			unhook()
+		}
+	}
+	w.unhooks = [2]func() bool{}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"runtime/metrics"
 	"testing"
 	"time"
 
@@ -66,7 +67,80 @@ func TestWaiting(t *testing.T) {
 	case <-time.After(time.Second):
 		t.Fatal("Waiting still open a second after its caller left")
 	}
-	if !errors.Is(context.Cause(w), context.Canceled) || call.Err() != nil {
-		t.Errorf("Waiting's cause = %v, the call's ctx %v; want the caller's, and the call's alive", context.Cause(w), call.Err())
+	if !errors.Is(w.Err(), context.Canceled) || call.Err() != nil {
+		t.Errorf("Waiting's error = %v, the call's ctx %v; want the caller's, and the call's alive", w.Err(), call.Err())
 	}
+}
+
+// A Waiting whose Done nobody asks for watches nothing: a driver that gets
+// an idle connection at once costs no goroutine. Asked for after its
+// caller left, Done is already closed, and Err agrees; asked for before,
+// it closes when the call's own ctx ends.
+func TestWaiting_lazy(t *testing.T) {
+	call := &chanCtx{Context: context.Background(), done: make(chan struct{})}
+	caller, leave := context.WithCancel(context.Background())
+	defer leave()
+	before := goroutinesCreated()
+	for range 100 {
+		w, stop := driver.Waiting(driver.WithCaller(call, caller))
+		if w.Err() != nil {
+			t.Fatalf("Waiting ended with both ctxs alive: %v", w.Err())
+		}
+		stop()
+	}
+	if n := goroutinesCreated() - before; n > 10 {
+		t.Errorf("100 Waitings nobody waited on started %d goroutines; want none", n)
+	}
+
+	w, stop := driver.Waiting(driver.WithCaller(call, caller))
+	defer stop()
+	leave()
+	if !errors.Is(w.Err(), context.Canceled) {
+		t.Errorf("Err after the caller left = %v; want context.Canceled", w.Err())
+	}
+	select {
+	case <-w.Done():
+	default:
+		t.Error("Done, asked for after the caller left, is open")
+	}
+
+	caller2, leave2 := context.WithCancel(context.Background())
+	defer leave2()
+	w2, stop2 := driver.Waiting(driver.WithCaller(call, caller2))
+	defer stop2()
+	done := w2.Done()
+	call.end()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		t.Fatal("Waiting still open a second after the call's ctx ended")
+	}
+	if !errors.Is(w2.Err(), context.DeadlineExceeded) {
+		t.Errorf("Err after the call's ctx ended = %v; want the call's, context.DeadlineExceeded", w2.Err())
+	}
+}
+
+// chanCtx is a ctx of a type package context does not know, as the
+// Client's bounds are, ended by end.
+type chanCtx struct {
+	context.Context
+	done chan struct{}
+}
+
+func (c *chanCtx) Done() <-chan struct{} { return c.done }
+func (c *chanCtx) end()                  { close(c.done) }
+func (c *chanCtx) Err() error {
+	select {
+	case <-c.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+// goroutinesCreated is how many goroutines the process has started.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -31,49 +31,93 @@ var never = make(chan struct{})
 
 var alarms struct {
 	mu    sync.Mutex
-	byEnd map[time.Duration]chan struct{} // the alarms set, by when they go off, from epoch
+	byEnd map[time.Duration]*pending // the alarms set, by when they go off, from epoch
 	// last is the alarm most recently set: calls made together share
 	// it without taking mu.
 	last atomic.Pointer[pending]
 }
 
-// A pending alarm: when it goes off, from epoch, and what it closes.
+// A pending alarm: when it goes off, from epoch, what it closes, and the
+// funcs to call then (see Context.AfterFunc).
 type pending struct {
 	end  time.Duration
 	done chan struct{}
+
+	mu    sync.Mutex
+	gone  bool                   // it went off
+	after map[*callback]struct{} // the funcs to call when it goes off
 }
 
-// alarm returns a channel closed at the end of the grain of deadline,
-// left from now.
-func alarm(deadline time.Time, left time.Duration) <-chan struct{} {
+// A callback is a func that an alarm calls when it goes off, unless it is
+// stopped first.
+type callback struct{ f func() }
+
+// alarm returns the alarm that goes off at the end of the grain of
+// deadline, left from now; nil for a deadline that never comes.
+func alarm(deadline time.Time, left time.Duration) *pending {
 	grain := minGrain
 	for grain < left/64 {
 		grain *= 2
 	}
 	at := deadline.Sub(epoch) // saturates at math.MaxInt64
 	if at > math.MaxInt64-grain {
-		return never
+		return nil
 	}
 	end := (at + grain - 1) / grain * grain
 	if p := alarms.last.Load(); p != nil && p.end == end {
-		return p.done
+		return p
 	}
 	alarms.mu.Lock()
 	defer alarms.mu.Unlock()
-	if done, ok := alarms.byEnd[end]; ok {
-		return done
+	if p, ok := alarms.byEnd[end]; ok {
+		return p
 	}
 	if alarms.byEnd == nil {
-		alarms.byEnd = map[time.Duration]chan struct{}{}
+		alarms.byEnd = map[time.Duration]*pending{}
 	}
 	p := &pending{end: end, done: make(chan struct{})}
-	alarms.byEnd[end] = p.done
+	alarms.byEnd[end] = p
 	alarms.last.Store(p)
-	time.AfterFunc(time.Until(epoch.Add(end)), func() {
-		alarms.mu.Lock()
-		delete(alarms.byEnd, end)
-		alarms.mu.Unlock()
-		close(p.done)
-	})
-	return p.done
+	time.AfterFunc(time.Until(epoch.Add(end)), p.goOff)
+	return p
+}
+
+// goOff closes the alarm's channel and calls its funcs, each in a
+// goroutine of its own.
+func (p *pending) goOff() {
+	alarms.mu.Lock()
+	delete(alarms.byEnd, p.end)
+	alarms.mu.Unlock()
+	p.mu.Lock()
+	p.gone = true
+	after := p.after
+	p.after = nil
+	p.mu.Unlock()
+	close(p.done)
+	for cb := range after {
+		go cb.f()
+	}
+}
+
+// afterFunc calls f, in a goroutine of its own, when the alarm goes off,
+// unless stop is called first; stop reports whether it stopped f.
+func (p *pending) afterFunc(f func()) (stop func() bool) {
+	cb := &callback{f}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.gone {
+		go f()
+		return func() bool { return false }
+	}
+	if p.after == nil {
+		p.after = map[*callback]struct{}{}
+	}
+	p.after[cb] = struct{}{}
+	return func() bool {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		_, ok := p.after[cb]
+		delete(p.after, cb)
+		return ok
+	}
 }

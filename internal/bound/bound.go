@@ -19,8 +19,9 @@ type Context struct {
 	context.Context // the caller's, which never ends
 	deadline        time.Time
 
-	mu    sync.Mutex      // guards done and ended
+	mu    sync.Mutex      // guards done, alarm and ended
 	done  <-chan struct{} // closed at the deadline, or within a grain after; made by Done
+	alarm *pending        // what closes done, if an alarm does
 	ended bool            // Stop was called
 }
 
@@ -50,10 +51,35 @@ func (b *Context) Done() <-chan struct{} {
 		case b.ended: // nobody waits on a call that has ended
 			b.done = make(chan struct{})
 		default:
-			b.done = alarm(b.deadline, left)
+			if b.alarm = alarm(b.deadline, left); b.alarm != nil {
+				b.done = b.alarm.done
+			} else {
+				b.done = never
+			}
 		}
 	}
 	return b.done
+}
+
+// AfterFunc calls f, in a goroutine of its own, once Done has closed,
+// unless stop is called first; stop reports whether it stopped f. Package
+// context uses it, rather than a goroutine that waits on Done, for a ctx
+// made from a Context (context.WithCancel, context.AfterFunc).
+func (b *Context) AfterFunc(f func()) (stop func() bool) {
+	done := b.Done()
+	b.mu.Lock()
+	p := b.alarm
+	b.mu.Unlock()
+	if p != nil {
+		return p.afterFunc(f)
+	}
+	select {
+	case <-done: // the deadline had passed
+		go f()
+		return func() bool { return false }
+	default: // it never closes
+		return func() bool { return true }
+	}
 }
 
 // Err reports context.DeadlineExceeded from the deadline on, as Done says

@@ -3,6 +3,7 @@ package bound
 import (
 	"context"
 	"math"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -102,4 +103,60 @@ func TestContext_doneAfterStop(t *testing.T) {
 		t.Fatal("Done asked after Stop closed")
 	default:
 	}
+}
+
+// A ctx made from a Context (context.WithCancel, context.AfterFunc) ends
+// with it, through its alarm rather than a goroutine of package context's
+// each; a func stopped in time is not called, nor one of a deadline that
+// never comes.
+func TestContext_afterFunc(t *testing.T) {
+	b := New(context.Background(), time.Now().Add(5*time.Millisecond))
+	before := goroutinesCreated()
+	child, cancel := context.WithCancel(b)
+	defer cancel()
+	called := make(chan struct{})
+	context.AfterFunc(b, func() { close(called) })
+	stopped := make(chan struct{})
+	stop := context.AfterFunc(b, func() { close(stopped) })
+	if n := goroutinesCreated() - before; n != 0 {
+		t.Errorf("ctxs made from a Context started %d goroutines before its deadline; want none", n)
+	}
+	if !stop() {
+		t.Error("stop before the deadline = false; want true")
+	}
+	for name, done := range map[string]<-chan struct{}{"the child's Done": child.Done(), "AfterFunc's func": called} {
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			t.Fatalf("%s: not done a second after the deadline", name)
+		}
+	}
+	if child.Err() != context.DeadlineExceeded {
+		t.Errorf("the child's Err = %v; want context.DeadlineExceeded", child.Err())
+	}
+	select {
+	case <-stopped:
+		t.Error("a stopped func was called")
+	case <-time.After(5 * time.Millisecond):
+	}
+
+	past := New(context.Background(), time.Now().Add(-time.Millisecond))
+	ran := make(chan struct{})
+	context.AfterFunc(past, func() { close(ran) })
+	select {
+	case <-ran:
+	case <-time.After(time.Second):
+		t.Error("AfterFunc of a Context past its deadline: not called")
+	}
+	far := New(context.Background(), time.Unix(1<<62, 0))
+	if stop := context.AfterFunc(far, func() { t.Error("AfterFunc of a deadline that never comes: called") }); !stop() {
+		t.Error("stop of a deadline that never comes = false; want true")
+	}
+}
+
+// goroutinesCreated is how many goroutines the process has started.
+func goroutinesCreated() uint64 {
+	s := []metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
