@@ -195,6 +195,17 @@ func (b *base) releasing() (done func()) {
 	return func() { obs.Waiting(-1) }
 }
 
+// handsHere is what a release passes for the Client's wake-up channel of
+// the lock, channel: channel itself when a waiter of the Client listens on
+// it, for Redis to hand it the lock in the reply rather than publish; ""
+// otherwise, which spares Redis reading it.
+func (b *base) handsHere(channel string) string {
+	if wk := b.c.wakeups(true); wk != nil && wk.Waiting(channel) {
+		return channel
+	}
+	return ""
+}
+
 // handedOff wakes the waiters that a release handed the lock to, as its
 // reply names them (see wire.ParseRelease): a token, whose waiter a
 // message on its Client's channel wakes, or, for a waiter of this Client,

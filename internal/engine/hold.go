@@ -223,7 +223,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	defer h.b.c.restarts.unwatch(h)      // once the release is remembered, so that the watch stays for it
 	defer h.b.c.tokens.disown(tokens...) // a waiter of the Client releases what the release left
 	defer h.observer().released(h.since) // after Lost, if the release finds the hold lost
-	args := append([]string{h.channel}, h.inKey(tokens)...)
+	args := append([]string{h.b.handsHere(h.channel)}, h.inKey(tokens)...)
 	if opErr == nil {
 		opErr = ctx.Err() // redigo may still send on an ended ctx
 	}
@@ -240,7 +240,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
 	if cur, adopted := h.adopt(ctx, tokens, err == nil && reply == int64(0)); adopted {
 		defer h.b.c.tokens.disown(cur)
-		args = append([]string{h.channel}, h.inKey([]string{cur})...)
+		args = append([]string{args[0]}, h.inKey([]string{cur})...)
 		remember.tokens = args[1:]
 		reply, acked, err = h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
 	}

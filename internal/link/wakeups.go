@@ -142,6 +142,17 @@ func (w *Wakeups) Listen(name, token string, onlyReady bool) *Listener {
 	return l
 }
 
+// Waiting reports whether a waiter listens on channel name: a release
+// passes the channel only then, for Redis to hand such a waiter the lock
+// in its reply (see release.lua). One that starts listening meanwhile
+// hears the hand-off from Redis, as a waiter of another Client does.
+func (w *Wakeups) Waiting(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := w.chans[name]
+	return ch != nil && len(ch.waiters) > 0
+}
+
 // State reports whether the subscription is confirmed, and whether a
 // confirmation is on its way: the connection is up or being made. changed
 // is closed when a confirmation stops being on its way.

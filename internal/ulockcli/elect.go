@@ -49,7 +49,7 @@ func (s *session) elect(ctx context.Context, args []string) int {
 	for {
 		h := s.hold(ctx, l, &f, argv)
 		code := s.exit(h, c, l, &f)
-		if !*again || !h.entered || h.why != nil || h.end.passed || h.end.err != nil || ctx.Err() != nil {
+		if !*again || !h.entered || h.why != nil || h.end.passed || h.after || h.end.err != nil || ctx.Err() != nil {
 			return code
 		}
 	}

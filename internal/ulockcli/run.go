@@ -220,8 +220,11 @@ type holding struct {
 	obtained bool // false when TryDo found the lock taken
 	entered  bool // fn ran: COMMAND ran, or failed to start
 	end      ending
-	err      error // Do's
-	why      error // why the wait was given up; nil when it was not
+	// after: a signal came once COMMAND had ended, while the hold was
+	// given back; ulock elect --again stops on it rather than lose it.
+	after bool
+	err   error // Do's
+	why   error // why the wait was given up; nil when it was not
 }
 
 // hold runs COMMAND, argv, while holding l: it waits for l as --wait
@@ -259,6 +262,12 @@ func (s *session) hold(ctx context.Context, l lockable, f *runFlags, argv []stri
 	}
 	endWait()
 	h.why = g.reason()
+	signal.Stop(sigs) // from here on, a signal ends ulock as it would
+	select {
+	case <-sigs:
+		h.after = true
+	default:
+	}
 	return h
 }
 
