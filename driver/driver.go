@@ -179,14 +179,14 @@ func WithCaller(ctx, caller context.Context) context.Context {
 // Waiting returns the ctx under which a driver waits for a connection for
 // a call under ctx (from its pool, or dialling): it has ctx's deadline and
 // values, and ends when ctx does or, for a call that its caller may leave
-// (see WithCaller), when the caller's ctx ends. So a call whose caller has
-// left before it had a connection ends unsent, rather than holding a place
-// in the pool's queue for its command timeout, while one already sent runs
-// under ctx alone, and its connection reads the reply rather than being
-// closed half-way. Nothing watches the two ctxs until something asks for
-// Done: a pool with an idle connection costs no goroutine. stop releases
-// what it holds; a driver calls it once it has its connection, or has
-// given up.
+// (see WithCaller), with context.Canceled when the caller's ctx ends. So a
+// call whose caller has left before it had a connection ends unsent,
+// rather than holding a place in the pool's queue for its command timeout,
+// while one already sent runs under ctx alone, and its connection reads the
+// reply rather than being closed half-way. Nothing watches the two ctxs
+// until something asks for Done: a pool with an idle connection costs no
+// goroutine. stop releases what it holds; a driver calls it once it has
+// its connection, or has given up.
 func Waiting(ctx context.Context) (wctx context.Context, stop func()) {
 	caller, ok := ctx.Value(callerKey{}).(context.Context)
 	if !ok || caller.Done() == nil {
@@ -205,19 +205,25 @@ type waiting struct {
 	done    chan struct{} // made by the first Done
 	err     error         // why it ended; nil until then
 	unhooks [2]func() bool
+	stopped bool // stop was called: a Done asked from then on watches nothing
 }
 
 // Done returns a channel that closes when the call's ctx or the caller's
-// ends, watching them from its first call on.
+// ends, watching them from its first call on, unless stop came first.
 func (w *waiting) Done() <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.done == nil {
-		w.done = make(chan struct{})
-		if w.err != nil {
-			close(w.done)
-			return w.done
-		}
+	if w.done != nil {
+		return w.done
+	}
+	w.done = make(chan struct{})
+	if w.err == nil {
+		w.err = w.ended()
+	}
+	switch {
+	case w.err != nil:
+		close(w.done)
+	case !w.stopped:
 		w.unhooks[0] = context.AfterFunc(w.caller, w.check)
 		if a, ok := w.Context.(afterFuncer); ok { // a bound of the Client's: no goroutine
 			w.unhooks[1] = a.AfterFunc(w.check)
@@ -237,41 +243,32 @@ type afterFuncer interface {
 // check ends w if the call's ctx or the caller's has ended.
 func (w *waiting) check() { _ = w.Err() }
 
-// Err returns the caller's ctx's error, or else the call's, once either
-// has ended; then Done, if asked for, is closed.
+// Err returns context.Canceled once the caller's ctx has ended, or else
+// the call's ctx's error once it has; then Done, if asked for, is closed.
 func (w *waiting) Err() error {
 	w.mu.Lock()
-	err := w.err
-	w.mu.Unlock()
-	if err != nil {
-		return err
+	defer w.mu.Unlock()
+	if w.err == nil {
+		if w.err = w.ended(); w.err != nil && w.done != nil {
+			close(w.done)
+		}
 	}
-	if err = w.caller.Err(); err == nil {
-		err = w.Context.Err()
-	}
-	if err != nil {
-		w.end(err)
-	}
-	return err
+	return w.err
 }
 
-// end ends w with err, if it has not ended.
-func (w *waiting) end(err error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.err != nil {
-		return
+// ended reads why w ends, from its two ctxs: nil while both last.
+func (w *waiting) ended() error {
+	if w.caller.Err() != nil {
+		return context.Canceled // the caller left: the wait is cancelled, whatever ended the caller
 	}
-	w.err = err
-	if w.done != nil {
-		close(w.done)
-	}
+	return w.Context.Err()
 }
 
 // stop stops watching the two ctxs.
 func (w *waiting) stop() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.stopped = true
 	for _, unhook := range w.unhooks {
 		if unhook != nil {
 			unhook()

@@ -144,3 +144,41 @@ func goroutinesCreated() uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64()
 }
+
+// A Waiting ends with context.Canceled when its caller leaves, whatever
+// ended the caller (a driver tells a wait its caller left by it), and its
+// Done is closed at once when asked for after that; asked for after stop,
+// it watches nothing.
+func TestWaiting_endsAndStops(t *testing.T) {
+	call := &chanCtx{Context: context.Background(), done: make(chan struct{})}
+	caller, leave := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer leave()
+	w, stop := driver.Waiting(driver.WithCaller(call, caller))
+	select {
+	case <-w.Done():
+	default:
+		t.Error("Done of a Waiting whose caller had left: open")
+	}
+	if !errors.Is(w.Err(), context.Canceled) {
+		t.Errorf("Err after the caller's deadline = %v; want context.Canceled", w.Err())
+	}
+	stop()
+
+	alive, leave2 := context.WithCancel(context.Background())
+	defer leave2()
+	w2, stop2 := driver.Waiting(driver.WithCaller(call, alive))
+	stop2()
+	before := goroutinesCreated()
+	done := w2.Done()
+	call.end()
+	leave2()
+	time.Sleep(10 * time.Millisecond)
+	if n := goroutinesCreated() - before; n > 0 {
+		t.Errorf("Done asked after stop started %d goroutines; want none", n)
+	}
+	select {
+	case <-done:
+		t.Error("Done asked after stop closed: it watches nothing")
+	default:
+	}
+}

@@ -89,11 +89,11 @@ func (p *pending) goOff() {
 	delete(alarms.byEnd, p.end)
 	alarms.mu.Unlock()
 	p.mu.Lock()
+	close(p.done) // before gone: a func called from here on finds the Contexts ended
 	p.gone = true
 	after := p.after
 	p.after = nil
 	p.mu.Unlock()
-	close(p.done)
 	for cb := range after {
 		go cb.f()
 	}

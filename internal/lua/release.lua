@@ -27,7 +27,7 @@ if ARGV[1] ~= 'q' and ARGV[1] ~= '-' then
   end
   first = redis.call('LPOP', KEYS[2])
   if not first then
-    redis.call('DEL', KEYS[1]) -- no queue, so no entries (see queue_keep.lua)
+    redis.call('DEL', KEYS[1], KEYS[3])
     return 1
   end
 end

@@ -49,7 +49,11 @@ func (s *session) elect(ctx context.Context, args []string) int {
 	for {
 		h := s.hold(ctx, l, &f, argv)
 		code := s.exit(h, c, l, &f)
-		if !*again || !h.entered || h.why != nil || h.end.passed || h.after || h.end.err != nil || ctx.Err() != nil {
+		if h.after != nil && *again {
+			s.say("got %s after COMMAND ended; stopped campaigning for %s", signalName(h.after), l.name)
+			return exitSignal + signalNumber(h.after)
+		}
+		if !*again || !h.entered || h.why != nil || h.end.passed || h.end.err != nil || ctx.Err() != nil {
 			return code
 		}
 	}

@@ -215,7 +215,8 @@ differences:
   --again         campaign again whenever COMMAND exits (default: once)
 
 Signals, process group, exit status: as for run; with --again, the status
-of the last COMMAND, or of the last campaign that ended without leading.
+of the last COMMAND, or of the last campaign that ended without leading,
+or 128 + the number of a signal that came between two runs of COMMAND.
 
 Examples:
   ulock elect --again scheduler -- ./scheduler --queue default

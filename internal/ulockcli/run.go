@@ -220,9 +220,10 @@ type holding struct {
 	obtained bool // false when TryDo found the lock taken
 	entered  bool // fn ran: COMMAND ran, or failed to start
 	end      ending
-	// after: a signal came once COMMAND had ended, while the hold was
-	// given back; ulock elect --again stops on it rather than lose it.
-	after bool
+	// after is a signal that came once COMMAND had ended, while the hold
+	// was given back, or nil: ulock elect --again stops on it rather than
+	// lose it.
+	after os.Signal
 	err   error // Do's
 	why   error // why the wait was given up; nil when it was not
 }
@@ -264,8 +265,8 @@ func (s *session) hold(ctx context.Context, l lockable, f *runFlags, argv []stri
 	h.why = g.reason()
 	signal.Stop(sigs) // from here on, a signal ends ulock as it would
 	select {
-	case <-sigs:
-		h.after = true
+	case sig := <-sigs:
+		h.after = sig
 	default:
 	}
 	return h
