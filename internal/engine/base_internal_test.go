@@ -31,3 +31,30 @@ func TestMutex_ctxErr_deadlinePassed(t *testing.T) {
 		t.Errorf("ctxErr() at the deadline = %v; want DeadlineExceeded", err)
 	}
 }
+
+// A release passes its Client's wake-up channel only while a waiter of
+// the Client listens on it, for Redis to hand that waiter the lock in the
+// reply; otherwise "", which Redis need not read.
+func TestBase_handsHere(t *testing.T) {
+	c := NewClient(redigo.New(&redis.Pool{}))
+	defer c.Close()
+	m, err := New(c, wire.Named("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	channel := m.x.spec.channel
+	if got := m.handsHere(channel); got != "" {
+		t.Errorf("handsHere before the Client listens = %q; want \"\"", got)
+	}
+	l := c.wakeups(false).Listen(channel, "waiter", false)
+	if got := m.handsHere(channel); got != channel {
+		t.Errorf("handsHere while a waiter of the Client listens = %q; want its channel %q", got, channel)
+	}
+	if got := m.handsHere(channel + "-other"); got != "" {
+		t.Errorf("handsHere of a channel nobody listens on = %q; want \"\"", got)
+	}
+	l.Close(nil)
+	if got := m.handsHere(channel); got != "" {
+		t.Errorf("handsHere once the waiter left = %q; want \"\"", got)
+	}
+}
