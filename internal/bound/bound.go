@@ -116,8 +116,8 @@ var closedChan = func() chan struct{} {
 }()
 
 // Stop tells the Context that its call has ended: a Done asked after it
-// never closes, and Err agrees with it. The alarm it may share goes off all the same, for the
-// calls of its grain.
+// never closes, and Err agrees with it. The alarm it may share goes off
+// all the same, for the calls of its grain.
 func (b *Context) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
