@@ -228,8 +228,8 @@ func TestWakeup_subscriptions(t *testing.T) {
 	before := env.Redis.CommandCount()
 	again := lockAsync(context.Background(), waiter)
 	env.AwaitWaiters(1)
-	if n := env.Redis.CommandCount() - before; n != 9 {
-		t.Errorf("%d Redis commands to join the queue; want 9 (EVALSHA, TIME, the SET that finds the lock taken, RPUSH, HSET of its entry, PTTL and PEXPIRE of the new queue and of its entries)", n)
+	if n := env.Redis.CommandCount() - before; n != 10 {
+		t.Errorf("%d Redis commands to join the queue; want 10 (EVALSHA, TIME, the SET that finds the lock taken, RPUSH, HSET of its entry, PTTL and PEXPIRE of the new queue and of its entries, the SET that marks the holder's value)", n)
 	}
 	if err := holder.Unlock(context.Background()); err != nil {
 		t.Fatal(err)
@@ -350,5 +350,41 @@ func TestWakeup_releaserYieldsToTheWaiterItWoke(t *testing.T) {
 	}
 	if first < handOffs*3/4 {
 		t.Errorf("the waiter's Lock had returned when Unlock did in %d of %d hand-offs; want at least %d", first, handOffs, handOffs*3/4)
+	}
+}
+
+// A hold that took the lock free releases on the lock's key alone (an
+// EVALSHA that runs GET and DEL), while nobody queued behind it; once a
+// waiter has, that release finds the waiter's mark and the full release
+// hands the lock on. A hold that a release handed over releases with the
+// full release at once.
+func TestRelease_quickWhileNobodyQueued(t *testing.T) {
+	env, holder, waiter := stuck(t)
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mustLock(t, holder)
+	before := env.Redis.CommandCount()
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := env.Redis.CommandCount() - before; n != 3 {
+		t.Errorf("%d Redis commands to release a lock nobody waits for; want 3 (EVALSHA, GET, DEL)", n)
+	}
+
+	mustLock(t, holder)
+	done := waitFor(t, env, context.Background(), waiter)
+	if err := holder.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("the waiter's Lock() = %v; want the lock handed over", err)
+	}
+	before = env.Redis.CommandCount()
+	if err := waiter.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := env.Redis.CommandCount() - before; n != 4 {
+		t.Errorf("%d Redis commands to release a lock handed over; want 4 (EVALSHA, GET, LPOP, DEL), the full release alone", n)
 	}
 }

@@ -108,7 +108,7 @@ func (b *base) resume(ctx context.Context, c *spec, hd wire.Handle) (*hold, erro
 	if left >= 0 && b.cfg.Lease > 0 { // so that the hold's lease ends when Redis's does
 		from = from.Add(left - b.cfg.Lease)
 	}
-	return b.newHold(c, token, hd.Fence, from, false, nil), nil
+	return b.newHold(c, token, hd.Fence, from, false, false, nil), nil
 }
 
 // handle returns the handle of x's current hold (see

@@ -46,6 +46,10 @@ type hold struct {
 	watch watchLink
 	fence uint64    // 0 for a reader
 	since time.Time // when Redis granted it, as far as the holder knows
+	// quick is set when the hold took the lock free, which nobody has
+	// likely queued for since: it releases with its kind's quickRelease,
+	// and with release only when a waiter has (see internal/lua/queued.lua).
+	quick bool
 	// op holds a value while Refresh, release or verify talks to Redis, so
 	// that they never interleave; unlike a sync.Mutex, waiting for it ends
 	// with ctx.
@@ -237,7 +241,7 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		return h.releaseFailed(ctx, remember, args, later, opErr)
 	}
 	trace.Stamp(trace.Sent, h.b.name, "")
-	reply, acked, err := h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
+	reply, acked, err := h.releaseScript(ctx, args)
 	if cur, adopted := h.adopt(ctx, tokens, err == nil && reply == int64(0)); adopted {
 		defer h.b.c.tokens.disown(cur)
 		args = append([]string{args[0]}, h.inKey([]string{cur})...)
@@ -245,6 +249,19 @@ func (h *hold) releaseNow(ctx context.Context, later bool) error {
 		reply, acked, err = h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
 	}
 	return h.released(ctx, remember, args, later, lost, reply, acked, err)
+}
+
+// releaseScript runs the release of h with args (see releaseNow): its
+// quickRelease first if h took the lock free and no waiter of its Client
+// listens, which replies -1 when a waiter has queued since, for release.
+func (h *hold) releaseScript(ctx context.Context, args []string) (reply any, acked int64, err error) {
+	if h.quick && args[0] == "" {
+		reply, acked, err = h.b.evalReplicated(ctx, h.kind.quickRelease, h.keys[:1], wire.Anys(args[1:])...)
+		if err != nil || reply != int64(-1) {
+			return reply, acked, err
+		}
+	}
+	return h.b.evalReplicated(ctx, h.kind.release, h.keys, wire.Anys(args)...)
 }
 
 // adopt, when missed (a Refresh or release found none of tokens in Redis),
@@ -447,20 +464,21 @@ func (h *hold) logLost(ctx context.Context, why string) {
 	}
 }
 
-// granted records and logs a hold of c that Redis granted to token, for
-// a call sent at or after from; how tells an attempt, a release's
+// granted records and logs a hold of c that Redis granted to token, g,
+// for a call sent at or after from; how tells an attempt, a release's
 // hand-off or a take-over, to o. Under WithReplicas it fails when the
 // replicas do not have the hold.
-func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64, from time.Time, how observe.Outcome, o *observing) (*hold, error) {
+func (b *base) granted(ctx context.Context, c *spec, token string, g wire.Grant, from time.Time, how observe.Outcome, o *observing) (*hold, error) {
+	fence := g.Fence
 	if !c.kind.fenced {
 		fence = 0
 	}
 	if b.cfg.Replicas == 0 { // Acquired comes first: the restart watch may find the hold lost at once
 		b.logAcquired(ctx, c.kind.what, fence, slog.Bool("handed_off", how == observe.HandedOff))
 		o.acquired(how, fence)
-		return b.newHold(c, token, fence, from, how == observe.HandedOff, o), nil
+		return b.newHold(c, token, fence, from, how == observe.HandedOff, g.Free, o), nil
 	}
-	h := b.newHold(c, token, fence, from, how == observe.HandedOff, nil)
+	h := b.newHold(c, token, fence, from, how == observe.HandedOff, g.Free, nil)
 	if err := h.replicate(ctx); err != nil { // a hold given back is never reported
 		return nil, err
 	}
@@ -473,12 +491,14 @@ func (b *base) granted(ctx context.Context, c *spec, token string, fence uint64,
 // newHold records a hold that Redis granted to token, for a call sent at
 // or after from, and lets the Client's restart watch check it. With
 // claimed, a release handed it over with a claim, which the hold takes
-// half-way through (see Claims, in hold.go). Its Observation, o, may be nil, and set
+// half-way through (see Claims, in hold.go); with free, the attempt took
+// the lock free (see wire.Grant). Its Observation, o, may be nil, and set
 // later with observe. The token is already the Client's own (see owned).
-func (b *base) newHold(c *spec, token string, fence uint64, from time.Time, claimed bool, o *observing) *hold {
+func (b *base) newHold(c *spec, token string, fence uint64, from time.Time, claimed, free bool, o *observing) *hold {
 	h := &hold{
 		b: b, kind: c.kind, keys: c.keys, channel: c.channel, fence: fence, since: b.cfg.Clock.Now(),
 		op: make(chan struct{}, 1), tokens: []string{token}, from: from, lease: b.cfg.Lease, obs: o,
+		quick: free && c.kind.quickRelease != nil,
 	}
 	if claimed && b.cfg.Claims() {
 		h.mu.Lock()

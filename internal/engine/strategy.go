@@ -20,6 +20,9 @@ type holdKind struct {
 	what    string         // "lock", "write lock", "read lock" or "permit", for errors and logs
 	refresh *driver.Script // ARGV: lease, new token, tokens...
 	release *driver.Script // ARGV: entry or "", tokens...; replies as wire.ParseRelease reads
+	// quickRelease, if not nil, releases a hold that took the lock free
+	// on its first key alone (see lua.QuickRelease); ARGV: tokens...
+	quickRelease *driver.Script
 	// refreshKeys is how many of the lock's keys refresh takes, from the
 	// first; release takes them all.
 	refreshKeys int
@@ -30,7 +33,7 @@ type holdKind struct {
 }
 
 var (
-	mutexKind  = &holdKind{what: "lock", refresh: lua.Refresh, release: lua.Release, refreshKeys: 1, set: -1, fenced: true}
+	mutexKind  = &holdKind{what: "lock", refresh: lua.Refresh, release: lua.Release, quickRelease: lua.QuickRelease, refreshKeys: 1, set: -1, fenced: true}
 	writerKind = &holdKind{what: "write lock", refresh: lua.Refresh, release: lua.RWUnlock, refreshKeys: 1, set: -1, fenced: true}
 	readerKind = &holdKind{what: "read lock", refresh: lua.RWRRefresh, release: lua.RWRUnlock, refreshKeys: 2, set: 1}
 	permitKind = &holdKind{what: "permit", refresh: lua.SemRefresh, release: lua.SemRelease, refreshKeys: 2, set: 0, fenced: true}

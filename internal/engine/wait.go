@@ -93,7 +93,7 @@ func (b *base) try(ctx context.Context, c *spec, sem chan struct{}, o *observing
 	if !g.OK {
 		return nil, nil
 	}
-	return b.granted(ctx, c, token, g.Fence, from, observe.Acquired, o)
+	return b.granted(ctx, c, token, g, from, observe.Acquired, o)
 }
 
 // enter takes sem, waiting while another goroutine of this process holds
@@ -162,7 +162,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 		}
 		failing = nil
 		if g.OK {
-			return b.granted(ctx, c, w.token, g.Fence, from, observe.Acquired, o)
+			return b.granted(ctx, c, w.token, g, from, observe.Acquired, o)
 		}
 		w.blocked(g)
 		if w.releaseOrphans(ctx, g) { // try again at once
@@ -184,7 +184,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 			}
 			if g.OK {
 				b.logTakeOver(ctx, c.kind.what, age, g.Fence, len(stale))
-				return b.granted(ctx, c, w.token, g.Fence, from, observe.TakenOver, o)
+				return b.granted(ctx, c, w.token, g, from, observe.TakenOver, o)
 			}
 			// Another waiter took over first, or the blockers changed.
 			w.blocked(g)
@@ -197,7 +197,7 @@ func (b *base) wait(ctx context.Context, obs settle.Observer, c *spec, o *observ
 		if w.handedOver(wu, from) {
 			trace.Stamp(trace.Woken, b.name, w.token)
 			b.c.slack.taken()
-			h, err := b.granted(ctx, c, w.token, wu.Fence, from, observe.HandedOff, o)
+			h, err := b.granted(ctx, c, w.token, wire.Grant{OK: true, Fence: wu.Fence}, from, observe.HandedOff, o)
 			trace.Stamp(trace.Returned, b.name, w.token)
 			return h, err
 		}

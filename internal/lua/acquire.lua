@@ -4,7 +4,8 @@
 -- the lock at once if free (see set_if_free.lua). Replies the fence when it
 -- set the lock, the cheapest reply for Redis to make; {1, fence} when the
 -- lock is ours otherwise, when a release has just handed it to us (see
--- restart_lease.lua), and {0, holder, {}} when it is taken. An attempt
+-- restart_lease.lua), and {0, holder, {}} when it is taken, whose value
+-- a waiter that joins the queue marks (see queued.lua). An attempt
 -- with no op touches KEYS[1] alone, and declares it alone (see
 -- wire.AttemptArgs.Keys).
 
@@ -25,11 +26,15 @@ clockUs = fence -- Redis's clock, if set_if_free read it
 --#include restart_lease
 --#include queue_keep
 --#include queue_wait
+--#include queued
+--#include mark_queued
 if cur and holds(cur, ARGV[1]) then
   return restartLease(KEYS[1], cur, ARGV[2])
 end
 if cur then
-  wait(KEYS[2], KEYS[3])
+  if wait(KEYS[2], KEYS[3]) then
+    markQueued(KEYS[1], cur)
+  end
   return {0, cur, {}}
 end
 joined(KEYS[2], KEYS[3])

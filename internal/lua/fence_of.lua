@@ -1,6 +1,6 @@
 -- fence_of.lua reads fences: fenceNumber a fence, fenceOf the fence in a
--- holder's value; nil when there is none, or it is not an integer below
--- 2^53, which Lua's numbers hold exactly.
+-- holder's value, marked or not (see queued.lua); nil when there is none,
+-- or it is not an integer below 2^53, which Lua's numbers hold exactly.
 
 local function fenceNumber(s)
   local f = string.match(s, '^%d+$') and tonumber(s)
@@ -9,5 +9,5 @@ local function fenceNumber(s)
   end
 end
 local function fenceOf(value)
-  return fenceNumber(string.match(value or '', ' (%d+)$') or '')
+  return fenceNumber(string.match(value or '', ' (%d+)%*?$') or '')
 end

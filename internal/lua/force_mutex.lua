@@ -3,6 +3,7 @@
 -- or nothing.
 
 --#include fence_of
+--#include queued
 --#include mutex_hand_off
 local cur = redis.call('GET', KEYS[1])
 if not cur then

@@ -24,7 +24,8 @@ import (
 // every grant of the lock as long as Redis's clock does not go back, even
 // when Redis has lost the lock's keys. The holder of a Mutex, or of an
 // RWMutex as its writer, is stored as "<token> <fence>" (see wire.Fenced and
-// wire.CutFence), so that its fence lives and dies with it; a Semaphore keeps
+// wire.CutFence), so that its fence lives and dies with it, a Mutex's with
+// a mark at its end while a waiter may be queued (see queued.lua); a Semaphore keeps
 // the fence of each holder beside it, and the highest in a counter that
 // lives as long as its holders, in the same hash.
 //

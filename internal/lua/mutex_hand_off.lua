@@ -1,6 +1,7 @@
--- mutexHandOff is the Lua of a release: it hands the lock to the oldest
--- waiter that is alive and listens, under a fence above above (the
--- releaser's), and returns that waiter's token (its message, if the
+-- mutexHandOff is the Lua of a release, which includes queued.lua before
+-- it: it hands the lock to the oldest waiter that is alive and listens,
+-- under a fence above above (the releaser's), its value marked (see
+-- queued.lua), and returns that waiter's token (its message, if the
 -- releasing Client's: see offer), or deletes the lock and returns 1 when
 -- there is none. An offer nobody heard spends no fence.
 
@@ -20,7 +21,7 @@ local function handOff(first, above)
     end
     fence = fence or newFence(above)
     if offer(w, fence) then
-      setLease(KEYS[1], fenced(w.token, fence), w.claim)
+      setLease(KEYS[1], fenced(w.token, fence) .. queuedMark, w.claim)
       return w.reply
     end
   end

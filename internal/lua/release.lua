@@ -2,21 +2,23 @@
 -- ARGV[2..]: usually one, more after a Refresh whose reply was lost. A
 -- hold passes as ARGV[1] its Client's wake-up channel or "" (see here, in
 -- queue_hand.lua), and its tokens as the key holds them, with its fence
--- (see hold.inKey), and they are compared whole. Waiters that give
--- up pass "q" or "-" (else "") and their tokens alone, several at once (see
--- cleanup.go), and leave the queue first ("q"); if a release handed one of
--- them the lock meanwhile, it releases that. "-" also releases a token
--- whose fence the caller does not know (see owned). Replies 0 when no
--- token was ours, 1 when the lock is free, or the token of the waiter it
--- was handed to (its hand-off message when it is the releasing Client's;
--- see offer).
+-- (see hold.inKey), and they are compared whole, the key's mark aside
+-- (see queued.lua). Waiters that give up pass "q" or "-" (else "") and
+-- their tokens alone, several at once (see cleanup.go), and leave the
+-- queue first ("q"); if a release handed one of them the lock meanwhile,
+-- it releases that. "-" also releases a token whose fence the caller does
+-- not know (see owned). Replies 0 when no token was ours, 1 when the lock
+-- is free, or the token of the waiter it was handed to (its hand-off
+-- message when it is the releasing Client's; see offer).
 
+--#include queued
 local ours, first = false, nil
 local cur = redis.call('GET', KEYS[1])
 if ARGV[1] ~= 'q' and ARGV[1] ~= '-' then
   if cur then
+    local value = unmark(cur)
     for i = 2, #ARGV do
-      if cur == ARGV[i] then
+      if value == ARGV[i] then
         ours = true
         break
       end

@@ -18,6 +18,9 @@ var TakeOver = newScript(3, "take_over")
 // Release is release.lua.
 var Release = newScript(3, "release")
 
+// QuickRelease is quick_release.lua, which takes the lock's key alone.
+var QuickRelease = newScript(1, "quick_release")
+
 // Refresh is refresh.lua.
 var Refresh = newScript(1, "refresh")
 

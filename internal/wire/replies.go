@@ -19,7 +19,11 @@ import (
 // an RWMutex ("" none), as the lock holds it (see CutFence), and the
 // readers or permit holders.
 type Grant struct {
-	OK      bool
+	OK bool
+	// Free reports a grant replied by the fence alone: the attempt took
+	// the lock free at once, without reading its queue (see
+	// internal/lua/set_if_free.lua).
+	Free    bool
 	Fence   uint64   // the fence of the hold; 0 for a reader
 	Writer  string   // the token of the Mutex's holder or the RWMutex's writer, if it blocks the caller
 	Holders []string // the readers or permit holders that block the caller
@@ -47,7 +51,7 @@ func FromClock(fence uint64) bool { return fence >= MinFence && fence < 1<<53 }
 // reply the fence alone (that of a hold with fences).
 func ParseGrant(reply any, bare bool) (Grant, error) {
 	if f, ok := reply.(int64); ok && f > 0 && bare {
-		return Grant{OK: true, Fence: uint64(f)}, nil
+		return Grant{OK: true, Free: true, Fence: uint64(f)}, nil
 	}
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {

@@ -108,11 +108,11 @@ var encodeSeeds = [][]byte{
 
 // validGrant is what the acquiring scripts reply: {1, fence}, or {0,
 // writer, {holders...}}, with no negative number, or with bare (a
-// Mutex's) a fence above 0 alone. The writer is read as CutFence reads a
-// holder's value.
+// Mutex's) a fence above 0 alone, Free. The writer is read as CutFence
+// reads a holder's value, marked or not.
 func validGrant(reply any, bare bool) (Grant, bool) {
 	if f, ok := reply.(int64); ok {
-		return Grant{OK: true, Fence: uint64(f)}, f > 0 && bare
+		return Grant{OK: true, Free: true, Fence: uint64(f)}, f > 0 && bare
 	}
 	r, ok := reply.([]any)
 	if !ok || len(r) < 2 {
@@ -129,9 +129,10 @@ func validGrant(reply any, bare bool) (Grant, bool) {
 			break
 		}
 		g := Grant{Writer: string(w)}
-		if i := bytes.LastIndexByte(w, ' '); i >= 0 {
-			if f, err := strconv.ParseUint(string(w[i+1:]), 10, 64); err == nil && f < 1<<53 {
-				g.Writer = string(w[:i])
+		v := bytes.TrimSuffix(w, []byte(QueuedMark))
+		if i := bytes.LastIndexByte(v, ' '); i >= 0 {
+			if f, err := strconv.ParseUint(string(v[i+1:]), 10, 64); err == nil && f < 1<<53 {
+				g.Writer = string(v[:i])
 			}
 		}
 		for _, h := range hs {

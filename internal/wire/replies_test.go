@@ -15,13 +15,15 @@ func TestParseGrant(t *testing.T) {
 		err   bool
 	}{
 		{[]any{int64(1), int64(7)}, Grant{OK: true, Fence: 7}, false},
-		{int64(7), Grant{OK: true, Fence: 7}, false}, // a Mutex's bare fence
+		{int64(7), Grant{OK: true, Free: true, Fence: 7}, false}, // a Mutex's bare fence
 		{int64(0), Grant{}, true},
 		{int64(-1), Grant{}, true},
 		{[]any{int64(1), int64(0)}, Grant{OK: true}, false},
 		{[]any{int64(0), []byte("w"), []any{[]byte("a"), []byte("b")}}, Grant{Writer: "w", Holders: []string{"a", "b"}}, false},
 		{[]any{int64(0), []byte("h 7"), []any{}}, Grant{Writer: "h", Holders: []string{}}, false},
+		{[]any{int64(0), []byte("h 7*"), []any{}}, Grant{Writer: "h", Holders: []string{}}, false}, // marked (see QueuedMark)
 		{[]any{int64(0), []byte("h x"), []any{}}, Grant{Writer: "h x", Holders: []string{}}, false},
+		{[]any{int64(0), []byte("h*"), []any{}}, Grant{Writer: "h*", Holders: []string{}}, false},
 		{[]any{int64(0), []byte("h 9007199254740992"), []any{}}, Grant{Writer: "h 9007199254740992", Holders: []string{}}, false},
 		{[]any{int64(0), []byte(""), []any{}}, Grant{Holders: []string{}}, false},
 		{[]any{int64(1), int64(-1)}, Grant{}, true},

@@ -157,7 +157,7 @@ func waiting(t *testing.T, conn redis.Conn, key string, tokens ...string) {
 
 // grantsEqual reports whether two grants say the same.
 func grantsEqual(a, b Grant) bool {
-	return a.OK == b.OK && a.Fence == b.Fence && a.Writer == b.Writer && slices.Equal(a.Holders, b.Holders)
+	return a.OK == b.OK && a.Free == b.Free && a.Fence == b.Fence && a.Writer == b.Writer && slices.Equal(a.Holders, b.Holders)
 }
 
 // clockOf returns Redis's clock in microseconds (TIME), which every new
@@ -228,7 +228,7 @@ func TestTakeOverScript(t *testing.T) {
 				token, fence := holderOf(t, conn, "lock")
 				switch {
 				case !tc.ok:
-					if v, _ := redis.String(conn.Do("GET", "lock")); v != tc.holder {
+					if v, _ := redis.String(conn.Do("GET", "lock")); v != tc.holder { // its entry gone, "x" does not queue it
 						t.Errorf("lock after = %q; want %q", v, tc.holder)
 					}
 				case tc.fence != 0:
@@ -237,12 +237,94 @@ func TestTakeOverScript(t *testing.T) {
 					}
 				default:
 					newFence(t, got.Fence, before, tc.above)
-					if token != "new" || fence != got.Fence {
-						t.Errorf("lock after = %q %d; want new %d", token, fence, got.Fence)
+					if v, _ := redis.String(conn.Do("GET", "lock")); v != Fenced("new", got.Fence)+QueuedMark {
+						t.Errorf("lock after = %q; want new's value under fence %d, marked", v, got.Fence)
 					}
 				}
 			})
 		}
+	}
+}
+
+// A waiter that joins the queue marks the holder's value once, keeping
+// its lease; a Refresh keeps the mark, and a hand-off and a take-over mark
+// what they write. QuickRelease frees a lock that holds one of our values
+// unmarked, leaves a marked one to Release (-1), which hands it on, and
+// frees nothing of another holder's.
+func TestQuickRelease_queuedMark(t *testing.T) {
+	for server, pool := range scriptServers(t) {
+		t.Run(server, func(t *testing.T) {
+			conn := scriptConn(t, pool)
+			must(t, conn, "FLUSHALL")
+			value := func() string {
+				v, _ := redis.String(conn.Do("GET", "lock"))
+				return v
+			}
+			quick := func(values ...any) int64 {
+				t.Helper()
+				r, err := redis.Int64(doScript(conn, lua.QuickRelease, append([]any{"lock"}, values...)...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			h := Fenced("h", 9000000000000000)
+			must(t, conn, "SET", "lock", h, "PX", 60000)
+			attempt := func(op string) {
+				t.Helper()
+				args := AttemptArgs{Token: "w", Lease: 10000, Entry: entry("w", 1), Op: op, Expiry: 10000, Form: MutexArgs}
+				keys := mutexKeys
+				if op == "" { // declares the lock alone (see AttemptArgs.Keys)
+					keys = keys[:1]
+				}
+				reply, err := redis.NewScript(len(keys), lua.Acquire.Source()).Do(conn, with(keys, args.Argv()...)...)
+				if g, perr := ParseGrant(reply, true); err != nil || perr != nil || g.OK || g.Writer != "h" {
+					t.Fatalf("attempt %q = %+v, %v, %v; want blocked by h", op, g, err, perr)
+				}
+			}
+			attempt("")
+			if v := value(); v != h {
+				t.Fatalf("lock after an attempt that does not queue = %q; want %q", v, h)
+			}
+			for _, op := range []string{"q", "r", "x"} {
+				attempt(op)
+				if v := value(); v != h+QueuedMark {
+					t.Fatalf("lock after attempt %q = %q; want %q, marked once", op, v, h+QueuedMark)
+				}
+			}
+			if ttl, _ := redis.Int64(conn.Do("PTTL", "lock")); ttl < 50000 {
+				t.Errorf("PTTL after the mark = %d; want the holder's lease kept", ttl)
+			}
+			if r, err := redis.Int64(doScript(conn, lua.Refresh, "lock", 60000, "h2", "h")); err != nil || r != 1 {
+				t.Fatalf("refresh = %d, %v", r, err)
+			}
+			h = Fenced("h2", 9000000000000000)
+			if v := value(); v != h+QueuedMark {
+				t.Fatalf("lock after a Refresh = %q; want %q", v, h+QueuedMark)
+			}
+			if r := quick(Fenced("x", 9000000000000000)); r != 0 || value() != h+QueuedMark {
+				t.Fatalf("quick release of another holder = %d, lock %q; want 0, unchanged", r, value())
+			}
+			if r := quick(Fenced("h", 9000000000000000), h); r != -1 || value() != h+QueuedMark {
+				t.Fatalf("quick release behind a waiter = %d, lock %q; want -1, unchanged", r, value())
+			}
+			psc := subscribe(t, pool, "wake:w")
+			if next, err := redis.String(doScript(conn, lua.Release, with(mutexKeys, "", h)...)); err != nil || next != "w" {
+				t.Fatalf("release = %q, %v; want the lock handed to w", next, err)
+			}
+			_, wu, _ := ParseWakeUp(message(t, psc))
+			if v := value(); v != Fenced("w", wu.Fence)+QueuedMark {
+				t.Errorf("lock after the hand-off = %q; want w's value, marked", v)
+			}
+
+			must(t, conn, "SET", "lock", Fenced("f", 5))
+			if r := quick(Fenced("f", 5)); r != 1 {
+				t.Errorf("quick release = %d; want 1", r)
+			}
+			if n, _ := redis.Int64(conn.Do("EXISTS", "lock")); n != 0 {
+				t.Error("the lock is left after its quick release")
+			}
+		})
 	}
 }
 
@@ -335,6 +417,7 @@ func TestAcquireScript_queue(t *testing.T) {
 					t.Fatal(err)
 				}
 				got, err := ParseGrant(reply, true)
+				tc.want.Free = tc.holder == "" && tc.op != "r" && tc.op != "x"
 				if tc.want.OK && tc.want.Fence == 0 && err == nil { // a new fence
 					newFence(t, got.Fence, before, 0)
 					tc.want.Fence = got.Fence
@@ -633,7 +716,7 @@ return {fenced(ARGV[1], tonumber(ARGV[2])), fenceOf(ARGV[3]) or 0}
 					t.Errorf("cutFence(%q) = %q, %d; want tok, %d", lua, token, f, fence)
 				}
 			}
-			for _, v := range []string{"tok", "tok x", "tok 9007199254740992", "a b c"} {
+			for _, v := range []string{"tok", "tok x", "tok 9007199254740992", "a b c", "tok 7*", "tok*", "tok 7**", "tok 7 *"} {
 				r, _ := redis.Values(doScript(conn, values, "", 0, v))
 				read, _ := redis.Uint64(r[1], nil)
 				if _, f := CutFence(v); f != read {

@@ -88,18 +88,24 @@ func Fenced(token string, fence uint64) string {
 	return token + " " + strconv.FormatUint(fence, 10)
 }
 
-// CutFence returns the token and the fence of a holder's value, fence 0
-// when it carries none; it reads value as internal/lua/fence_of.lua's fenceOf does.
+// QueuedMark ends a Mutex's holder value while a waiter may be queued
+// behind it (see internal/lua/queued.lua).
+const QueuedMark = "*"
+
+// CutFence returns the token and the fence of a holder's value, marked
+// (QueuedMark) or not, fence 0 when it carries none; it reads value as
+// internal/lua/fence_of.lua's fenceOf does.
 func CutFence(value string) (token string, fence uint64) {
-	i := strings.LastIndexByte(value, ' ')
+	v := strings.TrimSuffix(value, QueuedMark)
+	i := strings.LastIndexByte(v, ' ')
 	if i < 0 {
 		return value, 0
 	}
-	f, err := strconv.ParseUint(value[i+1:], 10, 64)
+	f, err := strconv.ParseUint(v[i+1:], 10, 64)
 	if err != nil || f >= 1<<53 {
 		return value, 0
 	}
-	return value[:i], f
+	return v[:i], f
 }
 
 // A TokenInfo is what a token tells of its holder beyond its secret.
