@@ -76,6 +76,9 @@ type fleetResult struct {
 	memoryLeft  int64 // used_memory after, less before, in bytes
 	errors      int64
 	err         error
+	// rounds are the runs this result is the median of (see medianFleet),
+	// one a round, for the per-round ratios of ours to its peer.
+	rounds []fleetResult
 }
 
 // runFleet runs r on e for cfg.duration.
@@ -191,15 +194,17 @@ func printFleet(w io.Writer, cfg config, results []fleetResult) {
 			strconv.FormatInt(r.errors, 10)})
 	}
 	writeMarkdown(w, rows)
-	ratios := [][]string{{"ours ÷ peer", "Redis CPU per pair", "pairs/s"}}
+	ratios := [][]string{{"ours ÷ peer, median of the rounds' ratios", "Redis CPU per pair", "pairs/s"}}
 	for _, r := range results {
 		p, ok := byName[r.peer]
-		if r.peer == "" || !ok || r.err != nil || p.err != nil || p.pairs == 0 || r.pairs == 0 {
+		if r.peer == "" || !ok || r.err != nil || p.err != nil {
 			continue
 		}
-		ratios = append(ratios, []string{r.name + " ÷ " + p.name,
-			fmt.Sprintf("%.2f×", float64(r.cpuPerPair)/float64(p.cpuPerPair)),
-			fmt.Sprintf("%.2f×", r.rate()/p.rate())})
+		cpu, rate, ok := pairedRatios(r.rounds, p.rounds)
+		if !ok {
+			continue
+		}
+		ratios = append(ratios, []string{r.name + " ÷ " + p.name, fmt.Sprintf("%.2f×", cpu), fmt.Sprintf("%.2f×", rate)})
 	}
 	if len(ratios) > 1 {
 		fmt.Fprintln(w)
@@ -207,9 +212,72 @@ func printFleet(w io.Writer, cfg config, results []fleetResult) {
 	}
 }
 
+// pairedRatios returns the medians, over the rounds, of ours's Redis CPU
+// per pair and pairs per second each divided by its peer's of the same
+// round; false unless both ran every round with pairs. A row's median
+// against its peer's would carry whatever the machine did in between;
+// fleetOrder runs the two of a round one after the other, each in turn
+// first.
+func pairedRatios(ours, peer []fleetResult) (cpu, rate float64, ok bool) {
+	if len(ours) == 0 || len(ours) != len(peer) {
+		return 0, 0, false
+	}
+	cpus := make([]float64, len(ours))
+	rates := make([]float64, len(ours))
+	for i, o := range ours {
+		p := peer[i]
+		if o.pairs == 0 || p.pairs == 0 || p.cpuPerPair == 0 {
+			return 0, 0, false
+		}
+		cpus[i] = float64(o.cpuPerPair) / float64(p.cpuPerPair)
+		rates[i] = o.rate() / p.rate()
+	}
+	return median(cpus), median(rates), true
+}
+
+// median returns the median of xs, the mean of the middle two when even;
+// it sorts xs.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// fleetOrder returns the rows in the order round runs them: each of ours
+// with its peer right after it, then the rest, as the table has them; in
+// odd rounds all of that reversed. Each of ours thus runs next to its
+// peer, as often before it as after, and over two rounds every row's
+// place sums to the same.
+func fleetOrder(rows []fleetRow, round int) []fleetRow {
+	var order []fleetRow
+	placed := map[string]bool{}
+	for _, r := range rows {
+		if placed[r.name] || r.peer == "" {
+			continue
+		}
+		order, placed[r.name] = append(order, r), true
+		if i := slices.IndexFunc(rows, func(p fleetRow) bool { return p.name == r.peer }); i >= 0 && !placed[r.peer] {
+			order, placed[r.peer] = append(order, rows[i]), true
+		}
+	}
+	for _, r := range rows {
+		if !placed[r.name] {
+			order = append(order, r)
+		}
+	}
+	if round%2 == 1 {
+		slices.Reverse(order)
+	}
+	return order
+}
+
 // medianFleet returns the run of rs whose Redis CPU per pair is the
 // median, with the median pairs per second of rs, their errors summed and
-// the most any left in Redis; the first failure when one failed.
+// the most any left in Redis, and rs as its rounds; the first failure when
+// one failed.
 func medianFleet(rs []fleetResult) fleetResult {
 	for _, r := range rs {
 		if r.err != nil {
@@ -223,7 +291,7 @@ func medianFleet(rs []fleetResult) fleetResult {
 	m := byCPU[(len(rs)-1)/2]
 	rate := byRate[(len(rs)-1)/2]
 	m.pairs, m.elapsed = rate.pairs, rate.elapsed
-	m.errors = 0
+	m.errors, m.rounds = 0, rs
 	for _, r := range rs {
 		m.errors += r.errors
 		m.keysLeft, m.memoryLeft = max(m.keysLeft, r.keysLeft), max(m.memoryLeft, r.memoryLeft)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -403,5 +404,67 @@ func TestMedianFleet(t *testing.T) {
 	m := medianFleet(runs)
 	if m.cpuPerPair != 20 || m.rate() != 200 || m.errors != 3 {
 		t.Errorf("medianFleet = %v of CPU a pair, %v pairs/s, %d errors; want 20ns, 200, 3", m.cpuPerPair, m.rate(), m.errors)
+	}
+}
+
+// Ours is compared with its peer round by round: the median of the
+// rounds' ratios, not the ratio of the rows' medians, which here would be
+// 1 and 1.
+func TestPairedRatios(t *testing.T) {
+	run := func(pairs int64, cpu time.Duration) fleetResult {
+		return fleetResult{pairs: pairs, elapsed: time.Second, cpuPerPair: cpu}
+	}
+	ours := []fleetResult{run(100, 10), run(200, 20), run(300, 30)}
+	peer := []fleetResult{run(200, 20), run(300, 30), run(100, 10)}
+	cpu, rate, ok := pairedRatios(ours, peer)
+	if !ok || math.Abs(cpu-2.0/3) > 1e-9 || math.Abs(rate-2.0/3) > 1e-9 {
+		t.Errorf("pairedRatios = %v, %v, %v; want 2/3, 2/3, true", cpu, rate, ok)
+	}
+	if _, _, ok := pairedRatios(ours, peer[:2]); ok {
+		t.Error("pairedRatios of rounds that differ in number: ok")
+	}
+	if _, _, ok := pairedRatios(ours, []fleetResult{run(1, 1), run(0, 0), run(1, 1)}); ok {
+		t.Error("pairedRatios with a round of no pairs: ok")
+	}
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
+		t.Errorf("median of 1..4 = %v, want 2.5", m)
+	}
+}
+
+// Each of ours runs right next to its peer, first in one round and
+// second in the next; every row runs once a round, and over two rounds
+// every row's places sum to the same.
+func TestFleetOrder(t *testing.T) {
+	rows := allFleetRows()
+	place := map[string]int{}
+	for round := range 2 {
+		order := fleetOrder(rows, round)
+		at := map[string]int{}
+		for i, r := range order {
+			at[r.name] = i
+			place[r.name] += i
+		}
+		if len(order) != len(rows) || len(at) != len(rows) {
+			t.Fatalf("round %d: %d rows, %d of them named apart; want %d", round, len(order), len(at), len(rows))
+		}
+		for _, r := range rows {
+			if r.peer == "" {
+				continue
+			}
+			if want := 1 - 2*round; at[r.peer]-at[r.name] != want {
+				t.Errorf("round %d: %s at %d, its peer %s at %d; want the peer %+d from it", round, r.name, at[r.name], r.peer, at[r.peer], want)
+			}
+		}
+	}
+	for _, r := range rows {
+		if place[r.name] != len(rows)-1 {
+			t.Errorf("%s: places summed over two rounds %d; want %d", r.name, place[r.name], len(rows)-1)
+		}
+	}
+	if rows[0].name != allFleetRows()[0].name {
+		t.Error("fleetOrder reordered the rows it was given")
+	}
+	if got := fleetOrder(rows[:1], 0); len(got) != 1 || got[0].name != rows[0].name {
+		t.Errorf("fleetOrder of one of ours without its peer = %v", got)
 	}
 }

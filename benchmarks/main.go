@@ -19,12 +19,13 @@
 // With -workload fleet it runs instead the fleet workload (fleet.go): many
 // objects, each rarely contended. -goroutines goroutines of one process
 // share one client of each row's library and lock then unlock random keys
-// of -keys, for -duration, every row once a round for -rounds rounds; it
-// prints each row's medians (Redis CPU and commands per pair, pairs per
-// second) and each of ours against the peer on the same client: rueidis
-// against rueidislock, valkey-go against valkeylock, redigo against redsync
-// 1ms, go-redis against redislock 1ms. With -scale-client rueidis, the
-// scale runs go over the rueidis module.
+// of -keys, for -duration, every row once a round for -rounds rounds
+// (each of ours next to its peer, first and second in turn); it prints
+// each row's medians (Redis CPU and commands per pair, pairs per second)
+// and each of ours against the peer on the same client, the median of
+// the rounds' ratios: rueidis against rueidislock, valkey-go against
+// valkeylock, redigo against redsync 1ms, go-redis against redislock 1ms.
+// With -scale-client rueidis, the scale runs go over the rueidis module.
 //
 // With -workload hurried it runs instead the hurried workload (hurried.go),
 // a web server's: 100 goroutines of one process share one client and lock
@@ -376,16 +377,16 @@ func (cfg config) selectedFleet() []fleetRow {
 // runFleet runs the fleet workload's rows on the server.
 func runFleet(d *deployments, cfg config, stdout, stderr io.Writer) error {
 	rows := cfg.selectedFleet()
-	runs := make([][]fleetResult, len(rows))
+	runs := map[string][]fleetResult{}
 	for round := range cfg.rounds {
-		for i, r := range rows {
+		for _, r := range fleetOrder(rows, round) {
 			fmt.Fprintf(stderr, "round %d: running %s on the fleet workload\n", round+1, r.name)
-			runs[i] = append(runs[i], d.server.runFleet(r, cfg))
+			runs[r.name] = append(runs[r.name], d.server.runFleet(r, cfg))
 		}
 	}
 	results := make([]fleetResult, len(rows))
-	for i := range rows {
-		results[i] = medianFleet(runs[i])
+	for i, r := range rows {
+		results[i] = medianFleet(runs[r.name])
 	}
 	return report(stdout, d, cfg, results, fleetResult.json, printFleet)
 }
